@@ -1,0 +1,140 @@
+/**
+ * What the use cases need from the outside world. Adapters (store, dns, auth) implement
+ * these; `cli/compose.ts` wires them. Every method may throw StoreUnavailableError (→ 911);
+ * Publisher.publish may throw DnsUpdateError (→ dnserr).
+ */
+import type { Account, HostDnsState, HostRecord, HostType, TargetState } from '../core/types.js';
+
+/** The authenticated account as the use cases see it. */
+export interface AccountView {
+  name: string;
+  donator: boolean;
+}
+
+export interface Credentials {
+  user: string;
+  password: string;
+}
+
+export type AuthResult =
+  | { ok: true; account: AccountView }
+  | { ok: false; reason: 'unknown-user' | 'bad-password' | 'throttled' };
+
+export interface Authenticator {
+  /** Verify credentials from `sourceIp`; counts failures and applies the cool-down. */
+  authenticate(credentials: Credentials, sourceIp: string): Promise<AuthResult>;
+  /** A malformed or missing Authorization counts as a failure from `sourceIp`. */
+  recordMalformed(sourceIp: string): Promise<void>;
+}
+
+/** Account records (used by the authenticator and the CLI). */
+export interface AccountStore {
+  get(name: string): Promise<Account | undefined>;
+  create(account: Account): Promise<void>; // ConflictError if it exists
+  setPasswordHash(name: string, passwordHash: string): Promise<void>; // NotFoundError
+  setDonator(name: string, donator: boolean): Promise<void>;
+  remove(name: string): Promise<void>; // NotFoundError; ConflictError while it owns hosts
+  list(): Promise<Account[]>;
+}
+
+/** Failure counters for credential guessing (shared across frontends). */
+export interface FailureCounter {
+  /** True when `sourceIp` or `account` is in cool-down. */
+  isThrottled(sourceIp: string, account: string | undefined): Promise<boolean>;
+  /** Count one failure for both keys; starts the cool-down past the threshold. */
+  recordFailure(sourceIp: string, account: string | undefined): Promise<void>;
+}
+
+/** User-Agent block list and junk blocking. */
+export interface ClientPolicy {
+  /** Block list (config + Redis) or a junk block on (sourceIp, userAgent). */
+  isBlocked(userAgent: string, sourceIp: string): Promise<boolean>;
+  /** Count a malformed/failing request; past the threshold the pair is blocked for a while. */
+  recordJunk(userAgent: string, sourceIp: string): Promise<void>;
+}
+
+/**
+ * The settings a request asks for, as stored-field expectations: the request is `nochg`
+ * when every one already holds. Field names are HostRecord's (`state`, `ipv4`, `ipv6`,
+ * `wildcard`, `mx`, `backmx`); values are their stored text forms (see store/codec).
+ */
+export type Expectations = Readonly<Record<string, string>>;
+
+/** An opaque per-host lease handed out with a change admission. */
+export interface Lease {
+  readonly fqdn: string;
+  readonly token: string;
+}
+
+export type Admission =
+  | { kind: 'nohost' }
+  | { kind: 'notyours' }
+  | { kind: 'badsys' }
+  | { kind: 'closed' }
+  /** Already blocked, or this request crossed the frequency limit and blocked it. */
+  | { kind: 'abuse' }
+  /** Another request holds this host's lease: try again shortly. Nothing was counted. */
+  | { kind: 'busy' }
+  /** Every expectation already holds (counted by the frequency rule). */
+  | { kind: 'nochg'; host: HostRecord }
+  /** A change: the caller holds the lease until commit() or release(). */
+  | { kind: 'change'; host: HostRecord; lease: Lease };
+
+export interface AdmitRequest {
+  fqdn: string;
+  account: string;
+  /** Minimum interval for this account (donators have a shorter one). */
+  minIntervalMs: number;
+  maxFrequent: number;
+  /** What the request asks; `null` = only apply the frequency rule (echo with hostname). */
+  expect: Expectations | null;
+  leaseMs: number;
+}
+
+/**
+ * The host registry as the update path sees it. `admit` runs the checks from nohost to
+ * abuse and the frequency rule atomically (one Redis Lua call, Redis TIME).
+ */
+export interface HostGate {
+  admit(req: AdmitRequest): Promise<Admission>;
+  /** Persist the published state and drop the lease. */
+  commit(lease: Lease, target: TargetState): Promise<void>;
+  /** Drop the lease and undo this request's frequency count (dnserr / 911 do not count). */
+  release(lease: Lease): Promise<void>;
+}
+
+/** Frequency rule for the address echo, per requesting address. */
+export interface EchoGate {
+  /** 'ok', or 'abuse' while the address is in cool-down (counting this request). */
+  admit(sourceIp: string, minIntervalMs: number, maxFrequent: number, cooldownMs: number): Promise<'ok' | 'abuse'>;
+}
+
+/** Administrative access to hosts (CLI). */
+export interface HostAdmin {
+  get(fqdn: string): Promise<HostRecord | undefined>;
+  add(fqdn: string, account: string, type: HostType): Promise<void>; // ConflictError, NotFoundError (account)
+  remove(fqdn: string): Promise<void>; // NotFoundError
+  list(account?: string): Promise<HostRecord[]>;
+  /** Set state; unblock/reopen also reset the frequency counters. */
+  setState(fqdn: string, state: 'active' | 'blocked' | 'closed'): Promise<void>;
+}
+
+/** A host's change as handed to DNS. */
+export interface HostChange {
+  fqdn: string;
+  zone: string;
+  previous: HostDnsState;
+  target: TargetState;
+}
+
+export interface Publisher {
+  /** The configured zone a name belongs to (longest suffix), or undefined. */
+  zoneFor(fqdn: string): string | undefined;
+  /** Resolves once the primary answered NOERROR with a valid TSIG; else DnsUpdateError. */
+  publish(change: HostChange): Promise<void>;
+}
+
+export interface MxResolver {
+  /** True when `name` has an A or AAAA record (within the configured timeout). */
+  resolves(name: string): Promise<boolean>;
+}

@@ -1,0 +1,94 @@
+/**
+ * The validated, frozen configuration. `load.ts` builds it from one JSON file; every
+ * other module receives (a slice of) this object and never reads files or env itself.
+ * Durations are in milliseconds here (the file uses seconds, fractions allowed).
+ */
+
+export const TSIG_ALGORITHMS = ['hmac-sha256', 'hmac-sha1', 'hmac-sha224', 'hmac-sha384', 'hmac-sha512'] as const;
+export type TsigAlgorithm = (typeof TSIG_ALGORITHMS)[number];
+
+export interface TsigKeyConfig {
+  /** Key name as configured on the primary, e.g. `ddns-key`. */
+  name: string;
+  algorithm: TsigAlgorithm;
+  /** The decoded secret. Never logged. */
+  secret: Buffer;
+}
+
+export interface ZoneConfig {
+  /** Zone apex, normalised (lowercase, no trailing dot). */
+  name: string;
+  primary: { host: string; port: number };
+  key: TsigKeyConfig;
+}
+
+export interface ListenConfig {
+  host: string;
+  port: number;
+}
+
+export interface Config {
+  listen: readonly ListenConfig[];
+  /** Prefix of the update path, e.g. `` or `/ddns` (no trailing slash). */
+  basePath: string;
+  /** CIDR blocks whose X-Forwarded-For is believed. */
+  trustedProxies: readonly string[];
+  http: {
+    realm: string;
+    maxBodyBytes: number;
+    headersTimeoutMs: number;
+    requestTimeoutMs: number;
+    keepAliveTimeoutMs: number;
+    maxHeaderBytes: number;
+    maxConnections: number;
+  };
+  redis: {
+    url: string;
+    keyPrefix: string;
+    /** A command that takes longer fails the request with 911. */
+    commandTimeoutMs: number;
+  };
+  zones: readonly ZoneConfig[];
+  dns: {
+    ttl: number;
+    /** Budget for one update including the one retry; past it: dnserr. */
+    timeoutMs: number;
+    /** Messages in flight per zone (BIND's update-quota drops excess silently). */
+    maxInFlight: number;
+    /** TSIG fudge in seconds. */
+    fudge: number;
+    /** Added to the local clock when signing (tests use it to provoke BADTIME). */
+    clockOffsetSeconds: number;
+  };
+  frequency: {
+    minIntervalMs: number;
+    donatorMinIntervalMs: number;
+    /** More than this many frequent requests in a row blocks the host. */
+    maxFrequent: number;
+    echoMinIntervalMs: number;
+    echoCooldownMs: number;
+  };
+  mx: {
+    /** `host` or `host:port` of the resolvers used to check an `mx` target. */
+    resolvers: readonly string[];
+    timeoutMs: number;
+  };
+  agents: {
+    /** Exact User-Agent strings or `*` globs refused with badagent. */
+    blocked: readonly string[];
+  };
+  junk: {
+    threshold: number;
+    windowMs: number;
+    blockMs: number;
+  };
+  credentials: {
+    /** Failures per source address or per account within the window before cool-down. */
+    maxFailures: number;
+    windowMs: number;
+    cooldownMs: number;
+    cacheTtlMs: number;
+    cacheSize: number;
+  };
+  log: { level: 'debug' | 'info' | 'warn' | 'error' };
+}

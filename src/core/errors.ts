@@ -1,0 +1,93 @@
+/**
+ * The error hierarchy. Every error the service raises on purpose carries a stable
+ * `code`; the mapping from code to reply token lives in `tokenForError` and nowhere else.
+ * Messages never contain secrets (passwords, TSIG keys): callers pass names, not values.
+ */
+import type { Token } from './tokens.js';
+
+export type ErrorCode =
+  | 'ERR_CONFIG'
+  | 'ERR_STORE_UNAVAILABLE'
+  | 'ERR_DNS_TIMEOUT'
+  | 'ERR_DNS_CONNECTION'
+  | 'ERR_DNS_RCODE'
+  | 'ERR_DNS_TSIG'
+  | 'ERR_DNS_PROTOCOL'
+  | 'ERR_NOT_FOUND'
+  | 'ERR_CONFLICT'
+  | 'ERR_INVALID_INPUT';
+
+export class BridgeError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** The configuration is invalid; `key` names the offending setting (e.g. `zones[0].key.secret`). */
+export class ConfigError extends BridgeError {
+  readonly key: string;
+  constructor(key: string, message: string) {
+    super('ERR_CONFIG', `config: ${key}: ${message}`);
+    this.key = key;
+  }
+}
+
+/** Redis (the state store) cannot be reached or did not answer in time: reply `911`. */
+export class StoreUnavailableError extends BridgeError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ERR_STORE_UNAVAILABLE', message, options);
+  }
+}
+
+export type DnsFailureCode = 'ERR_DNS_TIMEOUT' | 'ERR_DNS_CONNECTION' | 'ERR_DNS_RCODE' | 'ERR_DNS_TSIG' | 'ERR_DNS_PROTOCOL';
+
+/**
+ * An UPDATE was not applied (or we cannot prove it was). `retryable` marks failures
+ * worth one more attempt (timeout, connection loss, SERVFAIL).
+ */
+export class DnsUpdateError extends BridgeError {
+  readonly zone: string;
+  readonly rcode: string | undefined;
+  readonly retryable: boolean;
+  constructor(
+    code: DnsFailureCode,
+    zone: string,
+    message: string,
+    opts: { rcode?: string; retryable?: boolean; cause?: unknown } = {},
+  ) {
+    super(code, `zone ${zone}: ${message}`, { cause: opts.cause });
+    this.zone = zone;
+    this.rcode = opts.rcode;
+    this.retryable = opts.retryable ?? false;
+  }
+}
+
+/** An operator command named something that does not exist (account, host). */
+export class NotFoundError extends BridgeError {
+  constructor(message: string) {
+    super('ERR_NOT_FOUND', message);
+  }
+}
+
+/** An operator command would overwrite something that exists. */
+export class ConflictError extends BridgeError {
+  constructor(message: string) {
+    super('ERR_CONFLICT', message);
+  }
+}
+
+/** An operator gave a value that does not validate (host name, type, import line). */
+export class InvalidInputError extends BridgeError {
+  constructor(message: string) {
+    super('ERR_INVALID_INPUT', message);
+  }
+}
+
+/** The one mapping from an error to a reply token. Unknown errors are our fault: `911`. */
+export function tokenForError(err: unknown): Token {
+  if (err instanceof DnsUpdateError) return 'dnserr';
+  return '911';
+}

@@ -1,0 +1,50 @@
+/** Host name normalisation and validation (pure). */
+import { domainToASCII } from 'node:url';
+
+export const MAX_NAME_LENGTH = 253;
+export const MAX_LABEL_LENGTH = 63;
+
+const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+
+/**
+ * Normalise a client-supplied host name: trim, drop one trailing dot, lowercase,
+ * IDN to punycode. Returns `undefined` when the result is not a syntactically valid
+ * FQDN of at least two labels made of letters, digits and hyphens (no `_`, no `*`).
+ */
+export function normalizeHostname(raw: string): string | undefined {
+  let name = raw.trim();
+  if (name.endsWith('.')) name = name.slice(0, -1);
+  if (name.length === 0 || name.length > 1024) return undefined;
+  // Plain ASCII names skip the IDN conversion (the common case, and it is strict about them).
+  if (/[^\x21-\x7e]/.test(name)) {
+    if (/[\s\x00-\x1f\x7f]/.test(name)) return undefined;
+    const ascii = domainToASCII(name);
+    if (ascii === '') return undefined;
+    name = ascii;
+  }
+  name = name.toLowerCase();
+  return isValidFqdn(name) ? name : undefined;
+}
+
+/** True for a lowercase ASCII FQDN (no trailing dot) of two or more LDH labels. */
+export function isValidFqdn(name: string): boolean {
+  if (name.length === 0 || name.length > MAX_NAME_LENGTH) return false;
+  const labels = name.split('.');
+  if (labels.length < 2) return false;
+  for (const label of labels) {
+    if (!LABEL.test(label)) return false;
+  }
+  // A top-level label made only of digits is never a host name (and keeps IPs out).
+  return !/^[0-9]+$/.test(labels[labels.length - 1]!);
+}
+
+/** The longest zone (from `zones`, each normalised) of which `name` is a proper sub-name. */
+export function zoneOf(name: string, zones: readonly string[]): string | undefined {
+  let best: string | undefined;
+  for (const zone of zones) {
+    if (name.length > zone.length && name.endsWith(zone) && name[name.length - zone.length - 1] === '.') {
+      if (best === undefined || zone.length > best.length) best = zone;
+    }
+  }
+  return best;
+}

@@ -1,0 +1,77 @@
+/**
+ * Parsing of the update request's parameters (pure). Input: the decoded parameter
+ * multimap from the query string and/or form body. Unknown parameters are ignored.
+ */
+import { parseAddressList, type AddressPair } from './addresses.js';
+import { normalizeHostname } from './names.js';
+
+export const MAX_HOSTS_PER_REQUEST = 20;
+
+export type ParamMap = ReadonlyMap<string, readonly string[]>;
+
+/** One requested host name: its normalised form, or `undefined` when the syntax is invalid. */
+export interface RequestedHost {
+  raw: string;
+  fqdn: string | undefined;
+}
+
+export interface UpdateParams {
+  /** Empty when `hostname` is missing or empty (→ notfqdn). */
+  hosts: RequestedHost[];
+  /** More than MAX_HOSTS_PER_REQUEST names (→ numhost). */
+  tooManyHosts: boolean;
+  addresses: AddressPair;
+  wildcard: boolean | 'keep';
+  mx: string | undefined;
+  /** `mx` was given but is not a valid host name: treated as unresolvable. */
+  mxInvalid: boolean;
+  backmx: boolean;
+  offline: boolean;
+  /** `system` is absent or one of dyndns/statdns/custom. */
+  systemSupported: boolean;
+}
+
+const SUPPORTED_SYSTEMS = new Set(['dyndns', 'statdns', 'custom']);
+
+function first(params: ParamMap, name: string): string | undefined {
+  return params.get(name)?.[0];
+}
+
+function yesNo(value: string | undefined): boolean {
+  return value !== undefined && value.trim().toUpperCase() === 'YES';
+}
+
+export function parseUpdateParams(params: ParamMap): UpdateParams {
+  const hostnameValue = first(params, 'hostname') ?? '';
+  const rawHosts = hostnameValue.split(',').map((h) => h.trim()).filter((h) => h.length > 0);
+  const tooManyHosts = rawHosts.length > MAX_HOSTS_PER_REQUEST;
+  const hosts = tooManyHosts ? [] : rawHosts.map((raw) => ({ raw, fqdn: normalizeHostname(raw) }));
+
+  const addressValues = ['myip', 'myipv6', 'ipv6', 'myip6'].flatMap((n) => params.get(n) ?? []);
+  const addresses = parseAddressList(addressValues);
+
+  const wildcardValue = first(params, 'wildcard')?.trim().toUpperCase();
+  const wildcard = wildcardValue === 'ON' ? true : wildcardValue === 'NOCHG' ? 'keep' : false;
+
+  const mxValue = first(params, 'mx')?.trim() ?? '';
+  const mx = mxValue === '' ? undefined : normalizeHostname(mxValue);
+
+  const system = first(params, 'system')?.trim().toLowerCase();
+
+  return {
+    hosts,
+    tooManyHosts,
+    addresses,
+    wildcard,
+    mx,
+    mxInvalid: mxValue !== '' && mx === undefined,
+    backmx: yesNo(first(params, 'backmx')),
+    offline: yesNo(first(params, 'offline')),
+    systemSupported: system === undefined || system === '' || SUPPORTED_SYSTEMS.has(system),
+  };
+}
+
+/** `a,b` style address text for a reply line: IPv4 first, comma separated. */
+export function formatAddresses(pair: AddressPair): string {
+  return [pair.ipv4, pair.ipv6].filter((a): a is string => a !== undefined).join(',');
+}

@@ -1,0 +1,120 @@
+/** Domain types shared by every layer (pure data, no behaviour beyond helpers). */
+
+export const HOST_TYPES = ['dynamic', 'static', 'webhop', 'subdomain'] as const;
+export type HostType = (typeof HOST_TYPES)[number];
+
+export const HOST_STATES = ['active', 'offline', 'blocked', 'closed'] as const;
+export type HostState = (typeof HOST_STATES)[number];
+
+export interface Account {
+  name: string;
+  /** Self-describing password hash (see auth/password). */
+  passwordHash: string;
+  /** A paying account: may set offline, shorter minimum interval. */
+  donator: boolean;
+  createdAt: number;
+}
+
+/**
+ * What DNS holds for a host, as last confirmed by the primary (NOERROR). Redis mirrors
+ * the published records: an address is present here iff its record is in DNS.
+ */
+export interface HostDnsState {
+  ipv4: string | null;
+  ipv6: string | null;
+  wildcard: boolean;
+  /** The resolved mail exchanger set by the last update, or null (no MX). */
+  mx: string | null;
+  backmx: boolean;
+}
+
+export interface HostRecord extends HostDnsState {
+  fqdn: string;
+  account: string;
+  type: HostType;
+  state: HostState;
+  /** Milliseconds since the epoch of the last change confirmed by DNS (0 = never). */
+  updatedAt: number;
+}
+
+export function emptyDnsState(): HostDnsState {
+  return { ipv4: null, ipv6: null, wildcard: false, mx: null, backmx: false };
+}
+
+/** What one update request asks for one host, after parameter parsing. */
+export interface RequestedSettings {
+  /** Addresses to set; only the families present are changed. */
+  ipv4?: string;
+  ipv6?: string;
+  /** `keep` = NOCHG (OPNsense): leave the wildcard flag as it is. */
+  wildcard: boolean | 'keep';
+  /** The `mx` parameter as sent (normalised), before resolution; undefined when absent. */
+  mx?: string;
+  backmx: boolean;
+  offline: boolean;
+}
+
+/** The DNS state a change leads to, plus whether the host ends up offline. */
+export interface TargetState extends HostDnsState {
+  offline: boolean;
+}
+
+/**
+ * Merge the current state with what a request asks (mx already resolved: null when
+ * absent or unresolvable). Going offline removes addresses and keeps MX; coming back
+ * sets only the requested families.
+ */
+export function targetState(
+  current: HostRecord,
+  req: RequestedSettings,
+  resolvedMx: string | null,
+): TargetState {
+  if (req.offline) {
+    return { ...pickDns(current), ipv4: null, ipv6: null, offline: true };
+  }
+  const wasOffline = current.state === 'offline';
+  return {
+    ipv4: req.ipv4 ?? (wasOffline ? null : current.ipv4),
+    ipv6: req.ipv6 ?? (wasOffline ? null : current.ipv6),
+    wildcard: req.wildcard === 'keep' ? current.wildcard : req.wildcard,
+    mx: resolvedMx,
+    backmx: resolvedMx === null ? false : req.backmx,
+    offline: false,
+  };
+}
+
+export function pickDns(h: HostDnsState): HostDnsState {
+  return { ipv4: h.ipv4, ipv6: h.ipv6, wildcard: h.wildcard, mx: h.mx, backmx: h.backmx };
+}
+
+/** True when `target` is what the host already is: the request changes nothing (nochg). */
+export function sameState(current: HostRecord, target: TargetState): boolean {
+  const currentOffline = current.state === 'offline';
+  if (currentOffline !== target.offline) return false;
+  if (target.offline) return true;
+  return (
+    current.ipv4 === target.ipv4 &&
+    current.ipv6 === target.ipv6 &&
+    current.wildcard === target.wildcard &&
+    current.mx === target.mx &&
+    current.backmx === target.backmx
+  );
+}
+
+/** Stored text form of a boolean flag. */
+export const flag = (b: boolean): '1' | '0' => (b ? '1' : '0');
+
+/**
+ * The request's settings as stored-field expectations (see app/ports Expectations):
+ * the request is `nochg` iff every one holds. Mirrors `targetState` + `sameState`.
+ */
+export function expectationsFor(req: RequestedSettings, resolvedMx: string | null): Record<string, string> {
+  if (req.offline) return { state: 'offline' };
+  const out: Record<string, string> = { state: 'active' };
+  if (req.ipv4 !== undefined) out.ipv4 = req.ipv4;
+  if (req.ipv6 !== undefined) out.ipv6 = req.ipv6;
+  if (req.wildcard !== 'keep') out.wildcard = flag(req.wildcard);
+  out.mx = resolvedMx ?? '';
+  out.backmx = flag(resolvedMx !== null && req.backmx);
+  return out;
+}
