@@ -1,0 +1,242 @@
+/**
+ * The update use case: agent → credentials → per host name: syntax, registry, ownership,
+ * type, state, frequency → DNS → commit. Returns outcomes; the HTTP adapter writes bytes.
+ */
+import { DnsUpdateError, StoreUnavailableError } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import { formatAddresses, parseUpdateParams, type ParamMap, type UpdateParams } from '../core/params.js';
+import { tokenIsJunk, type HostToken, type RequestToken } from '../core/tokens.js';
+import { expectationsFor, targetState, type HostRecord, type RequestedSettings } from '../core/types.js';
+import { parseAddress, type AddressPair } from '../core/addresses.js';
+import type {
+  AccountView,
+  Admission,
+  AdmitRequest,
+  Authenticator,
+  ClientPolicy,
+  Credentials,
+  HostAdmin,
+  HostGate,
+  MxResolver,
+  Publisher,
+} from './ports.js';
+
+export interface UpdateRequest {
+  /** Parsed Basic credentials, or why there are none. */
+  credentials: Credentials | 'missing' | 'malformed';
+  userAgent: string | undefined;
+  /** The detected client address (peer, or X-Forwarded-For behind a trusted proxy). */
+  clientIp: string;
+  params: ParamMap;
+}
+
+export interface HostLine {
+  token: HostToken;
+  /** For good/nochg: the address text after the token. */
+  addresses?: string;
+}
+
+export type UpdateReply = { kind: 'request'; token: RequestToken } | { kind: 'hosts'; lines: HostLine[] };
+
+export interface FrequencySettings {
+  minIntervalMs: number;
+  donatorMinIntervalMs: number;
+  maxFrequent: number;
+}
+
+export interface UpdateServiceDeps {
+  authenticator: Authenticator;
+  clientPolicy: ClientPolicy;
+  hosts: HostGate;
+  registry: Pick<HostAdmin, 'get'>;
+  publisher: Publisher;
+  mxResolver: MxResolver;
+  frequency: FrequencySettings;
+  /** How long a host lease may be held: the DNS budget plus a margin. */
+  leaseMs: number;
+  logger: Logger;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** Raised inside the per-host flow when Redis fails: the whole reply becomes `911`. */
+class ServiceFault extends Error {}
+
+const defaultSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export class UpdateService {
+  private readonly sleep: (ms: number) => Promise<void>;
+
+  constructor(private readonly deps: UpdateServiceDeps) {
+    this.sleep = deps.sleep ?? defaultSleep;
+  }
+
+  async update(req: UpdateRequest): Promise<UpdateReply> {
+    try {
+      const reply = await this.run(req);
+      if (isJunkReply(reply) && req.userAgent) {
+        await this.deps.clientPolicy.recordJunk(req.userAgent, req.clientIp).catch(() => undefined);
+      }
+      return reply;
+    } catch (err) {
+      if (err instanceof StoreUnavailableError || err instanceof ServiceFault) {
+        this.deps.logger.warn('state store unavailable', { error: (err as Error).message });
+        return { kind: 'request', token: '911' };
+      }
+      throw err;
+    }
+  }
+
+  private async run(req: UpdateRequest): Promise<UpdateReply> {
+    const { authenticator, clientPolicy } = this.deps;
+    const ua = req.userAgent?.trim();
+    if (!ua) return { kind: 'request', token: 'badagent' };
+    if (await clientPolicy.isBlocked(ua, req.clientIp)) return { kind: 'request', token: 'badagent' };
+
+    // A missing header is the normal first step of challenge-driven clients (wget,
+    // uclient-fetch): answer the challenge without counting it as a failure.
+    if (req.credentials === 'missing') return { kind: 'request', token: 'badauth' };
+    if (req.credentials === 'malformed') {
+      await authenticator.recordMalformed(req.clientIp);
+      return { kind: 'request', token: 'badauth' };
+    }
+    const auth = await authenticator.authenticate(req.credentials, req.clientIp);
+    if (!auth.ok) return { kind: 'request', token: 'badauth' };
+
+    const params = parseUpdateParams(req.params);
+    if (params.tooManyHosts) return { kind: 'request', token: 'numhost' };
+    if (params.hosts.length === 0) return { kind: 'hosts', lines: [{ token: 'notfqdn' }] };
+
+    const addresses = requestedAddresses(params, req.clientIp);
+    const mx = new MxCheck(params, this.deps.mxResolver);
+    const settings: RequestedSettings = {
+      ...addresses,
+      wildcard: params.wildcard,
+      backmx: params.backmx,
+      offline: params.offline,
+    };
+
+    // Distinct names run in parallel; a repeated name waits for its earlier occurrence.
+    const chains = new Map<string, Promise<unknown>>();
+    const lines = params.hosts.map(({ fqdn }) => {
+      if (fqdn === undefined) return Promise.resolve<HostLine>({ token: 'notfqdn' });
+      const previous = chains.get(fqdn) ?? Promise.resolve();
+      const line = previous.then(() => this.updateHost(fqdn, auth.account, params, settings, addresses, mx));
+      chains.set(fqdn, line.catch(() => undefined));
+      return line;
+    });
+    return { kind: 'hosts', lines: await Promise.all(lines) };
+  }
+
+  private async updateHost(
+    fqdn: string,
+    account: AccountView,
+    params: UpdateParams,
+    settings: RequestedSettings,
+    addresses: AddressPair,
+    mx: MxCheck,
+  ): Promise<HostLine> {
+    const zone = this.deps.publisher.zoneFor(fqdn);
+    if (zone === undefined) return { token: 'nohost' };
+
+    if (!params.systemSupported) {
+      const host = await this.deps.registry.get(fqdn);
+      if (!host) return { token: 'nohost' };
+      return { token: host.account === account.name ? 'badsys' : '!yours' };
+    }
+
+    const forbiddenOffline = settings.offline && !account.donator;
+    const resolvedMx = forbiddenOffline ? null : await mx.result();
+    const base = {
+      fqdn,
+      account: account.name,
+      minIntervalMs: account.donator ? this.deps.frequency.donatorMinIntervalMs : this.deps.frequency.minIntervalMs,
+      maxFrequent: this.deps.frequency.maxFrequent,
+      leaseMs: this.deps.leaseMs,
+    };
+    // A non-donator's offline request is still counted by the frequency rule (it passed
+    // the abuse check) but never changes anything.
+    const admission = await this.admit({ ...base, expect: forbiddenOffline ? null : expectationsFor(settings, resolvedMx) });
+    const rejected = rejectionToken(admission);
+    if (rejected) return { token: rejected };
+    if (forbiddenOffline) return { token: '!donator' };
+
+    const shown = formatAddresses(addresses);
+    if (admission.kind === 'nochg') return { token: 'nochg', addresses: shown };
+    if (admission.kind !== 'change') throw new Error(`unexpected admission ${admission.kind}`);
+
+    const target = targetState(admission.host, settings, resolvedMx);
+    try {
+      await this.deps.publisher.publish({ fqdn, zone, previous: admission.host, target });
+    } catch (err) {
+      await this.deps.hosts.release(admission.lease).catch(() => undefined);
+      if (err instanceof DnsUpdateError) return { token: 'dnserr' };
+      throw err;
+    }
+    try {
+      await this.deps.hosts.commit(admission.lease, target);
+    } catch (err) {
+      // Published but not recorded: the next request sees a difference and republishes.
+      this.deps.logger.error('published but could not record the new state', { fqdn, error: (err as Error).message });
+      throw new ServiceFault('commit failed');
+    }
+    return { token: 'good', addresses: shown };
+  }
+
+  /** admit, waiting while another request holds the host's lease. */
+  private async admit(req: AdmitRequest): Promise<Admission> {
+    const deadline = Date.now() + req.leaseMs;
+    for (let attempt = 0; ; attempt++) {
+      const admission = await this.deps.hosts.admit(req);
+      if (admission.kind !== 'busy') return admission;
+      if (Date.now() > deadline) throw new ServiceFault(`host ${req.fqdn} stayed busy`);
+      await this.sleep(Math.min(2 + attempt * 2, 25) + Math.random() * 3);
+    }
+  }
+}
+
+function rejectionToken(admission: Admission): HostToken | undefined {
+  switch (admission.kind) {
+    case 'nohost':
+      return 'nohost';
+    case 'notyours':
+      return '!yours';
+    case 'badsys':
+      return 'badsys';
+    case 'closed':
+      return '!active';
+    case 'abuse':
+      return 'abuse';
+    default:
+      return undefined;
+  }
+}
+
+/** The families the request names, else the detected client address. */
+export function requestedAddresses(params: UpdateParams, clientIp: string): AddressPair {
+  if (params.addresses.ipv4 !== undefined || params.addresses.ipv6 !== undefined) return params.addresses;
+  const detected = parseAddress(clientIp);
+  if (!detected) return {};
+  return detected.family === 4 ? { ipv4: detected.address } : { ipv6: detected.address };
+}
+
+/** Resolve the `mx` parameter at most once per request, only when a host needs it. */
+class MxCheck {
+  private pending: Promise<string | null> | undefined;
+  constructor(
+    private readonly params: UpdateParams,
+    private readonly resolver: MxResolver,
+  ) {}
+  result(): Promise<string | null> {
+    const mx = this.params.mx;
+    if (mx === undefined) return Promise.resolve(null);
+    this.pending ??= this.resolver.resolves(mx).then((ok) => (ok ? mx : null), () => null);
+    return this.pending;
+  }
+}
+
+function isJunkReply(reply: UpdateReply): boolean {
+  if (reply.kind === 'request') return tokenIsJunk(reply.token);
+  return reply.lines.some((l) => tokenIsJunk(l.token));
+}
+
+export type { HostRecord };

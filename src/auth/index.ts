@@ -1,0 +1,11 @@
+/** Authentication: scrypt password hashes, the verified-credential cache, the authenticator. */
+export {
+  DEFAULT_SCRYPT_COST,
+  hashPassword,
+  isPasswordHash,
+  passwordHashCost,
+  verifyPassword,
+  type ScryptCost,
+} from './password.js';
+export { CredentialCache, type CredentialCacheOptions } from './credential-cache.js';
+export { PasswordAuthenticator, type AuthenticatorOptions, type LoginLookup } from './authenticator.js';

@@ -1,0 +1,185 @@
+/** Operator commands on accounts, hosts and User-Agent blocks (Redis only, except host remove). */
+import { hashPassword } from '../../auth/index.js';
+import { ConflictError, InvalidInputError, NotFoundError } from '../../core/errors.js';
+import { normalizeHostname, zoneOf } from '../../core/names.js';
+import { HOST_TYPES, type HostRecord, type HostType } from '../../core/types.js';
+import { DnsPublisher } from '../../dns/index.js';
+import { openStore, type Store } from '../../store/index.js';
+import type { CommandContext } from '../context.js';
+import { readPassword } from '../password-input.js';
+
+export type Out = (line: string) => void;
+
+async function withStore<T>(ctx: CommandContext, fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = openStore(ctx.config, ctx.logger);
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+function accountName(raw: string): string {
+  const name = raw.trim();
+  if (!/^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$/.test(name)) {
+    throw new InvalidInputError(`invalid account name "${raw}": 1-64 of letters, digits and . _ @ + - (not first)`);
+  }
+  return name;
+}
+
+function hostName(raw: string): string {
+  const fqdn = normalizeHostname(raw);
+  if (!fqdn) throw new InvalidInputError(`invalid host name "${raw}"`);
+  return fqdn;
+}
+
+export async function accountAdd(ctx: CommandContext, name: string, donator: boolean, out: Out): Promise<void> {
+  const account = accountName(name);
+  const password = await readPassword(`Password for ${account}: `);
+  const passwordHash = await hashPassword(password);
+  await withStore(ctx, (s) => s.accounts.create({ name: account, passwordHash, donator, createdAt: Date.now() }));
+  out(`account ${account} added${donator ? ' (donator)' : ''}`);
+}
+
+export async function accountPasswd(ctx: CommandContext, name: string, out: Out): Promise<void> {
+  const account = accountName(name);
+  await withStore(ctx, async (s) => {
+    if (!(await s.accounts.get(account))) throw new NotFoundError(`no account ${account}`);
+    const password = await readPassword(`New password for ${account}: `);
+    await s.accounts.setPasswordHash(account, await hashPassword(password));
+  });
+  out(`password of ${account} changed`);
+}
+
+export async function accountDonator(ctx: CommandContext, name: string, donator: boolean, out: Out): Promise<void> {
+  const account = accountName(name);
+  await withStore(ctx, (s) => s.accounts.setDonator(account, donator));
+  out(`account ${account} ${donator ? 'is' : 'is not'} a donator`);
+}
+
+export async function accountRemove(ctx: CommandContext, name: string, out: Out): Promise<void> {
+  const account = accountName(name);
+  await withStore(ctx, (s) => s.accounts.remove(account));
+  out(`account ${account} removed`);
+}
+
+export async function accountList(ctx: CommandContext, json: boolean, out: Out): Promise<void> {
+  const accounts = await withStore(ctx, (s) => s.accounts.list());
+  accounts.sort((a, b) => a.name.localeCompare(b.name));
+  if (json) out(JSON.stringify(accounts.map((a) => ({ name: a.name, donator: a.donator, createdAt: a.createdAt }))));
+  else for (const a of accounts) out(`${a.name}${a.donator ? '\tdonator' : ''}`);
+}
+
+export async function accountShow(ctx: CommandContext, name: string, json: boolean, out: Out): Promise<void> {
+  const account = accountName(name);
+  const { a, hosts } = await withStore(ctx, async (s) => ({ a: await s.accounts.get(account), hosts: await s.hosts.list(account) }));
+  if (!a) throw new NotFoundError(`no account ${account}`);
+  const view = { name: a.name, donator: a.donator, createdAt: a.createdAt, hosts: hosts.map((h) => h.fqdn).sort() };
+  if (json) out(JSON.stringify(view));
+  else {
+    out(`account: ${view.name}`);
+    out(`donator: ${view.donator ? 'yes' : 'no'}`);
+    out(`created: ${new Date(view.createdAt).toISOString()}`);
+    out(`hosts:   ${view.hosts.join(' ') || '-'}`);
+  }
+}
+
+function hostView(h: HostRecord) {
+  return {
+    fqdn: h.fqdn,
+    owner: h.account,
+    type: h.type,
+    state: h.state,
+    ipv4: h.ipv4,
+    ipv6: h.ipv6,
+    addresses: [h.ipv4, h.ipv6].filter((a): a is string => a !== null),
+    wildcard: h.wildcard,
+    mx: h.mx,
+    backmx: h.backmx,
+    updatedAt: h.updatedAt || null,
+  };
+}
+
+export async function hostAdd(ctx: CommandContext, name: string, account: string, type: string, out: Out): Promise<void> {
+  const fqdn = hostName(name);
+  if (!(HOST_TYPES as readonly string[]).includes(type)) throw new InvalidInputError(`invalid type "${type}": one of ${HOST_TYPES.join(', ')}`);
+  if (!zoneOf(fqdn, ctx.config.zones.map((z) => z.name))) {
+    throw new InvalidInputError(`${fqdn} is not below any configured zone (${ctx.config.zones.map((z) => z.name).join(', ')})`);
+  }
+  await withStore(ctx, (s) => s.hosts.add(fqdn, accountName(account), type as HostType));
+  out(`host ${fqdn} added to ${account} (${type})`);
+}
+
+/** Remove the host from Redis after deleting its records from DNS (so nothing is left behind). */
+export async function hostRemove(ctx: CommandContext, name: string, keepDns: boolean, out: Out): Promise<void> {
+  const fqdn = hostName(name);
+  await withStore(ctx, async (s) => {
+    const host = await s.hosts.get(fqdn);
+    if (!host) throw new NotFoundError(`no host ${fqdn}`);
+    if (!keepDns) {
+      const publisher = new DnsPublisher(ctx.config.zones, ctx.config.dns, ctx.logger);
+      try {
+        const zone = publisher.zoneFor(fqdn);
+        if (zone) {
+          await publisher.publish({
+            fqdn,
+            zone,
+            previous: host,
+            target: { ipv4: null, ipv6: null, wildcard: false, mx: null, backmx: false, offline: false },
+          });
+        }
+      } finally {
+        await publisher.close();
+      }
+    }
+    await s.hosts.remove(fqdn);
+  });
+  out(`host ${fqdn} removed${keepDns ? ' (DNS records kept)' : ''}`);
+}
+
+export async function hostList(ctx: CommandContext, account: string | undefined, json: boolean, out: Out): Promise<void> {
+  const hosts = await withStore(ctx, (s) => s.hosts.list(account === undefined ? undefined : accountName(account)));
+  hosts.sort((a, b) => a.fqdn.localeCompare(b.fqdn));
+  if (json) out(JSON.stringify(hosts.map(hostView)));
+  else for (const h of hosts) out([h.fqdn, h.account, h.type, h.state, [h.ipv4, h.ipv6].filter(Boolean).join(',') || '-'].join('\t'));
+}
+
+export async function hostShow(ctx: CommandContext, name: string, json: boolean, out: Out): Promise<void> {
+  const fqdn = hostName(name);
+  const host = await withStore(ctx, (s) => s.hosts.get(fqdn));
+  if (!host) throw new NotFoundError(`no host ${fqdn}`);
+  const view = hostView(host);
+  if (json) out(JSON.stringify(view));
+  else for (const [k, v] of Object.entries(view)) out(`${k}: ${Array.isArray(v) ? v.join(' ') : String(v)}`);
+}
+
+const STATE_CHANGES = {
+  unblock: { from: ['blocked'], to: 'active' },
+  reopen: { from: ['closed'], to: 'active' },
+  close: { from: ['active', 'offline', 'blocked'], to: 'closed' },
+  block: { from: ['active', 'offline'], to: 'blocked' },
+} as const;
+
+export async function hostSetState(ctx: CommandContext, name: string, change: keyof typeof STATE_CHANGES, out: Out): Promise<void> {
+  const fqdn = hostName(name);
+  const rule = STATE_CHANGES[change];
+  await withStore(ctx, async (s) => {
+    const host = await s.hosts.get(fqdn);
+    if (!host) throw new NotFoundError(`no host ${fqdn}`);
+    if (!(rule.from as readonly string[]).includes(host.state)) throw new ConflictError(`host ${fqdn} is ${host.state}: cannot ${change}`);
+    await s.hosts.setState(fqdn, rule.to);
+  });
+  out(`host ${fqdn} is now ${rule.to}`);
+}
+
+export async function agentBlock(ctx: CommandContext, pattern: string, block: boolean, out: Out): Promise<void> {
+  if (pattern.trim() === '') throw new InvalidInputError('empty User-Agent pattern');
+  await withStore(ctx, (s) => (block ? s.agents.block(pattern) : s.agents.unblock(pattern)));
+  out(`${block ? 'blocked' : 'unblocked'}: ${pattern}`);
+}
+
+export async function agentList(ctx: CommandContext, out: Out): Promise<void> {
+  const fromRedis = await withStore(ctx, (s) => s.agents.list());
+  for (const p of ctx.config.agents.blocked) out(`${p}\t(config)`);
+  for (const p of fromRedis.sort()) out(p);
+}

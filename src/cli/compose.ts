@@ -1,0 +1,70 @@
+/**
+ * The composition root: builds every adapter from the validated config and wires the use
+ * cases. The only module (with main.ts) that knows all the others.
+ */
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../core/log.js';
+import { UpdateService } from '../app/update.js';
+import { EchoService } from '../app/echo.js';
+import { openStore, type Store } from '../store/index.js';
+import { PasswordAuthenticator } from '../auth/index.js';
+import { DnsMxResolver, DnsPublisher } from '../dns/index.js';
+import { HttpFrontend } from '../http/server.js';
+
+export interface Bridge {
+  store: Store;
+  publisher: DnsPublisher;
+  http: HttpFrontend;
+  close(): Promise<void>;
+}
+
+/** Lease on a host while its change is in DNS: the whole DNS budget plus a margin. */
+export function leaseMs(config: Config): number {
+  return config.dns.timeoutMs + 2000;
+}
+
+export function buildBridge(config: Config, logger: Logger): Bridge {
+  const store = openStore(config, logger);
+  const publisher = new DnsPublisher(config.zones, config.dns, logger);
+  const mxResolver = new DnsMxResolver(config.mx);
+  const authenticator = new PasswordAuthenticator(store.accounts, store.failures, config.credentials);
+  const frequency = {
+    minIntervalMs: config.frequency.minIntervalMs,
+    donatorMinIntervalMs: config.frequency.donatorMinIntervalMs,
+    maxFrequent: config.frequency.maxFrequent,
+  };
+  const update = new UpdateService({
+    authenticator,
+    clientPolicy: store.clientPolicy,
+    hosts: store.hosts,
+    registry: store.hosts,
+    publisher,
+    mxResolver,
+    frequency,
+    leaseMs: leaseMs(config),
+    logger,
+  });
+  const echo = new EchoService({
+    echoGate: store.echoGate,
+    authenticator,
+    hosts: store.hosts,
+    settings: { ...frequency, echoMinIntervalMs: config.frequency.echoMinIntervalMs, echoCooldownMs: config.frequency.echoCooldownMs },
+    leaseMs: leaseMs(config),
+    logger,
+  });
+  const http = new HttpFrontend(
+    { basePath: config.basePath, trustedProxies: config.trustedProxies, ...config.http },
+    { update, echo },
+    logger,
+  );
+  return {
+    store,
+    publisher,
+    http,
+    async close() {
+      await http.close();
+      await publisher.close();
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,27 @@
+/** What every command needs: the config path (flag or env), the loaded config, a logger. */
+import { loadConfig, configWarnings } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { JsonLogger } from './logger.js';
+
+export interface CommandContext {
+  config: Config;
+  logger: JsonLogger;
+}
+
+export function configPathFrom(argv: { config?: string }, env: NodeJS.ProcessEnv): string {
+  const p = argv.config || env.DDNS_BRIDGE_CONFIG;
+  if (!p) throw new UsageError('no config file: pass --config FILE or set DDNS_BRIDGE_CONFIG');
+  return p;
+}
+
+export async function loadContext(argv: { config?: string }, env: NodeJS.ProcessEnv, opts: { warn?: boolean } = {}): Promise<CommandContext> {
+  const path = configPathFrom(argv, env);
+  const config = await loadConfig(path, env);
+  const logger = new JsonLogger(config.log.level);
+  for (const zone of config.zones) logger.addSecret(zone.key.secret);
+  if (opts.warn) for (const w of await configWarnings(path)) logger.warn(w);
+  return { config, logger };
+}
+
+/** A mistake in how the command was called: exit status 2. */
+export class UsageError extends Error {}

@@ -1,0 +1,138 @@
+/**
+ * `ddns-bridge demo`: a private redis-server and knotd (or named) with a generated zone and
+ * TSIG key in a temporary directory, the bridge on loopback, a demo account and host.
+ * Runs until SIGINT/SIGTERM, then stops everything and removes the directory.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmod, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { hashPassword } from '../auth/index.js';
+import { loadConfig } from '../config/load.js';
+import {
+  ensureInstalled,
+  freePort,
+  generateTsigKey,
+  makeTempDir,
+  removeDir,
+  startNameServer,
+  startRedis,
+  type LabKind,
+  type NameServer,
+  type RedisServer,
+} from '../lab/index.js';
+import { buildBridge, type Bridge } from './compose.js';
+import { JsonLogger } from './logger.js';
+import type { Out } from './commands/admin.js';
+
+export const DEMO_ZONE = 'dyn.example.test';
+export const DEMO_HOST = `myhost.${DEMO_ZONE}`;
+export const DEMO_ACCOUNT = 'demo';
+
+export interface DemoOptions {
+  json: boolean;
+  nameserver: LabKind;
+  port?: number;
+}
+
+export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void> {
+  const progress = (line: string) => err(`demo: ${line}`);
+  await ensureInstalled(
+    [
+      { binary: 'redis-server', debianPackage: 'redis-server' },
+      opts.nameserver === 'knot' ? { binary: 'knotd', debianPackage: 'knot' } : { binary: 'named', debianPackage: 'bind9' },
+      { binary: 'dig', debianPackage: 'bind9-dnsutils' },
+    ],
+    progress,
+  );
+
+  const dir = await makeTempDir('ddns-bridge-demo-');
+  let redis: RedisServer | undefined;
+  let ns: NameServer | undefined;
+  let bridge: Bridge | undefined;
+  const cleanup = async () => {
+    await bridge?.close().catch(() => undefined);
+    await ns?.stop().catch(() => undefined);
+    await redis?.stop().catch(() => undefined);
+    await removeDir(dir).catch(() => undefined);
+  };
+
+  try {
+    progress(`working directory ${dir}`);
+    redis = await startRedis({ dir, appendonly: true });
+    const key = generateTsigKey('ddns-key', 'hmac-sha256');
+    ns = await startNameServer(opts.nameserver, {
+      dir,
+      zone: DEMO_ZONE,
+      key,
+      records: [`mail.${DEMO_ZONE}. 3600 IN A 192.0.2.25`],
+    });
+    progress(`${opts.nameserver === 'knot' ? 'knotd' : 'named'} on 127.0.0.1:${ns.port}, redis on 127.0.0.1:${redis.port}`);
+
+    const port = opts.port ?? (await freePort());
+    const secretFile = path.join(dir, 'ddns-key.secret');
+    await writeFile(secretFile, key.secret + '\n', { mode: 0o600 });
+    const configPath = path.join(dir, 'config.json');
+    const configJson = {
+      listen: [`127.0.0.1:${port}`],
+      redis: { url: redis.url, keyPrefix: 'ddns:' },
+      zones: [{ name: DEMO_ZONE, primary: `127.0.0.1:${ns.port}`, key: { name: key.name, algorithm: key.algorithm, secretFile } }],
+      mx: { resolvers: [`127.0.0.1:${ns.port}`], timeout: 1 },
+      log: { level: 'info' },
+    };
+    await writeFile(configPath, JSON.stringify(configJson, null, 2) + '\n');
+    await chmod(configPath, 0o600);
+
+    const config = await loadConfig(configPath, {});
+    const logger = new JsonLogger(config.log.level);
+    logger.addSecret(key.secret);
+    bridge = buildBridge(config, logger);
+    const password = randomBytes(9).toString('base64url');
+    await bridge.store.accounts.create({ name: DEMO_ACCOUNT, passwordHash: await hashPassword(password), donator: true, createdAt: Date.now() });
+    await bridge.store.hosts.add(DEMO_HOST, DEMO_ACCOUNT, 'dynamic');
+    await bridge.http.listen('127.0.0.1', port);
+    const url = `http://127.0.0.1:${port}`;
+
+    if (opts.json) {
+      out(
+        JSON.stringify({
+          url,
+          config: configPath,
+          zone: DEMO_ZONE,
+          nameserver: { kind: opts.nameserver, host: '127.0.0.1', port: ns.port, key: { name: key.name, algorithm: key.algorithm, secret: key.secret } },
+          account: { name: DEMO_ACCOUNT, password },
+          hostname: DEMO_HOST,
+        }),
+      );
+    } else {
+      const lines = [
+        '',
+        `ddns-bridge demo is running (${opts.nameserver === 'knot' ? 'Knot DNS' : 'BIND'} + Redis in ${dir})`,
+        '',
+        `  account:  ${DEMO_ACCOUNT} / ${password}  (a donator: offline=YES works)`,
+        `  host:     ${DEMO_HOST}`,
+        `  config:   ${configPath}`,
+        '',
+        'Update the host (prints "good 203.0.113.7", then "nochg 203.0.113.7" when repeated):',
+        `  curl -u '${DEMO_ACCOUNT}:${password}' -A 'demo-client/1.0 you@example.test' '${url}/nic/update?hostname=${DEMO_HOST}&myip=203.0.113.7'`,
+        '',
+        'See what the nameserver publishes:',
+        `  dig @127.0.0.1 -p ${ns.port} +short ${DEMO_HOST} A`,
+        '',
+        'More to try: &myip=203.0.113.7,2001:db8::7  &wildcard=ON  &mx=mail.' + DEMO_ZONE + '&backmx=YES  &offline=YES',
+        `  curl '${url}/checkip'`,
+        `  node ${process.argv[1] ?? 'dist/src/cli/main.js'} host show ${DEMO_HOST} --json --config ${configPath}`,
+        '',
+        'Press Ctrl-C to stop; everything above is removed.',
+      ];
+      for (const l of lines) out(l);
+    }
+
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    progress('stopping');
+  } finally {
+    await cleanup();
+  }
+}

@@ -1,0 +1,192 @@
+#!/usr/bin/env node
+/** The command-line entry point: the yargs command tree. The only place that reads `process`. */
+import yargs, { type Argv } from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { BridgeError, ConfigError } from '../core/errors.js';
+import { configPathFrom, loadContext, UsageError } from './context.js';
+import { serve } from './commands/serve.js';
+import * as admin from './commands/admin.js';
+import { check } from './commands/check.js';
+import { demo } from './demo.js';
+
+const out = (line: string) => process.stdout.write(line + '\n');
+const err = (line: string) => process.stderr.write(line + '\n');
+
+interface Common {
+  config?: string;
+}
+
+async function ctx(argv: Common, warn = false) {
+  return loadContext(argv, process.env, { warn });
+}
+
+function withConfig<T>(y: Argv<T>) {
+  return y.option('config', { type: 'string', describe: 'config file (or DDNS_BRIDGE_CONFIG)' });
+}
+
+const cli = yargs(hideBin(process.argv))
+  .scriptName('ddns-bridge')
+  .strict()
+  .demandCommand(1, 'name a command')
+  .recommendCommands()
+  .command(
+    'serve',
+    'run the HTTP update service',
+    (y) => withConfig(y).option('port', { type: 'number', describe: 'override the port of every listen address' }),
+    async (argv) => serve(await ctx(argv, true), { port: argv.port }),
+  )
+  .command('account', 'manage accounts', (y) =>
+    withConfig(y)
+      .command(
+        'add <name>',
+        'add an account (password from stdin or a prompt)',
+        (a) => a.positional('name', { type: 'string', demandOption: true }).option('donator', { type: 'boolean', default: false }),
+        async (argv) => admin.accountAdd(await ctx(argv), argv.name, argv.donator, out),
+      )
+      .command(
+        'passwd <name>',
+        'change the password (from stdin or a prompt)',
+        (a) => a.positional('name', { type: 'string', demandOption: true }),
+        async (argv) => admin.accountPasswd(await ctx(argv), argv.name, out),
+      )
+      .command(
+        'donator <name>',
+        'mark an account as paying (or not, with --no-donator... use --off)',
+        (a) => a.positional('name', { type: 'string', demandOption: true }).option('off', { type: 'boolean', default: false }),
+        async (argv) => admin.accountDonator(await ctx(argv), argv.name, !argv.off, out),
+      )
+      .command(
+        'remove <name>',
+        'remove an account (it must own no hosts)',
+        (a) => a.positional('name', { type: 'string', demandOption: true }),
+        async (argv) => admin.accountRemove(await ctx(argv), argv.name, out),
+      )
+      .command(
+        'list',
+        'list accounts',
+        (a) => a.option('json', { type: 'boolean', default: false }),
+        async (argv) => admin.accountList(await ctx(argv), argv.json, out),
+      )
+      .command(
+        'show <name>',
+        'show an account',
+        (a) => a.positional('name', { type: 'string', demandOption: true }).option('json', { type: 'boolean', default: false }),
+        async (argv) => admin.accountShow(await ctx(argv), argv.name, argv.json, out),
+      )
+      .demandCommand(1, 'name an account command'),
+  )
+  .command('host', 'manage host names', (y) =>
+    withConfig(y)
+      .command(
+        'add <fqdn>',
+        'register a host name to an account',
+        (a) =>
+          a
+            .positional('fqdn', { type: 'string', demandOption: true })
+            .option('account', { type: 'string', demandOption: true })
+            .option('type', { type: 'string', default: 'dynamic', choices: ['dynamic', 'static', 'webhop', 'subdomain'] }),
+        async (argv) => admin.hostAdd(await ctx(argv), argv.fqdn, argv.account, argv.type, out),
+      )
+      .command(
+        'remove <fqdn>',
+        'delete its records from DNS, then the host name',
+        (a) => a.positional('fqdn', { type: 'string', demandOption: true }).option('keep-dns', { type: 'boolean', default: false }),
+        async (argv) => admin.hostRemove(await ctx(argv), argv.fqdn, argv.keepDns, out),
+      )
+      .command(
+        'list',
+        'list host names',
+        (a) => a.option('account', { type: 'string' }).option('json', { type: 'boolean', default: false }),
+        async (argv) => admin.hostList(await ctx(argv), argv.account, argv.json, out),
+      )
+      .command(
+        'show <fqdn>',
+        'show a host name',
+        (a) => a.positional('fqdn', { type: 'string', demandOption: true }).option('json', { type: 'boolean', default: false }),
+        async (argv) => admin.hostShow(await ctx(argv), argv.fqdn, argv.json, out),
+      )
+      .command(
+        'unblock <fqdn>',
+        'blocked → active (resets the frequency count)',
+        (a) => a.positional('fqdn', { type: 'string', demandOption: true }),
+        async (argv) => admin.hostSetState(await ctx(argv), argv.fqdn, 'unblock', out),
+      )
+      .command(
+        'block <fqdn>',
+        'active → blocked',
+        (a) => a.positional('fqdn', { type: 'string', demandOption: true }),
+        async (argv) => admin.hostSetState(await ctx(argv), argv.fqdn, 'block', out),
+      )
+      .command(
+        'close <fqdn>',
+        '→ closed (updates get !active)',
+        (a) => a.positional('fqdn', { type: 'string', demandOption: true }),
+        async (argv) => admin.hostSetState(await ctx(argv), argv.fqdn, 'close', out),
+      )
+      .command(
+        'reopen <fqdn>',
+        'closed → active',
+        (a) => a.positional('fqdn', { type: 'string', demandOption: true }),
+        async (argv) => admin.hostSetState(await ctx(argv), argv.fqdn, 'reopen', out),
+      )
+      .demandCommand(1, 'name a host command'),
+  )
+  .command('agent', 'manage the User-Agent block list', (y) =>
+    withConfig(y)
+      .command(
+        'block <pattern>',
+        'refuse a User-Agent (exact, or a glob with *)',
+        (a) => a.positional('pattern', { type: 'string', demandOption: true }),
+        async (argv) => admin.agentBlock(await ctx(argv), argv.pattern, true, out),
+      )
+      .command(
+        'unblock <pattern>',
+        'remove a User-Agent block',
+        (a) => a.positional('pattern', { type: 'string', demandOption: true }),
+        async (argv) => admin.agentBlock(await ctx(argv), argv.pattern, false, out),
+      )
+      .command('list', 'list blocked User-Agents', {}, async (argv) => admin.agentList(await ctx(argv as Common), out))
+      .demandCommand(1, 'name an agent command'),
+  )
+  .command(
+    'check',
+    'validate the config, reach Redis, prove each zone key against its primary',
+    (y) => withConfig(y),
+    async (argv) => {
+      const path = configPathFrom(argv, process.env);
+      if (!(await check(await ctx(argv), path, out, err))) process.exitCode = 1;
+    },
+  )
+  .command(
+    'demo',
+    'run a private Redis + nameserver + bridge to try it out',
+    (y) =>
+      y
+        .option('json', { type: 'boolean', default: false, describe: 'print one JSON line when ready' })
+        .option('nameserver', { choices: ['knot', 'bind'] as const, default: 'knot' as const })
+        .option('port', { type: 'number', describe: 'HTTP port (default: a free one)' }),
+    async (argv) => demo({ json: argv.json, nameserver: argv.nameserver, port: argv.port }, out, err),
+  )
+  .fail((msg, e, y) => {
+    if (e) throw e;
+    err(y.help().toString());
+    err('');
+    err(msg);
+    process.exit(2);
+  })
+  .help();
+
+try {
+  await cli.parseAsync();
+} catch (e) {
+  if (e instanceof UsageError || e instanceof ConfigError) {
+    err(`ddns-bridge: ${e.message}`);
+    process.exitCode = 2;
+  } else if (e instanceof BridgeError) {
+    err(`ddns-bridge: ${e.message}`);
+    process.exitCode = 1;
+  } else {
+    err(`ddns-bridge: ${e instanceof Error ? e.message : String(e)}`);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,429 @@
+/**
+ * The config loader: one JSON file → the validated, deep-frozen Config of schema.ts.
+ * Every mistake is a ConfigError naming the dotted path of the setting
+ * (`zones[1].primary: expected host:port`); unknown keys are mistakes too.
+ */
+import { readFileSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { isIPv6 } from 'node:net';
+import { parseAddress, parseCidr } from '../core/addresses.js';
+import { ConfigError } from '../core/errors.js';
+import { TSIG_ALGORITHMS, type Config, type ListenConfig, type TsigAlgorithm, type ZoneConfig } from './schema.js';
+import { describe, isObject, Section } from './reader.js';
+import { loadSecret, resolveSecretPath, type SecretContext, type SecretSource } from './secret.js';
+
+/** The placeholder names from the protocol documentation; real agents are never blocked by default. */
+export const DEFAULT_BLOCKED_AGENTS: readonly string[] = [
+  'Company - Device - Version Number',
+  'Company - Device - Version',
+  'Company Device Version',
+];
+
+const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+
+export interface ParseOptions {
+  env: NodeJS.ProcessEnv;
+  /** Directory that relative secretFile paths are resolved against (the config file's). */
+  baseDir: string;
+  readFile: (path: string) => string;
+}
+
+export async function loadConfig(file: string, env: NodeJS.ProcessEnv = {}): Promise<Config> {
+  const json = parseJson(await readConfigText(file), file);
+  return parseConfig(json, { env, baseDir: path.dirname(path.resolve(file)), readFile: (p) => readFileSync(p, 'utf8') });
+}
+
+async function readConfigText(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(file, `cannot read the config file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+}
+
+/** JSON.parse, but the error gives line and column only: V8 quotes the text, which may hold a secret. */
+export function parseJson(text: string, file: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    const position = /position (\d+)/.exec((err as Error).message);
+    if (!position) throw new ConfigError(file, 'invalid JSON');
+    const before = text.slice(0, Number(position[1]));
+    const line = before.split('\n').length;
+    const column = before.length - before.lastIndexOf('\n');
+    throw new ConfigError(file, `invalid JSON at line ${line}, column ${column}`);
+  }
+}
+
+export function parseConfig(json: unknown, opts: ParseOptions): Config {
+  const top = Section.of('', json);
+  const config: Config = {
+    listen: readListen(top),
+    basePath: readBasePath(top),
+    trustedProxies: readTrustedProxies(top),
+    http: readHttp(top.section('http')),
+    redis: readRedis(top.section('redis')),
+    zones: readZones(top, opts),
+    dns: readDns(top.section('dns')),
+    frequency: readFrequency(top.section('frequency')),
+    mx: readMx(top.section('mx')),
+    agents: readAgents(top.section('agents')),
+    junk: readJunk(top.section('junk')),
+    credentials: readCredentials(top.section('credentials')),
+    log: readLog(top.section('log')),
+  };
+  top.done();
+  return deepFreeze(config);
+}
+
+// ---- listen, basePath, trustedProxies -------------------------------------------------
+
+function readListen(top: Section): ListenConfig[] {
+  const items = top.array('listen', ['127.0.0.1:8245', '[::1]:8245']);
+  if (items.length === 0) throw new ConfigError('listen', 'needs at least one address');
+  const seen = new Set<string>();
+  return items.map((item, i) => {
+    const key = top.itemPath('listen', i);
+    let endpoint: ListenConfig;
+    if (typeof item === 'string') {
+      const parsed = parseHostPort(item, undefined);
+      if (!parsed) throw new ConfigError(key, 'expected "host:port" or "[v6]:port"');
+      endpoint = parsed;
+    } else if (isObject(item)) {
+      const s = Section.of(key, item);
+      const host = s.string('host');
+      const port = s.integer('port', -1, { min: 0, max: 65535 });
+      s.done();
+      if (port < 0) throw new ConfigError(`${key}.port`, 'required setting is missing');
+      endpoint = { host: host.replace(/^\[(.*)\]$/, '$1'), port };
+    } else {
+      throw new ConfigError(key, `expected "host:port" or {"host", "port"}, got ${describe(item)}`);
+    }
+    if (!parseAddress(endpoint.host) && !isHostName(endpoint.host)) throw new ConfigError(key, `"${endpoint.host}" is not an address or host name`);
+    const id = `${endpoint.host}|${endpoint.port}`;
+    if (seen.has(id)) throw new ConfigError(key, 'listed twice');
+    seen.add(id);
+    return endpoint;
+  });
+}
+
+function readBasePath(top: Section): string {
+  const raw = top.string('basePath', '').trim();
+  const base = raw.replace(/\/+$/, '');
+  if (base !== '' && (!base.startsWith('/') || !/^[A-Za-z0-9._~\-/]+$/.test(base) || base.includes('//'))) {
+    throw new ConfigError('basePath', 'expected "" or a path such as "/ddns" (letters, digits, - . _ ~ and /)');
+  }
+  return base;
+}
+
+function readTrustedProxies(top: Section): string[] {
+  return top.array('trustedProxies', []).map((item, i) => {
+    const key = top.itemPath('trustedProxies', i);
+    if (typeof item !== 'string' || !parseCidr(item)) throw new ConfigError(key, 'expected an address or CIDR block such as "10.0.0.0/8"');
+    return item.trim();
+  });
+}
+
+// ---- sections with plain values -------------------------------------------------------
+
+function readHttp(s: Section): Config['http'] {
+  const realm = s.string('realm', 'ddns-bridge');
+  // The realm goes into WWW-Authenticate inside quotes.
+  if (realm === '' || !/^[\x20-\x7e]+$/.test(realm) || /["\\]/.test(realm)) {
+    throw new ConfigError(s.keyPath('realm'), 'expected printable ASCII without quotes or backslashes');
+  }
+  const http = {
+    realm,
+    maxBodyBytes: s.integer('maxBodyBytes', 4096, { min: 1 }),
+    headersTimeoutMs: s.seconds('headersTimeout', 10, { positive: true }),
+    requestTimeoutMs: s.seconds('requestTimeout', 15, { positive: true }),
+    keepAliveTimeoutMs: s.seconds('keepAliveTimeout', 5),
+    maxHeaderBytes: s.integer('maxHeaderBytes', 8192, { min: 1024 }),
+    maxConnections: s.integer('maxConnections', 10000, { min: 1 }),
+  };
+  s.done();
+  return http;
+}
+
+function readRedis(s: Section): Config['redis'] {
+  const url = s.string('url', 'redis://127.0.0.1:6379/0').trim();
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  // The URL may hold a password: never repeat it in the message.
+  if (!parsed || !['redis:', 'rediss:'].includes(parsed.protocol) || parsed.hostname === '') {
+    throw new ConfigError(s.keyPath('url'), 'expected redis://host:port/db or rediss://…');
+  }
+  const redis = {
+    url,
+    keyPrefix: s.string('keyPrefix', 'ddns:'),
+    commandTimeoutMs: s.seconds('commandTimeout', 2, { positive: true }),
+  };
+  s.done();
+  return redis;
+}
+
+function readDns(s: Section): Config['dns'] {
+  const dns = {
+    ttl: s.integer('ttl', 60, { min: 0, max: 2147483647 }),
+    timeoutMs: s.seconds('timeout', 3, { positive: true }),
+    maxInFlight: s.integer('maxInFlight', 16, { min: 1, max: 1000 }),
+    fudge: s.integer('fudge', 300, { min: 0, max: 65535 }),
+    clockOffsetSeconds: s.integer('clockOffset', 0),
+  };
+  s.done();
+  return dns;
+}
+
+function readFrequency(s: Section): Config['frequency'] {
+  const f = {
+    minIntervalMs: s.seconds('minInterval', 60),
+    donatorMinIntervalMs: s.seconds('donatorMinInterval', 15),
+    maxFrequent: s.integer('maxFrequent', 3, { min: 0 }),
+    echoMinIntervalMs: s.seconds('echoMinInterval', 60),
+    echoCooldownMs: s.seconds('echoCooldown', 3600),
+  };
+  s.done();
+  return f;
+}
+
+function readMx(s: Section): Config['mx'] {
+  const resolvers = s.array('resolvers', ['127.0.0.1:53']).map((item, i) => {
+    const key = s.itemPath('resolvers', i);
+    if (typeof item !== 'string' || !parseHostPort(item, 53)) throw new ConfigError(key, 'expected "host" or "host:port"');
+    return item.trim();
+  });
+  if (resolvers.length === 0) throw new ConfigError(s.keyPath('resolvers'), 'needs at least one resolver');
+  const mx = { resolvers, timeoutMs: s.seconds('timeout', 1, { positive: true }) };
+  s.done();
+  return mx;
+}
+
+function readAgents(s: Section): Config['agents'] {
+  const blocked = s.array('blocked', DEFAULT_BLOCKED_AGENTS).map((item, i) => {
+    if (typeof item !== 'string' || item.trim() === '') {
+      throw new ConfigError(s.itemPath('blocked', i), 'expected a non-empty User-Agent string or * pattern');
+    }
+    return item;
+  });
+  s.done();
+  return { blocked };
+}
+
+function readJunk(s: Section): Config['junk'] {
+  const junk = {
+    threshold: s.integer('threshold', 20, { min: 1 }),
+    windowMs: s.seconds('window', 300, { positive: true }),
+    blockMs: s.seconds('block', 3600, { positive: true }),
+  };
+  s.done();
+  return junk;
+}
+
+function readCredentials(s: Section): Config['credentials'] {
+  const c = {
+    maxFailures: s.integer('maxFailures', 10, { min: 1 }),
+    windowMs: s.seconds('window', 600, { positive: true }),
+    cooldownMs: s.seconds('cooldown', 900),
+    cacheTtlMs: s.seconds('cacheTtl', 60),
+    cacheSize: s.integer('cacheSize', 10000, { min: 0 }),
+  };
+  s.done();
+  return c;
+}
+
+function readLog(s: Section): Config['log'] {
+  const level = s.string('level', 'info');
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) {
+    throw new ConfigError(s.keyPath('level'), `expected one of ${LOG_LEVELS.join(', ')}`);
+  }
+  s.done();
+  return { level: level as Config['log']['level'] };
+}
+
+// ---- zones ----------------------------------------------------------------------------
+
+function readZones(top: Section, opts: ParseOptions): ZoneConfig[] {
+  const items = top.array('zones');
+  if (items.length === 0) throw new ConfigError('zones', 'needs at least one zone');
+  const seen = new Map<string, number>();
+  return items.map((item, i) => {
+    const z = Section.of(top.itemPath('zones', i), item);
+    const name = normalizeZoneName(z.string('name'));
+    if (!name) throw new ConfigError(z.keyPath('name'), 'expected a domain name such as "dyn.example.org"');
+    const earlier = seen.get(name);
+    if (earlier !== undefined) throw new ConfigError(z.keyPath('name'), `zone ${name} is already configured as zones[${earlier}]`);
+    seen.set(name, i);
+    const primary = parseHostPort(z.string('primary'), 53);
+    if (!primary) throw new ConfigError(z.keyPath('primary'), 'expected host:port');
+    const key = readKey(z.section('key'), opts);
+    z.done();
+    return { name, primary, key };
+  });
+}
+
+function readKey(k: Section, opts: ParseOptions): ZoneConfig['key'] {
+  const rawName = k.string('name');
+  const name = rawName.trim().toLowerCase().replace(/\.$/, '');
+  if (!/^[a-z0-9_](?:[a-z0-9_-]{0,62})(?:\.[a-z0-9_](?:[a-z0-9_-]{0,62}))*$/.test(name)) {
+    throw new ConfigError(k.keyPath('name'), 'expected a key name such as "ddns-key"');
+  }
+  const rawAlgorithm = k.string('algorithm', 'hmac-sha256').trim().toLowerCase().replace(/\.$/, '');
+  if (!(TSIG_ALGORITHMS as readonly string[]).includes(rawAlgorithm)) {
+    throw new ConfigError(k.keyPath('algorithm'), `expected one of ${TSIG_ALGORITHMS.join(', ')}`);
+  }
+  const algorithm = rawAlgorithm as TsigAlgorithm;
+
+  const sources: SecretSource[] = [];
+  const file = k.optionalString('secretFile');
+  const variable = k.optionalString('secretEnv');
+  const inline = k.optionalString('secret');
+  if (file !== undefined) sources.push({ kind: 'file', key: k.keyPath('secretFile'), path: file });
+  if (variable !== undefined) sources.push({ kind: 'env', key: k.keyPath('secretEnv'), variable });
+  if (inline !== undefined) sources.push({ kind: 'inline', key: k.keyPath('secret'), value: inline });
+  k.done();
+  if (sources.length !== 1) {
+    throw new ConfigError(k.path, `needs exactly one of secretFile, secretEnv, secret (got ${sources.length})`);
+  }
+  const ctx: SecretContext = { env: opts.env, baseDir: opts.baseDir, readFile: opts.readFile };
+  return { name, algorithm, secret: loadSecret(sources[0]!, ctx, { name, algorithm }) };
+}
+
+// ---- helpers --------------------------------------------------------------------------
+
+function normalizeZoneName(raw: string): string | undefined {
+  const name = raw.trim().toLowerCase().replace(/\.$/, '');
+  const labels = name.split('.');
+  if (name.length === 0 || name.length > 253) return undefined;
+  // Zone names may be a single label in a lab, but each label is LDH (underscore allowed in zones).
+  return labels.every((l) => /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/.test(l)) ? name : undefined;
+}
+
+function isHostName(text: string): boolean {
+  const name = text.toLowerCase().replace(/\.$/, '');
+  return name.length > 0 && name.length <= 253 && name.split('.').every((l) => /^(?!-)[a-z0-9-]{1,63}(?<!-)$/.test(l));
+}
+
+/**
+ * "host:port", "[v6]:port", a bare IPv6 address or a bare host (when `defaultPort` is given).
+ * The host is an IP address or a host name; `undefined` when malformed.
+ */
+export function parseHostPort(raw: string, defaultPort: number | undefined): { host: string; port: number } | undefined {
+  const text = raw.trim();
+  let host: string;
+  let portText: string | undefined;
+  const bracketed = /^\[([^\]]+)\](?::(.*))?$/.exec(text);
+  if (bracketed) {
+    host = bracketed[1]!;
+    portText = bracketed[2];
+    if (!isIPv6(host)) return undefined;
+  } else if (isIPv6(text)) {
+    host = text;
+  } else {
+    const colon = text.lastIndexOf(':');
+    host = colon < 0 ? text : text.slice(0, colon);
+    portText = colon < 0 ? undefined : text.slice(colon + 1);
+    if (!parseAddress(host) && !isHostName(host)) return undefined;
+  }
+  let port: number;
+  if (portText === undefined) {
+    if (defaultPort === undefined) return undefined;
+    port = defaultPort;
+  } else {
+    if (!/^\d{1,5}$/.test(portText)) return undefined;
+    port = Number(portText);
+    if (port > 65535) return undefined;
+  }
+  return { host, port };
+}
+
+/** Freeze every object and array; Buffers (the secrets) cannot be frozen and are left as they are. */
+export function deepFreeze<T>(value: T): T {
+  if (typeof value !== 'object' || value === null || Buffer.isBuffer(value) || Object.isFrozen(value)) return value;
+  for (const child of Object.values(value)) deepFreeze(child);
+  return Object.freeze(value);
+}
+
+// ---- warnings -------------------------------------------------------------------------
+
+/**
+ * Things that work but should not stay that way: a group/world-readable secretFile, an
+ * inline secret, and a config file others can read while it holds a secret (an inline
+ * TSIG secret or a password in redis.url). A config without secrets may be readable by
+ * the service's group (the usual 0640 root:ddns-bridge) without a warning.
+ * Best effort: an unreadable or invalid config yields no warnings (loadConfig reports it).
+ */
+export async function configWarnings(file: string, env: NodeJS.ProcessEnv = process.env): Promise<string[]> {
+  const warnings: string[] = [];
+  let json: unknown;
+  try {
+    json = JSON.parse(await readFile(file, 'utf8'));
+  } catch {
+    return warnings;
+  }
+  if (!isObject(json)) return warnings;
+  const baseDir = path.dirname(path.resolve(file));
+  let configHoldsSecret = false;
+
+  const zones = Array.isArray(json.zones) ? json.zones : [];
+  for (const [i, zone] of zones.entries()) {
+    const key = isObject(zone) && isObject(zone.key) ? zone.key : undefined;
+    if (!key) continue;
+    if (key.secret !== undefined) {
+      configHoldsSecret = true;
+      warnings.push(`zones[${i}].key.secret: the TSIG secret is inline in ${file}; move it to a file (secretFile, mode 0600) or use secretEnv`);
+    }
+    if (typeof key.secretFile === 'string') {
+      let secretPath: string;
+      try {
+        secretPath = resolveSecretPath(key.secretFile, baseDir, env, `zones[${i}].key.secretFile`);
+      } catch {
+        continue;
+      }
+      const mode = await modeOf(secretPath);
+      if (mode !== undefined && (mode & 0o077) !== 0) {
+        warnings.push(
+          `zones[${i}].key.secretFile: ${secretPath} is readable by ${readers(mode)} (mode ${octal(mode)}); chmod 600 it, owned by the service user, or pass it with systemd LoadCredential=`,
+        );
+      }
+    }
+  }
+  const redis = isObject(json.redis) ? json.redis : undefined;
+  if (typeof redis?.url === 'string') {
+    try {
+      if (new URL(redis.url).password !== '') configHoldsSecret = true;
+    } catch {
+      // invalid URL: loadConfig reports it
+    }
+  }
+  if (configHoldsSecret) {
+    const mode = await modeOf(file);
+    if (mode !== undefined && (mode & 0o077) !== 0) {
+      warnings.push(`${file} holds a secret and is readable by ${readers(mode)} (mode ${octal(mode)}); chmod 600 it`);
+    }
+  }
+  return warnings;
+}
+
+async function modeOf(file: string): Promise<number | undefined> {
+  try {
+    return (await stat(file)).mode & 0o777;
+  } catch {
+    return undefined;
+  }
+}
+
+function readers(mode: number): string {
+  const who = [];
+  if (mode & 0o070) who.push('its group');
+  if (mode & 0o007) who.push('everyone');
+  return who.join(' and ');
+}
+
+function octal(mode: number): string {
+  return `0${mode.toString(8).padStart(3, '0')}`;
+}

@@ -1,0 +1,125 @@
+/**
+ * Where a TSIG secret comes from: a file (bare base64, a BIND `key` statement as printed by
+ * `tsig-keygen`, or a Knot `keymgr -t` snippet), an environment variable, or inline.
+ * Errors name the setting and the file or variable, never the secret itself.
+ */
+import path from 'node:path';
+import { ConfigError } from '../core/errors.js';
+
+export const MIN_SECRET_BYTES = 16;
+
+export type SecretSource =
+  | { kind: 'file'; key: string; path: string }
+  | { kind: 'env'; key: string; variable: string }
+  | { kind: 'inline'; key: string; value: string };
+
+/** A secret's text as found in a file, plus the key name/algorithm the file declares (if any). */
+export interface SecretFileContent {
+  secret: string;
+  keyName?: string;
+  algorithm?: string;
+}
+
+/**
+ * Expand `${VAR}` and `${VAR:-default}` in a secretFile path, so one config works under
+ * systemd (`${CREDENTIALS_DIRECTORY:-/etc/ddns-bridge}/ddns-key.secret`) and outside it.
+ */
+export function expandPath(raw: string, env: NodeJS.ProcessEnv, key: string): string {
+  return raw.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_whole, name: string, fallback: string | undefined) => {
+    const value = env[name];
+    if (value !== undefined && value !== '') return value;
+    if (fallback !== undefined) return fallback;
+    throw new ConfigError(key, `environment variable ${name} (used in the path) is not set`);
+  });
+}
+
+export function resolveSecretPath(raw: string, baseDir: string, env: NodeJS.ProcessEnv, key: string): string {
+  return path.resolve(baseDir, expandPath(raw, env, key));
+}
+
+/** Pull the secret out of a file in any of the three accepted formats. */
+export function parseSecretFile(text: string): SecretFileContent | undefined {
+  // BIND: key "name" { algorithm hmac-sha256; secret "base64"; };
+  const bindSecret = /\bsecret\s+"([^"]*)"\s*;/.exec(text);
+  if (bindSecret) {
+    const name = /\bkey\s+"?([^"\s{]+)"?\s*\{/.exec(text)?.[1];
+    const algorithm = /\balgorithm\s+"?([A-Za-z0-9-]+)"?\s*;/.exec(text)?.[1];
+    return { secret: bindSecret[1]!, keyName: name, algorithm };
+  }
+  // Knot (keymgr -t): key:\n  - id: name\n    algorithm: hmac-sha256\n    secret: base64
+  const knotSecret = /^\s*secret:\s*"?([A-Za-z0-9+/=]*)"?\s*$/m.exec(text);
+  if (knotSecret) {
+    const name = /^\s*-?\s*id:\s*"?([^"\s]+)"?\s*$/m.exec(text)?.[1];
+    const algorithm = /^\s*algorithm:\s*"?([A-Za-z0-9-]+)"?\s*$/m.exec(text)?.[1];
+    return { secret: knotSecret[1]!, keyName: name, algorithm };
+  }
+  // A bare secret: the whole file, one token (comments with # allowed above it).
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0 && !l.startsWith('#'));
+  if (lines.length === 1 && !/\s/.test(lines[0]!)) return { secret: lines[0]! };
+  return undefined;
+}
+
+/** Decode strict base64 of at least MIN_SECRET_BYTES bytes; `undefined` when it is not. */
+export function decodeSecret(text: string): Buffer | undefined {
+  const compact = text.trim();
+  if (!/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(compact)) return undefined;
+  const bytes = Buffer.from(compact, 'base64');
+  return bytes.length >= MIN_SECRET_BYTES ? bytes : undefined;
+}
+
+const BAD_SECRET = `is not base64 of at least ${MIN_SECRET_BYTES} bytes`;
+
+export interface SecretContext {
+  env: NodeJS.ProcessEnv;
+  baseDir: string;
+  readFile: (path: string) => string;
+}
+
+/**
+ * Read and check the secret of one key. `expect` is the key's configured name and algorithm:
+ * a BIND or Knot file that declares a different one is a mistake worth stopping for.
+ */
+export function loadSecret(source: SecretSource, ctx: SecretContext, expect: { name: string; algorithm: string }): Buffer {
+  switch (source.kind) {
+    case 'inline': {
+      const secret = decodeSecret(source.value);
+      if (!secret) throw new ConfigError(source.key, `the inline secret ${BAD_SECRET}`);
+      return secret;
+    }
+    case 'env': {
+      const value = ctx.env[source.variable];
+      if (value === undefined || value.trim() === '') {
+        throw new ConfigError(source.key, `environment variable ${source.variable} is not set`);
+      }
+      const secret = decodeSecret(value);
+      if (!secret) throw new ConfigError(source.key, `environment variable ${source.variable} ${BAD_SECRET}`);
+      return secret;
+    }
+    case 'file': {
+      const file = resolveSecretPath(source.path, ctx.baseDir, ctx.env, source.key);
+      let text: string;
+      try {
+        text = ctx.readFile(file);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+        throw new ConfigError(source.key, `cannot read ${file} (${code})`);
+      }
+      const parsed = parseSecretFile(text);
+      if (!parsed) {
+        throw new ConfigError(source.key, `${file} holds neither a base64 secret, a BIND key statement nor a Knot key`);
+      }
+      if (parsed.keyName !== undefined && parsed.keyName.replace(/\.$/, '').toLowerCase() !== expect.name) {
+        throw new ConfigError(source.key, `${file} defines key "${parsed.keyName}", but the key is named "${expect.name}"`);
+      }
+      if (parsed.algorithm !== undefined && parsed.algorithm.toLowerCase() !== expect.algorithm) {
+        throw new ConfigError(source.key, `${file} says algorithm ${parsed.algorithm}, but the key is configured as ${expect.algorithm}`);
+      }
+      const secret = decodeSecret(parsed.secret);
+      if (!secret) throw new ConfigError(source.key, `the secret in ${file} ${BAD_SECRET}`);
+      return secret;
+    }
+  }
+}

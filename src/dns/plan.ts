@@ -1,0 +1,62 @@
+/**
+ * SPEC §8: the records one host change writes. Pure. Every delete is typed (Knot denies
+ * type-ANY deletes under a typed ACL) and the whole change is one atomic UPDATE.
+ */
+import type { HostChange } from '../app/ports.js';
+import type { Prerequisite, UpdateOperation } from './wire.js';
+
+/** The part of an UPDATE message that one host contributes. */
+export interface HostPlan {
+  fqdn: string;
+  zone: string;
+  prerequisites: Prerequisite[];
+  updates: UpdateOperation[];
+}
+
+export const MX_PRIMARY_PREFERENCE = 10;
+export const MX_BACKUP_PREFERENCE = 20;
+
+export function planChange(change: HostChange, ttl: number): HostPlan {
+  const host = change.fqdn;
+  const wildcard = `*.${host}`;
+  const t = change.target;
+  // BIND and Knot silently ignore an add beside a CNAME and still answer NOERROR.
+  const prerequisites: Prerequisite[] = [{ kind: 'rrset-absent', name: host, type: 'CNAME' }];
+  const updates: UpdateOperation[] = [];
+  const del = (name: string, type: 'A' | 'AAAA' | 'MX'): void => {
+    updates.push({ kind: 'delete-rrset', name, type });
+  };
+
+  if (t.offline) {
+    // Addresses go, MX stays (SPEC §5).
+    del(host, 'A');
+    del(host, 'AAAA');
+    del(wildcard, 'A');
+    del(wildcard, 'AAAA');
+    return { fqdn: host, zone: change.zone, prerequisites, updates };
+  }
+
+  del(host, 'A');
+  if (t.ipv4) updates.push({ kind: 'add', name: host, ttl, data: { type: 'A', address: t.ipv4 } });
+  del(host, 'AAAA');
+  if (t.ipv6) updates.push({ kind: 'add', name: host, ttl, data: { type: 'AAAA', address: t.ipv6 } });
+
+  del(wildcard, 'A');
+  del(wildcard, 'AAAA');
+  if (t.wildcard) {
+    if (t.ipv4) updates.push({ kind: 'add', name: wildcard, ttl, data: { type: 'A', address: t.ipv4 } });
+    if (t.ipv6) updates.push({ kind: 'add', name: wildcard, ttl, data: { type: 'AAAA', address: t.ipv6 } });
+  }
+
+  del(host, 'MX');
+  if (t.mx) {
+    if (t.backmx) {
+      // Mail goes to the client's machine first, the backup server second.
+      updates.push({ kind: 'add', name: host, ttl, data: { type: 'MX', preference: MX_PRIMARY_PREFERENCE, exchange: host } });
+      updates.push({ kind: 'add', name: host, ttl, data: { type: 'MX', preference: MX_BACKUP_PREFERENCE, exchange: t.mx } });
+    } else {
+      updates.push({ kind: 'add', name: host, ttl, data: { type: 'MX', preference: MX_PRIMARY_PREFERENCE, exchange: t.mx } });
+    }
+  }
+  return { fqdn: host, zone: change.zone, prerequisites, updates };
+}

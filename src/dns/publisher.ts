@@ -1,0 +1,59 @@
+/**
+ * The Publisher port over DNS: one ZoneSender per configured zone. Logs one line per
+ * failed host change (zone, rcode and an operator hint; never key material).
+ */
+import type { HostChange, Publisher } from '../app/ports.js';
+import type { Config, ZoneConfig } from '../config/schema.js';
+import { DnsUpdateError } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import { zoneOf } from '../core/names.js';
+import { planChange } from './plan.js';
+import { protocolFailure } from './rcode.js';
+import { ZoneSender, type ZoneSenderOptions } from './zone-sender.js';
+
+export class DnsPublisher implements Publisher {
+  private readonly senders = new Map<string, ZoneSender>();
+  private readonly zoneNames: string[];
+
+  constructor(
+    zones: readonly ZoneConfig[],
+    private readonly dns: Config['dns'],
+    private readonly logger: Logger,
+    senderOptions: ZoneSenderOptions = {},
+  ) {
+    for (const zone of zones) this.senders.set(zone.name, new ZoneSender(zone, dns, senderOptions));
+    this.zoneNames = zones.map((z) => z.name);
+  }
+
+  zoneFor(fqdn: string): string | undefined {
+    return zoneOf(fqdn, this.zoneNames);
+  }
+
+  async publish(change: HostChange): Promise<void> {
+    const sender = this.senders.get(change.zone);
+    if (!sender || this.zoneFor(change.fqdn) !== change.zone) {
+      throw protocolFailure(change.zone, `${change.fqdn} is not a name under a configured zone ${change.zone}`);
+    }
+    try {
+      await sender.send(planChange(change, this.dns.ttl));
+    } catch (err) {
+      if (err instanceof DnsUpdateError) {
+        // The message ends with the operator hint (see rcode.ts); it never holds key material.
+        const fields = { zone: err.zone, host: change.fqdn, code: err.code, rcode: err.rcode };
+        if (err.retryable) this.logger.warn(`dns update failed after one retry: ${err.message}`, fields);
+        else this.logger.error(`dns update failed: ${err.message}`, fields);
+      }
+      throw err;
+    }
+  }
+
+  /** Senders for tests and the benchmark (statistics). */
+  senderFor(zone: string): ZoneSender | undefined {
+    return this.senders.get(zone);
+  }
+
+  /** Let outstanding updates finish, then close every connection. */
+  async close(): Promise<void> {
+    await Promise.all([...this.senders.values()].map((s) => s.close()));
+  }
+}

@@ -1,0 +1,219 @@
+/**
+ * TCP to a zone's primary (RFC 1035 §4.2.2 / RFC 7766): one persistent connection,
+ * 2-byte length framing, pipelined requests matched by message ID, a bound on messages
+ * in flight (BIND's update-quota drops excess silently) with a FIFO for the rest.
+ * Socket errors never escape: they fail the affected requests with a retryable error.
+ */
+import { randomInt } from 'node:crypto';
+import net from 'node:net';
+import type { DnsUpdateError } from '../core/errors.js';
+import { connectionFailure, protocolFailure, timeoutFailure } from './rcode.js';
+
+export interface TransportOptions {
+  /** Zone name, for error messages. */
+  zone: string;
+  host: string;
+  port: number;
+  maxInFlight: number;
+  /** Give up connecting after this long (default 5000 ms). */
+  connectTimeoutMs?: number;
+}
+
+/** Builds the bytes to send once the transport has chosen the message ID. */
+export type MessageBuilder = (id: number) => Buffer;
+
+interface Request {
+  build: MessageBuilder;
+  resolve(response: Buffer): void;
+  reject(err: DnsUpdateError): void;
+  timer: NodeJS.Timeout;
+  id?: number;
+  /** Holds one of the maxInFlight slots (else it waits in the FIFO). */
+  holdsSlot: boolean;
+  done: boolean;
+}
+
+/** How long the ID of an abandoned (timed-out) request stays reserved: a late answer must not match a new request. */
+const ABANDONED_ID_HOLD_MS = 60_000;
+
+export class TcpTransport {
+  private socket: net.Socket | undefined;
+  private connecting: Promise<net.Socket> | undefined;
+  private readonly inFlight = new Map<number, Request>();
+  private readonly waiting: Request[] = [];
+  private readonly abandoned = new Map<number, number>();
+  private slotsUsed = 0;
+  private readBuffer = Buffer.alloc(0);
+  private closed = false;
+
+  constructor(private readonly opts: TransportOptions) {}
+
+  /** Requests currently holding a slot (sent or about to be). */
+  get activeCount(): number {
+    return this.slotsUsed;
+  }
+
+  /**
+   * Send one message and resolve with the response carrying the same ID. `timeoutMs`
+   * covers waiting for a slot, connecting and the answer.
+   */
+  request(build: MessageBuilder, timeoutMs: number): Promise<Buffer> {
+    return new Promise<Buffer>((resolve, reject) => {
+      if (this.closed) {
+        reject(connectionFailure(this.opts.zone, 'transport is closed'));
+        return;
+      }
+      const req: Request = {
+        build,
+        resolve,
+        reject,
+        holdsSlot: false,
+        done: false,
+        timer: setTimeout(() => this.expire(req, timeoutMs), Math.max(0, timeoutMs)),
+      };
+      if (this.slotsUsed < Math.max(1, this.opts.maxInFlight)) this.start(req);
+      else this.waiting.push(req);
+    });
+  }
+
+  /** Fail everything pending and close the connection. Later requests fail at once. */
+  close(): void {
+    this.closed = true;
+    const err = connectionFailure(this.opts.zone, 'transport closed');
+    for (const req of [...this.waiting]) this.finish(req, err);
+    for (const req of [...this.inFlight.values()]) this.finish(req, err);
+    this.socket?.destroy();
+    this.socket = undefined;
+  }
+
+  private start(req: Request): void {
+    req.holdsSlot = true;
+    this.slotsUsed++;
+    void this.connect().then(
+      (socket) => this.send(req, socket),
+      (err: DnsUpdateError) => this.finish(req, err),
+    );
+  }
+
+  private send(req: Request, socket: net.Socket): void {
+    if (req.done) return;
+    if (socket.destroyed || socket !== this.socket) {
+      this.finish(req, connectionFailure(this.opts.zone, 'connection closed before sending'));
+      return;
+    }
+    const id = this.freeId();
+    let message: Buffer;
+    try {
+      message = req.build(id);
+    } catch (err) {
+      this.finish(req, protocolFailure(this.opts.zone, `cannot encode the message: ${(err as Error).message}`, err));
+      return;
+    }
+    if (message.length > 0xffff) {
+      this.finish(req, protocolFailure(this.opts.zone, `message of ${message.length} bytes is too large for TCP`));
+      return;
+    }
+    req.id = id;
+    this.inFlight.set(id, req);
+    const frame = Buffer.alloc(2 + message.length);
+    frame.writeUInt16BE(message.length, 0);
+    message.copy(frame, 2);
+    socket.write(frame);
+  }
+
+  /** A random 16-bit ID not in flight and not recently abandoned. */
+  private freeId(): number {
+    const now = Date.now();
+    for (const [id, until] of this.abandoned) if (until <= now) this.abandoned.delete(id);
+    for (;;) {
+      const id = randomInt(0, 0x10000);
+      if (!this.inFlight.has(id) && !this.abandoned.has(id)) return id;
+    }
+  }
+
+  private connect(): Promise<net.Socket> {
+    if (this.socket && !this.socket.destroyed) return Promise.resolve(this.socket);
+    this.connecting ??= new Promise<net.Socket>((resolve, reject) => {
+      const { host, port } = this.opts;
+      const timeoutMs = this.opts.connectTimeoutMs ?? 5000;
+      const socket = net.connect({ host, port, noDelay: true, keepAlive: true });
+      socket.on('error', () => {}); // reported through the connect failure or 'close'
+      let settled = false;
+      const fail = (why: string, cause?: unknown): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        this.connecting = undefined;
+        socket.destroy();
+        reject(connectionFailure(this.opts.zone, why, cause));
+      };
+      const timer = setTimeout(() => fail(`no connection to ${host}:${port} within ${timeoutMs} ms`), timeoutMs);
+      socket.once('error', (err) => fail(`cannot connect to ${host}:${port}: ${err.message}`, err));
+      socket.once('connect', () => {
+        if (settled) return;
+        if (this.closed) return fail('transport closed');
+        settled = true;
+        clearTimeout(timer);
+        this.connecting = undefined;
+        this.attach(socket);
+        resolve(socket);
+      });
+    });
+    return this.connecting;
+  }
+
+  private attach(socket: net.Socket): void {
+    this.socket = socket;
+    this.readBuffer = Buffer.alloc(0);
+    let lastError: Error | undefined;
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('error', (err) => {
+      lastError = err;
+    });
+    socket.on('close', () => {
+      if (this.socket === socket) this.socket = undefined;
+      this.abandoned.clear(); // late answers cannot arrive on a new connection
+      const why = lastError ? `connection to the primary failed: ${lastError.message}` : 'the primary closed the connection';
+      const err = connectionFailure(this.opts.zone, why, lastError);
+      for (const req of [...this.inFlight.values()]) this.finish(req, err);
+    });
+  }
+
+  private onData(chunk: Buffer): void {
+    this.readBuffer = this.readBuffer.length === 0 ? chunk : Buffer.concat([this.readBuffer, chunk]);
+    while (this.readBuffer.length >= 2) {
+      const length = this.readBuffer.readUInt16BE(0);
+      if (this.readBuffer.length < 2 + length) break;
+      const message = this.readBuffer.subarray(2, 2 + length);
+      this.readBuffer = this.readBuffer.subarray(2 + length);
+      if (message.length < 12) continue; // not even a header: nothing to match
+      const req = this.inFlight.get(message.readUInt16BE(0));
+      if (req) this.finish(req, undefined, Buffer.from(message));
+      // An unknown ID is a late answer to an abandoned request: ignore it.
+    }
+  }
+
+  private expire(req: Request, timeoutMs: number): void {
+    if (req.done) return;
+    if (req.id !== undefined) this.abandoned.set(req.id, Date.now() + ABANDONED_ID_HOLD_MS);
+    this.finish(req, timeoutFailure(this.opts.zone, timeoutMs));
+  }
+
+  /** Settle a request exactly once and hand its slot to the next waiter. */
+  private finish(req: Request, err: DnsUpdateError | undefined, response?: Buffer): void {
+    if (req.done) return;
+    req.done = true;
+    clearTimeout(req.timer);
+    if (req.id !== undefined && this.inFlight.get(req.id) === req) this.inFlight.delete(req.id);
+    if (req.holdsSlot) {
+      this.slotsUsed--;
+      const next = this.closed ? undefined : this.waiting.shift();
+      if (next) this.start(next);
+    } else {
+      const at = this.waiting.indexOf(req);
+      if (at >= 0) this.waiting.splice(at, 1);
+    }
+    if (err) req.reject(err);
+    else req.resolve(response!);
+  }
+}

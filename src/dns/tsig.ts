@@ -1,0 +1,267 @@
+/**
+ * RFC 8945 TSIG: signing requests and verifying signed messages (responses, or requests
+ * when playing the server in tests). Only full-length MACs are produced and accepted.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { TsigAlgorithm, TsigKeyConfig } from '../config/schema.js';
+import { CLASS_ANY, TYPE_TSIG, WireFormatError, encodeCanonicalName, encodeName, parseMessage, readName } from './wire.js';
+
+/** Algorithm name (wire form, without trailing dot) → node:crypto digest. */
+const DIGESTS: Record<TsigAlgorithm, { wireName: string; digest: string; macLength: number }> = {
+  'hmac-sha1': { wireName: 'hmac-sha1', digest: 'sha1', macLength: 20 },
+  'hmac-sha224': { wireName: 'hmac-sha224', digest: 'sha224', macLength: 28 },
+  'hmac-sha256': { wireName: 'hmac-sha256', digest: 'sha256', macLength: 32 },
+  'hmac-sha384': { wireName: 'hmac-sha384', digest: 'sha384', macLength: 48 },
+  'hmac-sha512': { wireName: 'hmac-sha512', digest: 'sha512', macLength: 64 },
+};
+
+/** Recognised only so that a message using it is rejected by name (MD5 is not accepted). */
+export const HMAC_MD5_NAME = 'hmac-md5.sig-alg.reg.int';
+
+/** RFC 8945 §4.3 TSIG error codes (carried in the TSIG RR's Error field). */
+export const TSIG_ERRORS = { BADSIG: 16, BADKEY: 17, BADTIME: 18, BADTRUNC: 22 } as const;
+
+/** The algorithm's wire name (no trailing dot), e.g. `hmac-sha256`. */
+export function algorithmWireName(algorithm: TsigAlgorithm): string {
+  return DIGESTS[algorithm].wireName;
+}
+
+/** The supported algorithm with this wire name, `'hmac-md5'` (to reject it by name), or undefined. */
+export function algorithmFromWireName(name: string): TsigAlgorithm | 'hmac-md5' | undefined {
+  const lower = name.toLowerCase().replace(/\.$/, '');
+  if (lower === HMAC_MD5_NAME) return 'hmac-md5';
+  for (const [alg, d] of Object.entries(DIGESTS)) if (d.wireName === lower) return alg as TsigAlgorithm;
+  return undefined;
+}
+
+/** The decoded TSIG RDATA (RFC 8945 §4.2) plus the record's owner name. */
+export interface TsigRecord {
+  keyName: string;
+  algorithm: string;
+  timeSigned: number;
+  fudge: number;
+  mac: Buffer;
+  originalId: number;
+  error: number;
+  otherData: Buffer;
+}
+
+function u16(value: number): Buffer {
+  const b = Buffer.alloc(2);
+  b.writeUInt16BE(value);
+  return b;
+}
+
+function u48(value: number): Buffer {
+  const b = Buffer.alloc(6);
+  b.writeUInt16BE(Math.floor(value / 2 ** 32), 0);
+  b.writeUInt32BE(value % 2 ** 32, 2);
+  return b;
+}
+
+/** RFC 8945 §4.3.3: the TSIG variables appended to the MAC input. */
+function tsigVariables(t: Omit<TsigRecord, 'mac' | 'originalId'>): Buffer {
+  return Buffer.concat([
+    encodeCanonicalName(t.keyName),
+    u16(CLASS_ANY),
+    Buffer.alloc(4), // TTL 0
+    encodeCanonicalName(t.algorithm),
+    u48(t.timeSigned),
+    u16(t.fudge),
+    u16(t.error),
+    u16(t.otherData.length),
+    t.otherData,
+  ]);
+}
+
+function hmac(key: TsigKeyConfig, ...parts: Buffer[]): Buffer {
+  const h = createHmac(DIGESTS[key.algorithm].digest, key.secret);
+  for (const p of parts) h.update(p);
+  return h.digest();
+}
+
+/** The TSIG resource record (owner = key name, class ANY, TTL 0). */
+export function encodeTsigRecord(t: TsigRecord): Buffer {
+  const rdata = Buffer.concat([
+    encodeName(t.algorithm),
+    u48(t.timeSigned),
+    u16(t.fudge),
+    u16(t.mac.length),
+    t.mac,
+    u16(t.originalId),
+    u16(t.error),
+    u16(t.otherData.length),
+    t.otherData,
+  ]);
+  return Buffer.concat([encodeName(t.keyName), u16(TYPE_TSIG), u16(CLASS_ANY), Buffer.alloc(4), u16(rdata.length), rdata]);
+}
+
+export interface SignOptions {
+  /** Seconds since the epoch (integer) to put in Time Signed. */
+  timeSigned: number;
+  /** Seconds of permitted clock difference. */
+  fudge: number;
+  /** When signing a response: the request's MAC, prepended to the MAC input (RFC 8945 §5.3). */
+  requestMac?: Buffer;
+  /** TSIG Error field (a server answering BADTIME); default 0. */
+  error?: number;
+  otherData?: Buffer;
+}
+
+export interface SignedMessage {
+  /** The message with the TSIG record appended and ARCOUNT incremented. */
+  message: Buffer;
+  /** The MAC, needed to verify the answer to a request. */
+  mac: Buffer;
+}
+
+/**
+ * Sign a message (RFC 8945 §4.3): MAC over [request MAC,] the message as sent and the
+ * TSIG variables, then append the TSIG record. Requests omit `requestMac`.
+ */
+export function signMessage(message: Buffer, key: TsigKeyConfig, opts: SignOptions): SignedMessage {
+  const vars = {
+    keyName: key.name,
+    algorithm: algorithmWireName(key.algorithm),
+    timeSigned: Math.floor(opts.timeSigned),
+    fudge: opts.fudge,
+    error: opts.error ?? 0,
+    otherData: opts.otherData ?? Buffer.alloc(0),
+  };
+  const prefix = opts.requestMac ? [u16(opts.requestMac.length), opts.requestMac] : [];
+  const mac = hmac(key, ...prefix, message, tsigVariables(vars));
+  const out = Buffer.concat([message, encodeTsigRecord({ ...vars, mac, originalId: message.readUInt16BE(0) })]);
+  out.writeUInt16BE(out.readUInt16BE(10) + 1, 10);
+  return { message: out, mac };
+}
+
+/** Sign a request: see signMessage. */
+export function signRequest(message: Buffer, key: TsigKeyConfig, opts: { timeSigned: number; fudge: number }): SignedMessage {
+  return signMessage(message, key, opts);
+}
+
+/** Why a message failed verification; `server-*` are errors the peer reported in its TSIG. */
+export type TsigFailureReason =
+  | 'unsigned'
+  | 'malformed'
+  | 'key-mismatch'
+  | 'algorithm-mismatch'
+  | 'truncated-mac'
+  | 'bad-mac'
+  | 'bad-time'
+  | 'server-badsig'
+  | 'server-badkey'
+  | 'server-badtime'
+  | 'server-badtrunc'
+  | 'server-error';
+
+export type TsigVerdict =
+  | { ok: true; tsig: TsigRecord }
+  | {
+      ok: false;
+      reason: TsigFailureReason;
+      detail: string;
+      tsig?: TsigRecord;
+      /** Our clock minus the peer's, in seconds, when a time check failed and it is known. */
+      skewSeconds?: number;
+    };
+
+export interface VerifyOptions {
+  /** Current time in seconds since the epoch. */
+  now: number;
+  /** The MAC of our request when verifying its response (RFC 8945 §5.3); absent for requests. */
+  requestMac?: Buffer;
+}
+
+/** Decode the TSIG RDATA of the record at `loc`. */
+function decodeTsig(buf: Buffer, keyName: string, rdataStart: number, rdataLength: number): TsigRecord {
+  const end = rdataStart + rdataLength;
+  const { name: algorithm, next } = readName(buf, rdataStart);
+  let pos = next;
+  const need = (n: number): void => {
+    if (pos + n > end) throw new WireFormatError('TSIG RDATA truncated');
+  };
+  need(10);
+  const timeSigned = buf.readUInt16BE(pos) * 2 ** 32 + buf.readUInt32BE(pos + 2);
+  const fudge = buf.readUInt16BE(pos + 6);
+  const macSize = buf.readUInt16BE(pos + 8);
+  pos += 10;
+  need(macSize);
+  const mac = Buffer.from(buf.subarray(pos, pos + macSize));
+  pos += macSize;
+  need(6);
+  const originalId = buf.readUInt16BE(pos);
+  const error = buf.readUInt16BE(pos + 2);
+  const otherLen = buf.readUInt16BE(pos + 4);
+  pos += 6;
+  need(otherLen);
+  const otherData = Buffer.from(buf.subarray(pos, pos + otherLen));
+  pos += otherLen;
+  if (pos !== end) throw new WireFormatError('TSIG RDATA has trailing bytes');
+  return { keyName, algorithm, timeSigned, fudge, mac, originalId, error, otherData };
+}
+
+/** Extract the TSIG record and the message as it was before signing (RFC 8945 §4.3.1). */
+export function extractTsig(buf: Buffer): { tsig: TsigRecord; unsigned: Buffer } | undefined {
+  const { lastAdditional: rr } = parseMessage(buf);
+  if (!rr || rr.type !== TYPE_TSIG) return undefined;
+  if (rr.klass !== CLASS_ANY || rr.ttl !== 0) throw new WireFormatError('TSIG record with wrong class or TTL');
+  const tsig = decodeTsig(buf, rr.name, rr.rdataStart, rr.rdataLength);
+  const unsigned = Buffer.from(buf.subarray(0, rr.start));
+  unsigned.writeUInt16BE(tsig.originalId, 0);
+  unsigned.writeUInt16BE(unsigned.readUInt16BE(10) - 1, 10);
+  return { tsig, unsigned };
+}
+
+const SERVER_ERRORS: Record<number, TsigFailureReason> = {
+  [TSIG_ERRORS.BADSIG]: 'server-badsig',
+  [TSIG_ERRORS.BADKEY]: 'server-badkey',
+  [TSIG_ERRORS.BADTIME]: 'server-badtime',
+  [TSIG_ERRORS.BADTRUNC]: 'server-badtrunc',
+};
+
+/**
+ * Verify a signed message with `key`. For a response, pass the request MAC: it is
+ * prepended (length + MAC) to the MAC input. Checks, in RFC 8945 §5.3/§5.4 order: a TSIG
+ * is present, key name and algorithm are ours, the peer reported no TSIG error, the MAC
+ * is full length and matches, and Time Signed is within the fudge of `now`.
+ */
+export function verifyMessage(buf: Buffer, key: TsigKeyConfig, opts: VerifyOptions): TsigVerdict {
+  let extracted: ReturnType<typeof extractTsig>;
+  try {
+    extracted = extractTsig(buf);
+  } catch (err) {
+    return { ok: false, reason: 'malformed', detail: err instanceof Error ? err.message : String(err) };
+  }
+  if (!extracted) return { ok: false, reason: 'unsigned', detail: 'message carries no TSIG record' };
+  const { tsig, unsigned } = extracted;
+
+  if (tsig.keyName.toLowerCase() !== key.name.toLowerCase().replace(/\.$/, '')) {
+    return { ok: false, reason: 'key-mismatch', detail: `signed with key ${tsig.keyName}, expected ${key.name}`, tsig };
+  }
+  const algorithm = algorithmFromWireName(tsig.algorithm);
+  if (algorithm !== key.algorithm) {
+    const what = algorithm === 'hmac-md5' ? 'hmac-md5 (not supported)' : tsig.algorithm;
+    return { ok: false, reason: 'algorithm-mismatch', detail: `signed with ${what}, expected ${key.algorithm}`, tsig };
+  }
+  if (tsig.error !== 0) {
+    const reason = SERVER_ERRORS[tsig.error] ?? 'server-error';
+    // A BADTIME answer carries the peer's clock in Other Data (RFC 8945 §5.2.3).
+    const peerTime = tsig.otherData.length === 6 ? tsig.otherData.readUInt16BE(0) * 2 ** 32 + tsig.otherData.readUInt32BE(2) : undefined;
+    const skewSeconds = reason === 'server-badtime' && peerTime !== undefined ? Math.floor(opts.now) - peerTime : undefined;
+    return { ok: false, reason, detail: `peer reported TSIG error ${tsig.error}`, tsig, skewSeconds };
+  }
+  const macLength = DIGESTS[key.algorithm].macLength;
+  if (tsig.mac.length !== macLength) {
+    const reason = tsig.mac.length === 0 ? 'bad-mac' : 'truncated-mac';
+    return { ok: false, reason, detail: `MAC is ${tsig.mac.length} bytes, expected ${macLength}`, tsig };
+  }
+  const prefix = opts.requestMac ? [u16(opts.requestMac.length), opts.requestMac] : [];
+  const expected = hmac(key, ...prefix, unsigned, tsigVariables(tsig));
+  if (!timingSafeEqual(expected, tsig.mac)) return { ok: false, reason: 'bad-mac', detail: 'MAC does not match', tsig };
+  const skew = Math.floor(opts.now) - tsig.timeSigned;
+  if (Math.abs(skew) > tsig.fudge) {
+    return { ok: false, reason: 'bad-time', detail: `time signed is ${skew} s behind ours (fudge ${tsig.fudge} s)`, tsig, skewSeconds: skew };
+  }
+  return { ok: true, tsig };
+}

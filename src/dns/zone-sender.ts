@@ -1,0 +1,208 @@
+/**
+ * Per-zone sender: a queue of host plans sent as signed UPDATEs over one TCP transport.
+ *
+ * Group commit: a free message slot takes the queue's head at once (idle → sent alone);
+ * while every slot is busy, plans queue up and the next free slot sends up to
+ * `maxHostsPerMessage` of them (and ~`maxMessageBytes`) in one message. When a
+ * multi-host message fails, its hosts are retried one by one (a prerequisite failure of
+ * one host, or Knot 3.2 failing a whole merged batch with SERVFAIL, must not fail the
+ * others). A single host gets one retry on a retryable failure; everything for a host
+ * happens within `dns.timeoutMs` of its `send()`.
+ */
+import { performance } from 'node:perf_hooks';
+import type { Config, ZoneConfig } from '../config/schema.js';
+import type { DnsUpdateError } from '../core/errors.js';
+import type { HostPlan } from './plan.js';
+import { connectionFailure, timeoutFailure } from './rcode.js';
+import { asDnsUpdateError, signedExchange, type SigningContext } from './signed-exchange.js';
+import { TcpTransport } from './transport.js';
+import { encodeUpdate, encodedLength } from './wire.js';
+
+export interface ZoneSenderOptions {
+  /** Seconds since the epoch (before dns.clockOffsetSeconds); tests inject one. */
+  clock?: () => number;
+  /** Hosts per UPDATE message at most (default 50). */
+  maxHostsPerMessage?: number;
+  /** Prerequisite + update bytes per message at most, unless one host alone needs more (default 16 KiB). */
+  maxMessageBytes?: number;
+}
+
+export const DEFAULT_MAX_HOSTS_PER_MESSAGE = 50;
+export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024;
+
+/** Below this much time left a retry is not worth starting. */
+const MIN_ATTEMPT_MS = 5;
+
+interface PendingHost {
+  plan: HostPlan;
+  /** Encoded size of its prerequisites and updates. */
+  size: number;
+  /** performance.now() by which the host must be settled. */
+  deadline: number;
+  retriesLeft: number;
+  /** Sent alone from now on (it was in a failed multi-host message, or is being retried). */
+  solo: boolean;
+  settled: boolean;
+  timer: NodeJS.Timeout;
+  resolve(): void;
+  reject(err: DnsUpdateError): void;
+}
+
+/** Statistics for tests and the benchmark. */
+export interface ZoneSenderStats {
+  messagesSent: number;
+  hostsSent: number;
+  largestMessageHosts: number;
+}
+
+export class ZoneSender {
+  readonly zone: ZoneConfig;
+  private readonly dns: Config['dns'];
+  private readonly transport: TcpTransport;
+  private readonly signing: SigningContext;
+  private readonly maxHosts: number;
+  private readonly maxBytes: number;
+  /** Invariant: every solo host precedes every batchable one (solos are requeued at the front). */
+  private readonly queue: PendingHost[] = [];
+  private readonly outstanding = new Set<Promise<void>>();
+  private messagesInFlight = 0;
+  private closed = false;
+  readonly stats: ZoneSenderStats = { messagesSent: 0, hostsSent: 0, largestMessageHosts: 0 };
+
+  constructor(zone: ZoneConfig, dns: Config['dns'], opts: ZoneSenderOptions = {}) {
+    this.zone = zone;
+    this.dns = dns;
+    const clock = opts.clock ?? (() => Date.now() / 1000);
+    this.signing = { zone, fudge: dns.fudge, now: () => clock() + dns.clockOffsetSeconds };
+    this.maxHosts = opts.maxHostsPerMessage ?? DEFAULT_MAX_HOSTS_PER_MESSAGE;
+    this.maxBytes = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    this.transport = new TcpTransport({
+      zone: zone.name,
+      host: zone.primary.host,
+      port: zone.primary.port,
+      maxInFlight: Math.max(1, dns.maxInFlight),
+      connectTimeoutMs: dns.timeoutMs,
+    });
+  }
+
+  /** Resolves once the primary applied the plan (NOERROR, valid TSIG); else DnsUpdateError. */
+  send(plan: HostPlan): Promise<void> {
+    if (this.closed) return Promise.reject(connectionFailure(this.zone.name, 'sender is closed'));
+    const promise = new Promise<void>((resolve, reject) => {
+      const host: PendingHost = {
+        plan,
+        size: encodedLength(plan.prerequisites, plan.updates),
+        deadline: performance.now() + this.dns.timeoutMs,
+        retriesLeft: 1,
+        solo: false,
+        settled: false,
+        timer: setTimeout(() => this.settle(host, timeoutFailure(this.zone.name, this.dns.timeoutMs)), this.dns.timeoutMs),
+        resolve,
+        reject,
+      };
+      this.queue.push(host);
+    });
+    this.outstanding.add(promise);
+    const forget = (): void => {
+      this.outstanding.delete(promise);
+    };
+    promise.then(forget, forget);
+    this.pump();
+    return promise;
+  }
+
+  /** Stop accepting plans, let the outstanding ones finish (bounded by their deadlines), close the connection. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.allSettled([...this.outstanding]);
+    this.transport.close();
+  }
+
+  private pump(): void {
+    while (this.messagesInFlight < Math.max(1, this.dns.maxInFlight)) {
+      const batch = this.takeBatch();
+      if (batch.length === 0) return;
+      this.messagesInFlight++;
+      void this.dispatch(batch).finally(() => {
+        this.messagesInFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  private takeBatch(): PendingHost[] {
+    const batch: PendingHost[] = [];
+    let bytes = 0;
+    while (this.queue.length > 0 && batch.length < this.maxHosts) {
+      const head = this.queue[0]!;
+      if (head.settled) {
+        this.queue.shift();
+        continue;
+      }
+      if (batch.length > 0 && (head.solo || bytes + head.size > this.maxBytes)) break;
+      this.queue.shift();
+      batch.push(head);
+      bytes += head.size;
+      if (head.solo) break;
+    }
+    return batch;
+  }
+
+  private async dispatch(batch: PendingHost[]): Promise<void> {
+    const now = performance.now();
+    const remaining = Math.min(...batch.map((h) => h.deadline)) - now;
+    // Leave room for the retry unless this is the host's last chance.
+    const lastChance = batch.length === 1 && batch[0]!.retriesLeft === 0;
+    const attemptMs = lastChance ? remaining : remaining / 2;
+    try {
+      this.stats.messagesSent++;
+      this.stats.hostsSent += batch.length;
+      this.stats.largestMessageHosts = Math.max(this.stats.largestMessageHosts, batch.length);
+      await signedExchange(this.transport, this.signing, (id) => this.encode(id, batch), attemptMs);
+      for (const h of batch) this.settle(h);
+    } catch (e) {
+      this.handleFailure(batch, asDnsUpdateError(this.zone.name, e));
+    }
+  }
+
+  private encode(id: number, batch: readonly PendingHost[]): Buffer {
+    return encodeUpdate({
+      id,
+      zone: this.zone.name,
+      prerequisites: batch.flatMap((h) => h.plan.prerequisites),
+      updates: batch.flatMap((h) => h.plan.updates),
+    });
+  }
+
+  private handleFailure(batch: PendingHost[], err: DnsUpdateError): void {
+    const now = performance.now();
+    const retry: PendingHost[] = [];
+    // A key or clock problem fails every message of the zone alike: no point splitting.
+    const zoneWide = err.code === 'ERR_DNS_TSIG';
+    for (const h of batch) {
+      if (h.settled) continue;
+      const timeLeft = h.deadline - now > MIN_ATTEMPT_MS;
+      if (batch.length > 1 && !zoneWide && timeLeft) {
+        // The failure may belong to another host of the message: each gets its own try.
+        if (err.retryable) h.retriesLeft = 0;
+        h.solo = true;
+        retry.push(h);
+      } else if (batch.length === 1 && err.retryable && h.retriesLeft > 0 && timeLeft) {
+        h.retriesLeft--;
+        h.solo = true;
+        retry.push(h);
+      } else {
+        this.settle(h, err);
+      }
+    }
+    this.queue.unshift(...retry);
+  }
+
+  private settle(host: PendingHost, err?: DnsUpdateError): void {
+    if (host.settled) return;
+    host.settled = true;
+    clearTimeout(host.timer);
+    if (err) host.reject(err);
+    else host.resolve();
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * The one place that turns outcomes into bytes. Every reply: an HTTP/1.0 status line,
+ * text/plain, Content-Length, Connection: close, never chunked, and no header value that
+ * looks like an IP address (ddclient scans headers for one).
+ */
+import { httpStatusForToken, tokenCarriesAddress, type Token } from '../core/tokens.js';
+import type { HostLine, UpdateReply } from '../app/update.js';
+import type { EchoReply } from '../app/echo.js';
+
+const REASONS: Record<number, string> = {
+  200: 'OK',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  413: 'Payload Too Large',
+  414: 'URI Too Long',
+  431: 'Request Header Fields Too Large',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+export interface RawReply {
+  status: number;
+  body: string;
+  headers?: ReadonlyArray<readonly [string, string]>;
+}
+
+export function encodeReply(reply: RawReply): Buffer {
+  const body = Buffer.from(reply.body, 'utf8');
+  let head =
+    `HTTP/1.0 ${reply.status} ${REASONS[reply.status] ?? 'Error'}\r\n` +
+    'Content-Type: text/plain; charset=utf-8\r\n' +
+    `Content-Length: ${body.length}\r\n` +
+    'Connection: close\r\n';
+  for (const [name, value] of reply.headers ?? []) head += `${name}: ${value}\r\n`;
+  return Buffer.concat([Buffer.from(head + '\r\n', 'latin1'), body]);
+}
+
+function line(token: Token, addresses?: string): string {
+  return tokenCarriesAddress(token) && addresses ? `${token} ${addresses}\n` : `${token}\n`;
+}
+
+export function tokenReply(token: Token, realm: string): RawReply {
+  const status = httpStatusForToken(token);
+  return {
+    status,
+    body: line(token),
+    headers: status === 401 ? [['WWW-Authenticate', `Basic realm="${realm}"`]] : undefined,
+  };
+}
+
+export function updateReply(reply: UpdateReply, realm: string): RawReply {
+  if (reply.kind === 'request') return tokenReply(reply.token, realm);
+  return { status: 200, body: reply.lines.map((l: HostLine) => line(l.token, l.addresses)).join('') };
+}
+
+export function echoReply(reply: EchoReply, realm: string): RawReply {
+  if (reply.kind === 'token') return tokenReply(reply.token, realm);
+  return { status: 200, body: `Current IP Address: ${reply.address}\n` };
+}
+
+export function errorReply(status: 400 | 404 | 405 | 408 | 413 | 414 | 431 | 500 | 503): RawReply {
+  const reply: RawReply = { status, body: `${(REASONS[status] ?? 'error').toLowerCase()}\n` };
+  if (status === 405) return { ...reply, headers: [['Allow', 'GET, POST']] };
+  return reply;
+}

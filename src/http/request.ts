@@ -1,0 +1,82 @@
+/** Request parsing: parameters (query + form body), Basic credentials, client address. */
+import { cidrContains, normalizePeer, parseCidr, type Cidr } from '../core/addresses.js';
+import type { ParamMap } from '../core/params.js';
+import type { Credentials } from '../app/ports.js';
+
+/**
+ * Decode `a=b&c=d` leniently: `+` is a space, bad percent escapes stay literal, raw commas
+ * and colons are fine. Later values of a name are appended after earlier ones.
+ */
+export function parseParams(into: Map<string, string[]>, text: string): void {
+  if (!text) return;
+  for (const [name, value] of new URLSearchParams(text)) {
+    const list = into.get(name);
+    if (list) list.push(value);
+    else into.set(name, [value]);
+  }
+}
+
+export function paramsOf(query: string, body: string | undefined): ParamMap {
+  const map = new Map<string, string[]>();
+  parseParams(map, query);
+  if (body !== undefined) parseParams(map, body);
+  return map;
+}
+
+/**
+ * `Authorization: Basic <base64(user:pass)>`, scheme case-insensitive, split at the first
+ * colon. 'missing' when there is no header, 'malformed' when it cannot be read.
+ */
+export function parseBasicAuth(header: string | undefined): Credentials | 'missing' | 'malformed' {
+  if (header === undefined || header.trim() === '') return 'missing';
+  const m = /^\s*basic\s+([A-Za-z0-9+/=._~-]+)\s*$/i.exec(header);
+  if (!m) return 'malformed';
+  const encoded = m[1]!;
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded) && !/^[A-Za-z0-9_-]+={0,2}$/.test(encoded)) return 'malformed';
+  const decoded = Buffer.from(encoded, encoded.includes('-') || encoded.includes('_') ? 'base64url' : 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon <= 0) return 'malformed';
+  const user = decoded.slice(0, colon);
+  const password = decoded.slice(colon + 1);
+  if (/[\x00-\x1f\x7f]/.test(user) || user.length > 256 || password.length > 1024) return 'malformed';
+  return { user, password };
+}
+
+export class ClientAddressResolver {
+  private readonly trusted: Cidr[];
+  constructor(trustedProxies: readonly string[]) {
+    this.trusted = trustedProxies.map((t) => {
+      const cidr = parseCidr(t);
+      if (!cidr) throw new Error(`invalid trusted proxy ${t}`);
+      return cidr;
+    });
+  }
+
+  private isTrusted(address: string): boolean {
+    return this.trusted.some((c) => cidrContains(c, address));
+  }
+
+  /**
+   * The peer address; when the peer is a trusted proxy, the right-most entry of
+   * X-Forwarded-For that is not itself a trusted proxy.
+   */
+  resolve(peer: string | undefined, forwardedFor: string | string[] | undefined): string {
+    const direct = normalizePeer(peer) ?? '0.0.0.0';
+    if (forwardedFor === undefined || !this.isTrusted(direct)) return direct;
+    const entries = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',');
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const addr = normalizePeer(stripPort(entries[i]!.trim()));
+      if (addr === undefined) return direct; // garbage in the chain: stop believing it
+      if (!this.isTrusted(addr)) return addr;
+    }
+    return direct;
+  }
+}
+
+/** `1.2.3.4:5678` and `[2001:db8::1]:443` → bare address (some proxies append ports). */
+function stripPort(entry: string): string {
+  const bracket = /^\[([^\]]+)\](?::\d+)?$/.exec(entry);
+  if (bracket) return bracket[1]!;
+  const v4port = /^(\d+\.\d+\.\d+\.\d+):\d+$/.exec(entry);
+  return v4port ? v4port[1]! : entry;
+}

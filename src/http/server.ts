@@ -1,0 +1,178 @@
+/**
+ * The node:http frontend: routes, limits, parsing, and the single reply writer. Replies are
+ * written as raw bytes on the socket (node:http would say HTTP/1.1) and the connection closed.
+ */
+import http from 'node:http';
+import type { Socket } from 'node:net';
+import type { Logger } from '../core/log.js';
+import type { UpdateService } from '../app/update.js';
+import type { EchoService } from '../app/echo.js';
+import { ClientAddressResolver, paramsOf, parseBasicAuth } from './request.js';
+import { echoReply, encodeReply, errorReply, tokenReply, updateReply, type RawReply } from './reply.js';
+
+export interface HttpSettings {
+  basePath: string;
+  trustedProxies: readonly string[];
+  realm: string;
+  maxBodyBytes: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxHeaderBytes: number;
+  maxConnections: number;
+}
+
+type Route = 'update' | 'echo';
+
+const UPDATE_ALIASES = ['/nic/update', '/v3/update'];
+const ECHO_PATHS = ['/checkip', '/ip', '/nic/checkip'];
+
+export class HttpFrontend {
+  readonly servers: http.Server[] = [];
+  private readonly routes = new Map<string, Route>();
+  private readonly clientAddress: ClientAddressResolver;
+  private inFlight = 0;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly settings: HttpSettings,
+    private readonly services: { update: UpdateService; echo: EchoService },
+    private readonly logger: Logger,
+  ) {
+    const base = settings.basePath.replace(/\/+$/, '');
+    for (const p of [`${base}/dyndns/update`, ...UPDATE_ALIASES, ...UPDATE_ALIASES.map((a) => base + a)]) this.routes.set(p, 'update');
+    for (const p of [...ECHO_PATHS, ...ECHO_PATHS.map((e) => base + e)]) this.routes.set(p, 'echo');
+    this.clientAddress = new ClientAddressResolver(settings.trustedProxies);
+  }
+
+  private createServer(): http.Server {
+    const { settings } = this;
+    const server = http.createServer({
+      requireHostHeader: false,
+      maxHeaderSize: settings.maxHeaderBytes,
+      headersTimeout: settings.headersTimeoutMs,
+      requestTimeout: settings.requestTimeoutMs,
+      keepAliveTimeout: settings.keepAliveTimeoutMs,
+    });
+    server.maxConnections = settings.maxConnections;
+    server.on('request', (req, res) => this.onRequest(req, res));
+    server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.onClientError(err, socket));
+    return server;
+  }
+
+  /** Listen on one more address (each address gets its own server); returns the bound port. */
+  async listen(host: string, port: number): Promise<number> {
+    const server = this.createServer();
+    this.servers.push(server);
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: Error) => reject(err);
+      server.once('error', onError);
+      server.listen({ host, port }, () => {
+        server.off('error', onError);
+        resolve();
+      });
+    });
+    const addr = server.address();
+    return typeof addr === 'object' && addr ? addr.port : port;
+  }
+
+  /** Stop accepting connections; resolve when every request in flight has been answered. */
+  async close(): Promise<void> {
+    const closed = this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
+    for (const s of this.servers) s.closeIdleConnections();
+    if (this.inFlight > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    for (const s of this.servers) s.closeAllConnections();
+    await Promise.all(closed);
+  }
+
+  private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+    this.inFlight++;
+    this.handle(req)
+      .catch((err: unknown) => {
+        this.logger.error('request failed', { error: err instanceof Error ? err.message : String(err) });
+        return tokenReply('911', this.settings.realm);
+      })
+      .then((reply) => this.write(req.socket, res, reply))
+      .finally(() => {
+        if (--this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
+      });
+  }
+
+  private async handle(req: http.IncomingMessage): Promise<RawReply> {
+    const target = req.url ?? '/';
+    const { path, query } = splitTarget(target);
+    const route = this.routes.get(path);
+    if (!route) return errorReply(404);
+    if (req.method !== 'GET' && req.method !== 'POST') return errorReply(405);
+
+    let body: string | undefined;
+    if (req.method === 'POST') {
+      const read = await readBody(req, this.settings.maxBodyBytes);
+      if (read === 'too-large') return errorReply(413);
+      const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+      if (type === 'application/x-www-form-urlencoded' || (type === '' && read.length > 0)) body = read;
+    }
+    const clientIp = this.clientAddress.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+    const credentials = parseBasicAuth(req.headers.authorization);
+    const params = paramsOf(query, body);
+
+    if (route === 'echo') {
+      const reply = await this.services.echo.echo({ clientIp, credentials, hostname: params.get('hostname')?.[0] });
+      return echoReply(reply, this.settings.realm);
+    }
+    const reply = await this.services.update.update({ credentials, userAgent: req.headers['user-agent'], clientIp, params });
+    return updateReply(reply, this.settings.realm);
+  }
+
+  private write(socket: Socket, res: http.ServerResponse, reply: RawReply): void {
+    // Bypass ServerResponse (it always says HTTP/1.1); mark it done so node does not add its own.
+    res.detachSocket(socket);
+    if (!socket.destroyed) socket.end(encodeReply(reply));
+  }
+
+  private onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+    if (!socket.writable || socket.destroyed) {
+      socket.destroy();
+      return;
+    }
+    const status =
+      err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : err.code === 'HPE_URI_TOO_LONG' ? 414 : 400;
+    socket.end(encodeReply(errorReply(status)));
+    socket.destroySoon();
+  }
+}
+
+function splitTarget(target: string): { path: string; query: string } {
+  let t = target;
+  // Absolute-form request targets (sent through some proxies).
+  if (/^https?:\/\//i.test(t)) {
+    const slash = t.indexOf('/', t.indexOf('//') + 2);
+    t = slash === -1 ? '/' : t.slice(slash);
+  }
+  const q = t.indexOf('?');
+  return q === -1 ? { path: t, query: '' } : { path: t.slice(0, q), query: t.slice(q + 1) };
+}
+
+function readBody(req: http.IncomingMessage, limit: number): Promise<string | 'too-large'> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > limit) {
+    req.resume();
+    return Promise.resolve('too-large');
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.pause();
+        resolve('too-large');
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+    req.on('aborted', () => reject(new Error('request aborted')));
+  });
+}

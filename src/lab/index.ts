@@ -1,0 +1,18 @@
+/** The lab: real redis-server / knotd / named for tests, the demo and the benchmark. */
+export type { TsigKey } from './tsig.js';
+export { generateTsigKey, bindKeyText, writeKeyFile } from './tsig.js';
+export { makeTempDir, removeDir, freePort, writePrivateFile } from './files.js';
+export {
+  findBinary,
+  requireBinary,
+  missingBinaries,
+  requireBinariesOrSkip,
+  ensureInstalled,
+  debianPackageFor,
+  DEBIAN_PACKAGES,
+} from './binaries.js';
+export type { RedisServer, RedisOptions } from './redis.js';
+export { startRedis, redisPing } from './redis.js';
+export type { LabKind, NameServer, NameServerOptions } from './nameserver.js';
+export { startKnot, startNamed, startNameServer, digQuery } from './nameserver.js';
+export { packageRoot, configPath } from './paths.js';

@@ -1,0 +1,140 @@
+/**
+ * Private knotd / named primaries for one dynamic zone, configured from the operator
+ * examples in config/ (the same snippets the README shows), on a free loopback port.
+ */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { freePort, writePrivateFile } from './files.js';
+import { findBinary, requireBinary } from './binaries.js';
+import { renderTemplate } from './paths.js';
+import { PortInUseError, ServerProcess } from './process.js';
+import type { TsigKey } from './tsig.js';
+
+export type LabKind = 'knot' | 'bind';
+
+export interface NameServer {
+  kind: LabKind;
+  host: string;
+  port: number;
+  /** Zone apex, lowercase, no trailing dot. */
+  zone: string;
+  key: TsigKey;
+  dir: string;
+  /** SIGTERM and wait (SIGKILL after 5 s). */
+  stop(): Promise<void>;
+  /** Start again on the same port and directory; the journal keeps earlier updates. */
+  start(): Promise<void>;
+  /** Records as `dig +short` prints them (sorted), queried over TCP straight at this server. */
+  query(name: string, type: string): Promise<string[]>;
+  serial(): Promise<number>;
+}
+
+export interface NameServerOptions {
+  dir: string;
+  zone: string;
+  key: TsigKey;
+  port?: number;
+  /** Extra zone-file lines (relative or absolute owner names), e.g. 'cname.dyn.example. 60 IN CNAME x.example.' */
+  records?: string[];
+}
+
+const HOST = '127.0.0.1';
+
+export function startKnot(opts: NameServerOptions): Promise<NameServer> {
+  return startNameServer('knot', opts);
+}
+
+export function startNamed(opts: NameServerOptions): Promise<NameServer> {
+  return startNameServer('bind', opts);
+}
+
+export async function startNameServer(kind: LabKind, opts: NameServerOptions): Promise<NameServer> {
+  const binary = requireBinary(kind === 'knot' ? 'knotd' : 'named');
+  digBinary(); // fail now, not at the first readiness probe
+  const zone = opts.zone.toLowerCase().replace(/\.$/, '');
+  const dir = path.resolve(opts.dir);
+  const zoneText = await renderTemplate('zone.example', { ZONE: zone });
+  const extra = (opts.records ?? []).map((r) => r.trimEnd()).join('\n');
+  await writePrivateFile(path.join(dir, `${zone}.zone`), `${zoneText.trimEnd()}\n${extra}${extra ? '\n' : ''}`);
+
+  const attempts = opts.port === undefined ? 3 : 1;
+  let lastError: unknown;
+  for (let i = 0; i < attempts; i++) {
+    const port = opts.port ?? (await freePort());
+    const vars = {
+      DIR: dir,
+      PORT: String(port),
+      ZONE: zone,
+      KEY_NAME: opts.key.name,
+      KEY_ALGORITHM: opts.key.algorithm,
+      KEY_SECRET: opts.key.secret,
+    };
+    const confName = kind === 'knot' ? 'knot.conf' : 'named.conf';
+    const confPath = path.join(dir, confName);
+    const template = kind === 'knot' ? 'knot/knot.conf.example' : 'bind/named.conf.example';
+    await writePrivateFile(confPath, await renderTemplate(template, vars));
+    // named: -g keeps it in the foreground (so the process is ours) and logs to stderr.
+    const args = kind === 'knot' ? ['-c', confPath] : ['-g', '-4', '-n', '2', '-c', confPath];
+    const proc = new ServerProcess(`${kind === 'knot' ? 'knotd' : 'named'} on ${HOST}:${port}`, binary, args, dir);
+    const start = async (): Promise<void> => {
+      proc.spawn();
+      await proc.waitUntilReady(port, async () => (await digQuery(port, zone, 'SOA')).length > 0);
+    };
+    try {
+      await start();
+    } catch (err) {
+      // Only a lost race for the port is worth another port; anything else is reported as is.
+      if (!(err instanceof PortInUseError)) throw err;
+      lastError = err;
+      continue;
+    }
+    return {
+      kind,
+      host: HOST,
+      port,
+      zone,
+      key: opts.key,
+      dir,
+      stop: () => proc.stop(),
+      start,
+      query: (name, type) => digQuery(port, name, type),
+      serial: async () => {
+        const soa = await digQuery(port, zone, 'SOA');
+        const serial = Number(soa[0]?.split(/\s+/)[2]);
+        if (!Number.isInteger(serial)) throw new Error(`lab: no SOA serial for ${zone} on port ${port}`);
+        return serial;
+      },
+    };
+  }
+  throw lastError;
+}
+
+function digBinary(): { path: string; kdig: boolean } {
+  const dig = findBinary('dig');
+  if (dig) return { path: dig, kdig: false };
+  const kdig = findBinary('kdig');
+  if (kdig) return { path: kdig, kdig: true };
+  requireBinary('dig');
+  throw new Error('unreachable');
+}
+
+/** `dig @127.0.0.1 -p PORT +tcp +short +norec NAME TYPE`, lines sorted. Rejects when the server does not answer. */
+export function digQuery(port: number, name: string, type: string): Promise<string[]> {
+  const dig = digBinary();
+  const timing = dig.kdig ? ['+time=2', '+retry=0'] : ['+time=2', '+tries=1'];
+  const args = [`@${HOST}`, '-p', String(port), '+tcp', '+short', '+norec', ...timing, name, type];
+  return new Promise((resolve, reject) => {
+    execFile(dig.path, args, { timeout: 5000 }, (err, stdout) => {
+      const lines = stdout
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l.length > 0);
+      // dig +short prints ";; ..." lines on communication errors (and exits non-zero).
+      if (err || lines.some((l) => l.startsWith(';;'))) {
+        reject(new Error(`lab: ${path.basename(dig.path)} ${name} ${type} at ${HOST}:${port} failed: ${lines.join(' ') || err?.message}`));
+        return;
+      }
+      resolve(lines.sort());
+    });
+  });
+}

@@ -1,0 +1,98 @@
+/**
+ * Misbehaving clients (SPEC §6): the User-Agent block list (config ∪ the Redis set the
+ * CLI edits) and junk blocking of (source address, User-Agent) pairs.
+ */
+import type { Redis } from 'ioredis';
+import type { ClientPolicy } from '../app/ports.js';
+import type { Config } from '../config/schema.js';
+import { AgentMatcher } from '../core/agents.js';
+import { InvalidInputError } from '../core/errors.js';
+import { Keys } from './keys.js';
+import { scriptsFor, type StoreScripts } from './lua.js';
+import { execPipeline, storeCall } from './redis.js';
+
+/** How long the Redis block list is reused before it is fetched again. */
+export const AGENT_LIST_CACHE_MS = 2000;
+
+export interface ClientPolicyOptions {
+  agents: Config['agents'];
+  junk: Config['junk'];
+  /** Milliseconds clock for the block-list cache (tests inject one). */
+  clock?: () => number;
+  agentListCacheMs?: number;
+}
+
+export class RedisClientPolicy implements ClientPolicy {
+  private readonly scripts: StoreScripts;
+  private readonly configured: AgentMatcher;
+  private readonly clock: () => number;
+  private readonly cacheMs: number;
+  private shared = new AgentMatcher([]);
+  private sharedFetchedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+    private readonly opts: ClientPolicyOptions,
+  ) {
+    this.scripts = scriptsFor(redis);
+    this.configured = new AgentMatcher(opts.agents.blocked);
+    this.clock = opts.clock ?? Date.now;
+    this.cacheMs = opts.agentListCacheMs ?? AGENT_LIST_CACHE_MS;
+  }
+
+  async isBlocked(userAgent: string, sourceIp: string): Promise<boolean> {
+    if (this.configured.matches(userAgent)) return true;
+    const junkBlock = this.keys.junkBlock(sourceIp, userAgent);
+    const now = this.clock();
+    if (now - this.sharedFetchedAt >= this.cacheMs) {
+      // Refresh the shared list in the same round trip as the junk check.
+      const [patterns, blocked] = await execPipeline(
+        'agent policy',
+        this.redis.pipeline().smembers(this.keys.blockedAgents()).exists(junkBlock),
+      );
+      this.shared = new AgentMatcher(patterns as string[]);
+      this.sharedFetchedAt = now;
+      return this.shared.matches(userAgent) || Number(blocked) > 0;
+    }
+    if (this.shared.matches(userAgent)) return true;
+    return (await storeCall('junk check', () => this.redis.exists(junkBlock))) > 0;
+  }
+
+  async recordJunk(userAgent: string, sourceIp: string): Promise<void> {
+    const { threshold, windowMs, blockMs } = this.opts.junk;
+    await storeCall('junk count', () =>
+      this.scripts.strike(
+        [[this.keys.junkCount(sourceIp, userAgent), this.keys.junkBlock(sourceIp, userAgent)]],
+        threshold,
+        windowMs,
+        blockMs,
+      ),
+    );
+  }
+}
+
+/** The shared User-Agent block list as the CLI edits it. */
+export class AgentAdmin {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+  ) {}
+
+  /** Returns false when the pattern was already listed. */
+  async block(pattern: string): Promise<boolean> {
+    if (pattern.trim().length === 0) throw new InvalidInputError('an empty User-Agent pattern would match nothing');
+    return (await storeCall('agent block', () => this.redis.sadd(this.keys.blockedAgents(), pattern))) === 1;
+  }
+
+  /** Returns false when the pattern was not listed. */
+  async unblock(pattern: string): Promise<boolean> {
+    return (await storeCall('agent unblock', () => this.redis.srem(this.keys.blockedAgents(), pattern))) === 1;
+  }
+
+  /** The patterns in Redis (the config file's list is not included), sorted. */
+  async list(): Promise<string[]> {
+    const patterns = await storeCall('agent list', () => this.redis.smembers(this.keys.blockedAgents()));
+    return patterns.sort();
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * Hosts in Redis: the update path's gate (admit → commit | release, each one Lua call)
+ * and the operator's view (add, remove, list, state changes).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Admission, AdmitRequest, HostAdmin, HostGate, Lease } from '../app/ports.js';
+import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import { normalizeHostname } from '../core/names.js';
+import { HOST_TYPES, flag, type HostRecord, type HostType, type TargetState } from '../core/types.js';
+import { decodeHost, encodeExpectations, fieldsFromFlat } from './codec.js';
+import { HOST_FIELDS, Keys } from './keys.js';
+import { scriptsFor, type StoreScripts } from './lua.js';
+import { execPipeline, storeCall } from './redis.js';
+
+/**
+ * The lease handed out with a `change` admission. Besides the token it remembers the
+ * frequency fields as they were before this request, so release() can undo its count.
+ */
+export class HostLease implements Lease {
+  constructor(
+    readonly fqdn: string,
+    readonly token: string,
+    /** `fl` and `fc` before this request ('' = absent) and the `fs` it was counted as. */
+    readonly previousLastRequest: string,
+    readonly previousFrequentCount: string,
+    readonly sequence: string,
+  ) {}
+}
+
+const SCAN_BATCH = 1000;
+
+export class RedisHostStore implements HostGate, HostAdmin {
+  private readonly scripts: StoreScripts;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+    private readonly logger: Logger,
+  ) {
+    this.scripts = scriptsFor(redis);
+  }
+
+  // ---- HostGate (the update path) ----
+
+  async admit(req: AdmitRequest): Promise<Admission> {
+    const args: (string | number)[] = [
+      req.account,
+      Math.max(0, Math.floor(req.minIntervalMs)),
+      req.maxFrequent,
+      Math.max(1, Math.floor(req.leaseMs)),
+      randomUUID(),
+      req.expect === null ? 'count' : 'expect',
+    ];
+    if (req.expect !== null) args.push(...encodeExpectations(req.expect));
+    const reply = await storeCall('admit', () => this.scripts.admit(this.keys.host(req.fqdn), args));
+    return this.admissionFromReply(req.fqdn, reply, String(args[4]));
+  }
+
+  async commit(lease: Lease, target: TargetState): Promise<void> {
+    const args = [
+      lease.token,
+      target.ipv4 ?? '',
+      target.ipv6 ?? '',
+      target.wildcard ? '1' : '',
+      target.mx ?? '',
+      target.mx !== null && target.backmx ? '1' : '',
+      flag(target.offline),
+    ];
+    const status = await storeCall('commit', () => this.scripts.commit(this.keys.host(lease.fqdn), args));
+    if (status === 'lost') {
+      this.logger.warn('host lease expired before commit; stored the published state anyway', { host: lease.fqdn });
+    } else if (status === 'gone') {
+      this.logger.warn('host was removed while its update was in flight; DNS may still hold its records', {
+        host: lease.fqdn,
+      });
+    }
+  }
+
+  async release(lease: Lease): Promise<void> {
+    const own = asHostLease(lease);
+    await storeCall('release', () =>
+      this.scripts.release(this.keys.host(lease.fqdn), [
+        lease.token,
+        own?.previousLastRequest ?? '',
+        own?.previousFrequentCount ?? '',
+        // Without our bookkeeping (a foreign Lease object) only the lease is dropped.
+        own?.sequence ?? '-',
+      ]),
+    );
+  }
+
+  // ---- HostAdmin (the CLI) ----
+
+  async get(fqdn: string): Promise<HostRecord | undefined> {
+    const name = lookupName(fqdn);
+    const fields = await storeCall('host get', () => this.redis.hgetall(this.keys.host(name)));
+    return fields[HOST_FIELDS.owner] === undefined ? undefined : decodeHost(name, fields);
+  }
+
+  async add(fqdn: string, account: string, type: HostType): Promise<void> {
+    const name = normalizeHostname(fqdn);
+    if (name === undefined) throw new InvalidInputError(`not a valid host name: ${JSON.stringify(fqdn)}`);
+    if (!(HOST_TYPES as readonly string[]).includes(type)) {
+      throw new InvalidInputError(`unknown host type '${type}' (expected one of ${HOST_TYPES.join(', ')})`);
+    }
+    const result = await storeCall('host add', () =>
+      this.scripts.hostAdd(this.keys.host(name), this.keys.account(account), account, type),
+    );
+    if (result === 'noaccount') throw new NotFoundError(`no such account: ${account}`);
+    if (result === 'exists') throw new ConflictError(`host ${name} already exists`);
+  }
+
+  async remove(fqdn: string): Promise<void> {
+    const name = lookupName(fqdn);
+    const hostKey = this.keys.host(name);
+    // The owner's host count lives in the account hash: read the owner, then remove
+    // atomically if it is still the owner (it never changes today; retry if it did).
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const owner = await storeCall('host remove', () => this.redis.hget(hostKey, HOST_FIELDS.owner));
+      if (owner === null) throw new NotFoundError(`no such host: ${name}`);
+      const result = await storeCall('host remove', () =>
+        this.scripts.hostRemove(hostKey, this.keys.account(owner), owner),
+      );
+      if (result === 'ok') return;
+      if (result === 'gone') throw new NotFoundError(`no such host: ${name}`);
+    }
+    throw new ConflictError(`host ${name} changed owner while being removed; try again`);
+  }
+
+  async list(account?: string): Promise<HostRecord[]> {
+    const hosts: HostRecord[] = [];
+    let cursor = '0';
+    do {
+      const [next, keys] = await storeCall('host list', () =>
+        this.redis.scan(cursor, 'MATCH', this.keys.hostScanPattern(), 'COUNT', SCAN_BATCH),
+      );
+      cursor = next;
+      if (keys.length === 0) continue;
+      const pipeline = this.redis.pipeline();
+      for (const key of keys) pipeline.hgetall(key);
+      const replies = await execPipeline('host list', pipeline);
+      keys.forEach((key, i) => {
+        const fqdn = this.keys.fqdnOfHostKey(key);
+        if (fqdn === undefined) return;
+        const record = (replies[i] ?? {}) as Record<string, string>;
+        if (record[HOST_FIELDS.owner] === undefined) return; // removed since the SCAN
+        if (account !== undefined && record[HOST_FIELDS.owner] !== account) return;
+        hosts.push(decodeHost(fqdn, record));
+      });
+    } while (cursor !== '0');
+    return hosts.sort((a, b) => (a.fqdn < b.fqdn ? -1 : a.fqdn > b.fqdn ? 1 : 0));
+  }
+
+  async setState(fqdn: string, state: 'active' | 'blocked' | 'closed'): Promise<void> {
+    if (state !== 'active' && state !== 'blocked' && state !== 'closed') {
+      throw new InvalidInputError(`cannot set host state '${String(state)}'`);
+    }
+    const name = lookupName(fqdn);
+    const found = await storeCall('host state', () => this.scripts.hostSetState(this.keys.host(name), state));
+    if (found !== 1) throw new NotFoundError(`no such host: ${name}`);
+  }
+
+  private admissionFromReply(fqdn: string, reply: unknown, token: string): Admission {
+    if (!Array.isArray(reply) || typeof reply[0] !== 'string') {
+      throw new Error(`unexpected admit reply: ${JSON.stringify(reply)}`);
+    }
+    const kind = reply[0];
+    switch (kind) {
+      case 'nohost':
+      case 'notyours':
+      case 'badsys':
+      case 'closed':
+      case 'abuse':
+      case 'busy':
+        return { kind };
+      case 'nochg':
+        return { kind, host: decodeHost(fqdn, fieldsFromFlat(reply[1] as unknown[])) };
+      case 'change':
+        return {
+          kind,
+          host: decodeHost(fqdn, fieldsFromFlat(reply[1] as unknown[])),
+          lease: new HostLease(fqdn, token, String(reply[2]), String(reply[3]), String(reply[4])),
+        };
+      default:
+        throw new Error(`unexpected admit reply kind: ${kind}`);
+    }
+  }
+}
+
+function asHostLease(lease: Lease): HostLease | undefined {
+  return lease instanceof HostLease ? lease : undefined;
+}
+
+/** Operator input: normalised when it is a valid name, else taken as given (→ not found). */
+function lookupName(fqdn: string): string {
+  return normalizeHostname(fqdn) ?? fqdn.trim().toLowerCase();
+}

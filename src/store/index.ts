@@ -1,0 +1,61 @@
+/** The Redis adapters: accounts, hosts, client policy, failure counting, the echo gate. */
+import type { Redis } from 'ioredis';
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../core/log.js';
+import { RedisAccountStore } from './account-store.js';
+import { AgentAdmin, RedisClientPolicy } from './client-policy.js';
+import { RedisEchoGate } from './echo-gate.js';
+import { RedisFailureCounter } from './failure-counter.js';
+import { RedisHostStore } from './host-store.js';
+import { Keys } from './keys.js';
+import { closeRedis, createRedis, storeCall } from './redis.js';
+
+export { RedisAccountStore, type LoginRecord } from './account-store.js';
+export { AgentAdmin, RedisClientPolicy, AGENT_LIST_CACHE_MS, type ClientPolicyOptions } from './client-policy.js';
+export { RedisEchoGate } from './echo-gate.js';
+export { RedisFailureCounter } from './failure-counter.js';
+export { HostLease, RedisHostStore } from './host-store.js';
+export { ACCOUNT_FIELDS, HOST_FIELDS, Keys, addressBucket, agentDigest } from './keys.js';
+export { asStoreError, closeRedis, createRedis, execPipeline, storeCall } from './redis.js';
+
+export type StoreConfig = Pick<Config, 'redis' | 'agents' | 'junk' | 'credentials'>;
+
+/** Every Redis adapter on one shared client. */
+export interface Store {
+  readonly redis: Redis;
+  readonly keys: Keys;
+  readonly accounts: RedisAccountStore;
+  /** HostGate for the update path and HostAdmin for the CLI. */
+  readonly hosts: RedisHostStore;
+  readonly failures: RedisFailureCounter;
+  readonly clientPolicy: RedisClientPolicy;
+  readonly agents: AgentAdmin;
+  readonly echoGate: RedisEchoGate;
+  /** Round trip to Redis; StoreUnavailableError when it does not answer. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function openStore(config: StoreConfig, logger: Logger): Store {
+  const redis = createRedis(config.redis, logger);
+  return storeOn(redis, config, logger);
+}
+
+/** The adapters on an existing client (tests use two clients on one server). */
+export function storeOn(redis: Redis, config: StoreConfig, logger: Logger): Store {
+  const keys = new Keys(config.redis.keyPrefix);
+  return {
+    redis,
+    keys,
+    accounts: new RedisAccountStore(redis, keys),
+    hosts: new RedisHostStore(redis, keys, logger),
+    failures: new RedisFailureCounter(redis, keys, config.credentials),
+    clientPolicy: new RedisClientPolicy(redis, keys, { agents: config.agents, junk: config.junk }),
+    agents: new AgentAdmin(redis, keys),
+    echoGate: new RedisEchoGate(redis, keys),
+    async ping() {
+      await storeCall('ping', () => redis.ping());
+    },
+    close: () => closeRedis(redis),
+  };
+}

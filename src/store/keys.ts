@@ -1,0 +1,147 @@
+/**
+ * Every Redis key name the service uses, in one place. Short names and short hash fields
+ * on purpose: at a million hosts each host must stay within a few hundred bytes.
+ *
+ *   {p}a:{name}        account hash     h=password hash, d=1 donator, c=created ms, n=hosts owned
+ *   {p}accounts        set of account names
+ *   {p}h:{fqdn}        host hash        see HOST_FIELDS
+ *   {p}ag              set of blocked User-Agent patterns (CLI `agent block`)
+ *   {p}jc:{ip}:{ua}    junk counter (TTL = junk window)     ua = sha1(User-Agent) hex, 16 chars
+ *   {p}jb:{ip}:{ua}    junk block marker (TTL = block time)
+ *   {p}fi:{ip}         failed logins per source (TTL = window)
+ *   {p}fa:{account}    failed logins per account (TTL = window)
+ *   {p}ti:{ip}         login cool-down per source (TTL = cool-down)
+ *   {p}ta:{account}    login cool-down per account (TTL = cool-down)
+ *   {p}e:{ip}          address-echo frequency hash: fl, fc, bu=blocked until ms
+ *
+ * `{ip}` is the address bucket (see addressBucket): IPv6 clients are counted per /64.
+ */
+import { createHash } from 'node:crypto';
+import { isIPv6 } from 'node:net';
+
+/** Short field names of the host hash. Absent fields mean ''/false/0. */
+export const HOST_FIELDS = {
+  owner: 'o',
+  type: 't',
+  state: 's',
+  ipv4: '4',
+  ipv6: '6',
+  wildcard: 'w',
+  mx: 'm',
+  backmx: 'b',
+  updatedAt: 'u',
+  lastRequest: 'fl',
+  frequentCount: 'fc',
+  frequencySeq: 'fs',
+  leaseToken: 'lk',
+  leaseUntil: 'lu',
+} as const;
+
+/** Short field names of the account hash. */
+export const ACCOUNT_FIELDS = {
+  passwordHash: 'h',
+  donator: 'd',
+  createdAt: 'c',
+  hostCount: 'n',
+} as const;
+
+export class Keys {
+  private readonly hostPrefix: string;
+
+  constructor(readonly prefix: string) {
+    this.hostPrefix = `${prefix}h:`;
+  }
+
+  account(name: string): string {
+    return `${this.prefix}a:${name}`;
+  }
+
+  accountSet(): string {
+    return `${this.prefix}accounts`;
+  }
+
+  host(fqdn: string): string {
+    return this.hostPrefix + fqdn;
+  }
+
+  /** SCAN MATCH pattern for every host key (the prefix's glob characters escaped). */
+  hostScanPattern(): string {
+    return `${escapeGlob(this.hostPrefix)}*`;
+  }
+
+  /** The FQDN of a host key, or undefined for a key that is not one. */
+  fqdnOfHostKey(key: string): string | undefined {
+    return key.startsWith(this.hostPrefix) ? key.slice(this.hostPrefix.length) : undefined;
+  }
+
+  blockedAgents(): string {
+    return `${this.prefix}ag`;
+  }
+
+  junkCount(sourceIp: string, userAgent: string): string {
+    return `${this.prefix}jc:${addressBucket(sourceIp)}:${agentDigest(userAgent)}`;
+  }
+
+  junkBlock(sourceIp: string, userAgent: string): string {
+    return `${this.prefix}jb:${addressBucket(sourceIp)}:${agentDigest(userAgent)}`;
+  }
+
+  failuresBySource(sourceIp: string): string {
+    return `${this.prefix}fi:${addressBucket(sourceIp)}`;
+  }
+
+  failuresByAccount(account: string): string {
+    return `${this.prefix}fa:${account}`;
+  }
+
+  cooldownBySource(sourceIp: string): string {
+    return `${this.prefix}ti:${addressBucket(sourceIp)}`;
+  }
+
+  cooldownByAccount(account: string): string {
+    return `${this.prefix}ta:${account}`;
+  }
+
+  echo(sourceIp: string): string {
+    return `${this.prefix}e:${addressBucket(sourceIp)}`;
+  }
+}
+
+/** First 16 hex digits of sha1(User-Agent): bounded key length whatever the header holds. */
+export function agentDigest(userAgent: string): string {
+  return createHash('sha1').update(userAgent, 'utf8').digest('hex').slice(0, 16);
+}
+
+/**
+ * The unit an address is counted in: IPv4 as is, IPv6 by its /64 (one customer site gets a
+ * whole /64, so per-/128 counting would be trivially evaded with privacy addresses).
+ */
+export function addressBucket(ip: string): string {
+  if (!isIPv6(ip)) return ip;
+  const groups = expandIPv6(ip);
+  return groups === undefined ? ip : `${groups.slice(0, 4).join(':')}::/64`;
+}
+
+function expandIPv6(ip: string): string[] | undefined {
+  let text = ip.toLowerCase();
+  const zone = text.indexOf('%');
+  if (zone >= 0) text = text.slice(0, zone);
+  // An embedded IPv4 tail (::ffff:1.2.3.4) becomes two hextets.
+  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (v4) {
+    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const halves = text.split('::');
+  if (halves.length > 2) return undefined;
+  const head = halves[0] === '' ? [] : halves[0]!.split(':');
+  const tail = halves.length === 2 && halves[1] !== '' ? halves[1]!.split(':') : [];
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 1 ? missing !== 0 : missing < 0) return undefined;
+  const groups = [...head, ...Array<string>(Math.max(missing, 0)).fill('0'), ...tail];
+  return groups.map((g) => g.replace(/^0+(?=.)/, ''));
+}
+
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&');
+}

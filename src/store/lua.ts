@@ -1,0 +1,302 @@
+/**
+ * The Lua scripts: every read-decide-write step runs as one script, so any number of
+ * frontends on one Redis count exactly. Time comes from Redis (TIME), never from a
+ * frontend's clock. Field names are those of keys.ts (HOST_FIELDS, ACCOUNT_FIELDS).
+ * Loaded with ioredis defineCommand: EVALSHA, falling back to EVAL after a restart.
+ */
+import type { Redis } from 'ioredis';
+
+/** Shared preamble: `now` in milliseconds from the Redis clock. */
+const NOW = `
+if redis.replicate_commands then redis.replicate_commands() end
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local function ms(n) return string.format('%.0f', n) end
+`;
+
+/**
+ * admit(KEYS: host; ARGV: account, minIntervalMs, maxFrequent, leaseMs, token, mode,
+ * [field, value]…) → {kind} | {'nochg', hostFlat} | {'change', hostFlat, prevFl, prevFc, seq}.
+ * mode 'count' = only the frequency rule; 'expect' = compare the field/value pairs
+ * (absent field = '', flag '0' = '').
+ */
+const ADMIT = `${NOW}
+local key = KEYS[1]
+local flat = redis.call('HGETALL', key)
+local h = {}
+for i = 1, #flat, 2 do h[flat[i]] = flat[i + 1] end
+if h['o'] == nil then return {'nohost'} end
+if h['o'] ~= ARGV[1] then return {'notyours'} end
+if h['t'] ~= 'dynamic' then return {'badsys'} end
+local state = h['s'] or 'active'
+if state == 'closed' then return {'closed'} end
+if state == 'blocked' then return {'abuse'} end
+if h['lk'] ~= nil and h['lk'] ~= '' and (tonumber(h['lu']) or 0) > now then return {'busy'} end
+
+-- The frequency rule: a request sooner than minInterval after the previous one is frequent;
+-- a non-frequent one resets the run. More than maxFrequent in a row blocks the host.
+local minInterval = tonumber(ARGV[2])
+local maxFrequent = tonumber(ARGV[3])
+local prevFl = h['fl'] or ''
+local prevFc = h['fc'] or ''
+local last = tonumber(prevFl)
+local count = tonumber(prevFc) or 0
+if last ~= nil and now - last < minInterval then count = count + 1 else count = 0 end
+local seq = (tonumber(h['fs']) or 0) + 1
+h['fl'] = ms(now)
+h['fc'] = tostring(count)
+h['fs'] = tostring(seq)
+if count > maxFrequent then
+  redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'], 's', 'blocked')
+  return {'abuse'}
+end
+
+local function hostFlat()
+  local out = {}
+  for f, v in pairs(h) do
+    if f ~= 'lk' and f ~= 'lu' then out[#out + 1] = f; out[#out + 1] = v end
+  end
+  return out
+end
+
+local changed = false
+if ARGV[6] == 'expect' then
+  for i = 7, #ARGV, 2 do
+    local f = ARGV[i]
+    local v = h[f] or ''
+    if (f == 'w' or f == 'b') and v == '0' then v = '' end
+    if v ~= ARGV[i + 1] then changed = true; break end
+  end
+end
+if not changed then
+  redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'])
+  return {'nochg', hostFlat()}
+end
+redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'],
+  'lk', ARGV[5], 'lu', ms(now + tonumber(ARGV[4])))
+return {'change', hostFlat(), prevFl, prevFc, h['fs']}
+`;
+
+/**
+ * commit(KEYS: host; ARGV: token, ipv4, ipv6, wildcard, mx, backmx, offline) → 'ok' |
+ * 'lost' (the lease was no longer ours; written anyway: DNS holds it) | 'gone' (host removed).
+ * A state an operator set meanwhile (blocked, closed) is kept.
+ */
+const COMMIT = `${NOW}
+local key = KEYS[1]
+if redis.call('HEXISTS', key, 'o') == 0 then return 'gone' end
+local status = 'ok'
+if redis.call('HGET', key, 'lk') ~= ARGV[1] then status = 'lost' end
+local fields = {'4', '6', 'w', 'm', 'b'}
+for i, f in ipairs(fields) do
+  local v = ARGV[i + 1]
+  if v == '' then redis.call('HDEL', key, f) else redis.call('HSET', key, f, v) end
+end
+local state = redis.call('HGET', key, 's')
+if state ~= 'blocked' and state ~= 'closed' then
+  if ARGV[7] == '1' then state = 'offline' else state = 'active' end
+end
+redis.call('HSET', key, 's', state, 'u', ms(now))
+if status == 'ok' then redis.call('HDEL', key, 'lk', 'lu') end
+return status
+`;
+
+/**
+ * release(KEYS: host; ARGV: token, prevFl, prevFc, seq) → 1 | 0 (lease not ours).
+ * Undoes this request's frequency count unless a later request counted since.
+ */
+const RELEASE = `
+local key = KEYS[1]
+if redis.call('HGET', key, 'lk') ~= ARGV[1] then return 0 end
+redis.call('HDEL', key, 'lk', 'lu')
+if redis.call('HGET', key, 'fs') == ARGV[4] then
+  if ARGV[2] == '' then redis.call('HDEL', key, 'fl') else redis.call('HSET', key, 'fl', ARGV[2]) end
+  if ARGV[3] == '' then redis.call('HDEL', key, 'fc') else redis.call('HSET', key, 'fc', ARGV[3]) end
+end
+return 1
+`;
+
+/** hostAdd(KEYS: host, account; ARGV: owner, type) → 'ok' | 'noaccount' | 'exists'. */
+const HOST_ADD = `
+if redis.call('EXISTS', KEYS[2]) == 0 then return 'noaccount' end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
+redis.call('HSET', KEYS[1], 'o', ARGV[1], 't', ARGV[2], 's', 'active')
+redis.call('HINCRBY', KEYS[2], 'n', 1)
+return 'ok'
+`;
+
+/** hostRemove(KEYS: host, owner account; ARGV: owner) → 'ok' | 'gone' | 'changed'. */
+const HOST_REMOVE = `
+local owner = redis.call('HGET', KEYS[1], 'o')
+if not owner then return 'gone' end
+if owner ~= ARGV[1] then return 'changed' end
+redis.call('DEL', KEYS[1])
+if redis.call('HEXISTS', KEYS[2], 'h') == 1 then
+  if redis.call('HINCRBY', KEYS[2], 'n', -1) <= 0 then redis.call('HDEL', KEYS[2], 'n') end
+end
+return 'ok'
+`;
+
+/**
+ * hostSetState(KEYS: host; ARGV: state) → 1 | 0 (no such host). Going back to active
+ * (unblock, reopen) starts the frequency rule afresh; bumping fs makes a release still
+ * in flight leave the counters alone.
+ */
+const HOST_SET_STATE = `
+if redis.call('HEXISTS', KEYS[1], 'o') == 0 then return 0 end
+redis.call('HSET', KEYS[1], 's', ARGV[1])
+if ARGV[1] == 'active' then
+  redis.call('HDEL', KEYS[1], 'fl', 'fc')
+  redis.call('HINCRBY', KEYS[1], 'fs', 1)
+end
+return 1
+`;
+
+/** accountCreate(KEYS: account, account set; ARGV: name, hash, donator, createdAt) → 1 | 0 (exists). */
+const ACCOUNT_CREATE = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'h', ARGV[2], 'd', ARGV[3], 'c', ARGV[4])
+redis.call('SADD', KEYS[2], ARGV[1])
+return 1
+`;
+
+/** accountSet(KEYS: account; ARGV: field, value) → 1 | 0 (no such account). */
+const ACCOUNT_SET = `
+if redis.call('HEXISTS', KEYS[1], 'h') == 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+`;
+
+/** accountRemove(KEYS: account, account set; ARGV: name) → 'ok' | 'gone' | 'owns hosts'. */
+const ACCOUNT_REMOVE = `
+if redis.call('HEXISTS', KEYS[1], 'h') == 0 then return 'gone' end
+if (tonumber(redis.call('HGET', KEYS[1], 'n')) or 0) > 0 then return 'owns hosts' end
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[1])
+return 'ok'
+`;
+
+/**
+ * strike(KEYS: counter, marker [, counter, marker]…; ARGV: threshold, windowMs, markMs)
+ * → number of markers set. Counts one event per counter within the window; reaching the
+ * threshold sets the marker (cool-down / block) for markMs and starts the count afresh.
+ */
+const STRIKE = `
+local threshold = tonumber(ARGV[1])
+local marked = 0
+for i = 1, #KEYS, 2 do
+  local n = redis.call('INCR', KEYS[i])
+  if n == 1 or redis.call('PTTL', KEYS[i]) < 0 then redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
+  if n >= threshold then
+    redis.call('SET', KEYS[i + 1], '1', 'PX', ARGV[3])
+    redis.call('DEL', KEYS[i])
+    marked = marked + 1
+  end
+end
+return marked
+`;
+
+/**
+ * echo(KEYS: echo hash; ARGV: minIntervalMs, maxFrequent, cooldownMs) → 'ok' | 'abuse'.
+ * The host frequency rule per address; crossing it blocks the address until bu.
+ */
+const ECHO = `${NOW}
+local key = KEYS[1]
+local minInterval = tonumber(ARGV[1])
+local cooldown = tonumber(ARGV[3])
+local v = redis.call('HMGET', key, 'fl', 'fc', 'bu')
+local blockedUntil = tonumber(v[3])
+if blockedUntil ~= nil and now < blockedUntil then return 'abuse' end
+local last = tonumber(v[1])
+local count = tonumber(v[2]) or 0
+if last ~= nil and now - last < minInterval then count = count + 1 else count = 0 end
+if count > tonumber(ARGV[2]) then
+  redis.call('HSET', key, 'fl', ms(now), 'fc', '0', 'bu', ms(now + cooldown))
+  redis.call('PEXPIRE', key, math.max(cooldown, minInterval))
+  return 'abuse'
+end
+redis.call('HSET', key, 'fl', ms(now), 'fc', tostring(count))
+redis.call('HDEL', key, 'bu')
+-- Past minInterval the entry no longer matters: the next request is not frequent anyway.
+redis.call('PEXPIRE', key, minInterval)
+return 'ok'
+`;
+
+const DEFINITIONS = {
+  ddnsAdmit: { numberOfKeys: 1, lua: ADMIT },
+  ddnsCommit: { numberOfKeys: 1, lua: COMMIT },
+  ddnsRelease: { numberOfKeys: 1, lua: RELEASE },
+  ddnsHostAdd: { numberOfKeys: 2, lua: HOST_ADD },
+  ddnsHostRemove: { numberOfKeys: 2, lua: HOST_REMOVE },
+  ddnsHostSetState: { numberOfKeys: 1, lua: HOST_SET_STATE },
+  ddnsAccountCreate: { numberOfKeys: 2, lua: ACCOUNT_CREATE },
+  ddnsAccountSet: { numberOfKeys: 1, lua: ACCOUNT_SET },
+  ddnsAccountRemove: { numberOfKeys: 2, lua: ACCOUNT_REMOVE },
+  ddnsEcho: { numberOfKeys: 1, lua: ECHO },
+} as const;
+
+type ScriptName = keyof typeof DEFINITIONS | 'ddnsStrike';
+type ScriptArg = string | number;
+
+/** Typed access to the scripts on one client. */
+export class StoreScripts {
+  constructor(private readonly redis: Redis) {}
+
+  admit(hostKey: string, args: ScriptArg[]): Promise<unknown> {
+    return this.run('ddnsAdmit', [hostKey], args);
+  }
+  commit(hostKey: string, args: ScriptArg[]): Promise<unknown> {
+    return this.run('ddnsCommit', [hostKey], args);
+  }
+  release(hostKey: string, args: ScriptArg[]): Promise<unknown> {
+    return this.run('ddnsRelease', [hostKey], args);
+  }
+  hostAdd(hostKey: string, accountKey: string, owner: string, type: string): Promise<unknown> {
+    return this.run('ddnsHostAdd', [hostKey, accountKey], [owner, type]);
+  }
+  hostRemove(hostKey: string, accountKey: string, owner: string): Promise<unknown> {
+    return this.run('ddnsHostRemove', [hostKey, accountKey], [owner]);
+  }
+  hostSetState(hostKey: string, state: string): Promise<unknown> {
+    return this.run('ddnsHostSetState', [hostKey], [state]);
+  }
+  accountCreate(accountKey: string, setKey: string, args: ScriptArg[]): Promise<unknown> {
+    return this.run('ddnsAccountCreate', [accountKey, setKey], args);
+  }
+  accountSet(accountKey: string, field: string, value: string): Promise<unknown> {
+    return this.run('ddnsAccountSet', [accountKey], [field, value]);
+  }
+  accountRemove(accountKey: string, setKey: string, name: string): Promise<unknown> {
+    return this.run('ddnsAccountRemove', [accountKey, setKey], [name]);
+  }
+  /** `pairs` = [counter, marker] key pairs; see STRIKE. */
+  strike(pairs: readonly (readonly [string, string])[], threshold: number, windowMs: number, markMs: number): Promise<unknown> {
+    return this.run('ddnsStrike', pairs.flat(), [threshold, windowMs, markMs]);
+  }
+  echo(echoKey: string, minIntervalMs: number, maxFrequent: number, cooldownMs: number): Promise<unknown> {
+    return this.run('ddnsEcho', [echoKey], [minIntervalMs, maxFrequent, cooldownMs]);
+  }
+
+  private run(name: ScriptName, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
+    const command = (this.redis as unknown as Record<string, (...a: ScriptArg[]) => Promise<unknown>>)[name];
+    if (typeof command !== 'function') throw new Error(`redis script ${name} is not defined`);
+    // ddnsStrike takes a variable number of keys: the count goes first.
+    if (name === 'ddnsStrike') return command.call(this.redis, keys.length, ...keys, ...args);
+    return command.call(this.redis, ...keys, ...args);
+  }
+}
+
+const loaded = new WeakMap<Redis, StoreScripts>();
+
+/** The scripts of a client, defined on it once (every adapter on the client shares them). */
+export function scriptsFor(redis: Redis): StoreScripts {
+  let scripts = loaded.get(redis);
+  if (scripts === undefined) {
+    for (const [name, def] of Object.entries(DEFINITIONS)) redis.defineCommand(name, def);
+    // numberOfKeys omitted: the caller passes the key count as the first argument.
+    redis.defineCommand('ddnsStrike', { lua: STRIKE });
+    scripts = new StoreScripts(redis);
+    loaded.set(redis, scripts);
+  }
+  return scripts;
+}

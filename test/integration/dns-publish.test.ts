@@ -1,0 +1,263 @@
+/**
+ * DnsPublisher and probeZone against real primaries (knotd and named from the lab): every
+ * SPEC §8 plan is published and read back with dig, and every failure mode the SPEC names
+ * is provoked for real.
+ */
+import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
+import type { HostChange } from '../../src/app/ports.js';
+import type { Config, ZoneConfig } from '../../src/config/schema.js';
+import { DnsUpdateError } from '../../src/core/errors.js';
+import type { Logger } from '../../src/core/log.js';
+import { emptyDnsState, type TargetState } from '../../src/core/types.js';
+import { DnsPublisher, probeZone } from '../../src/dns/index.js';
+import {
+  generateTsigKey,
+  makeTempDir,
+  removeDir,
+  requireBinariesOrSkip,
+  startNameServer,
+  type LabKind,
+  type NameServer,
+} from '../../src/lab/index.js';
+
+const ZONE = 'dyn.example.org';
+
+const dnsConfig = (over: Partial<Config['dns']> = {}): Config['dns'] => ({
+  ttl: 60,
+  timeoutMs: 3000,
+  maxInFlight: 16,
+  fudge: 300,
+  clockOffsetSeconds: 0,
+  ...over,
+});
+
+interface LogLine {
+  level: string;
+  msg: string;
+  fields?: Record<string, unknown>;
+}
+
+function captureLogger(lines: LogLine[]): Logger {
+  const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => {
+    lines.push({ level, msg, fields });
+  };
+  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+function target(t: Partial<TargetState>): TargetState {
+  return { ipv4: null, ipv6: null, wildcard: false, mx: null, backmx: false, offline: false, ...t };
+}
+
+function change(label: string, t: Partial<TargetState>): HostChange {
+  return { fqdn: `${label}.${ZONE}`, zone: ZONE, previous: emptyDnsState(), target: target(t) };
+}
+
+async function rejection(p: Promise<unknown>): Promise<DnsUpdateError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).to.be.instanceOf(DnsUpdateError);
+    return err as DnsUpdateError;
+  }
+  throw new Error('expected a DnsUpdateError, the update succeeded');
+}
+
+for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
+  describe(`dns publish against ${kind === 'knot' ? 'knotd' : 'named'}`, function () {
+    this.timeout(60_000);
+    let dir: string | undefined;
+    let server: NameServer;
+    let zone: ZoneConfig;
+    let publisher: DnsPublisher;
+    const log: LogLine[] = [];
+    const extraPublishers: DnsPublisher[] = [];
+
+    before(async function () {
+      requireBinariesOrSkip(this, [kind === 'knot' ? 'knotd' : 'named', 'dig']);
+      dir = await makeTempDir(`dns-publish-${kind}-`);
+      const key = generateTsigKey('ddns-key', 'hmac-sha256');
+      server = await startNameServer(kind, {
+        dir,
+        zone: ZONE,
+        key,
+        records: ['alias 60 IN CNAME target.example.net.', 'mail 60 IN A 192.0.2.25'],
+      });
+      zone = {
+        name: ZONE,
+        primary: { host: server.host, port: server.port },
+        key: { name: key.name, algorithm: key.algorithm, secret: Buffer.from(key.secret, 'base64') },
+      };
+      publisher = new DnsPublisher([zone], dnsConfig(), captureLogger(log));
+    });
+
+    after(async () => {
+      await publisher?.close();
+      for (const p of extraPublishers) await p.close();
+      await server?.stop();
+      if (dir) await removeDir(dir);
+    });
+
+    /** A publisher with a variation of the zone or dns config (closed in after()). */
+    function variant(zoneOver: Partial<ZoneConfig>, dnsOver: Partial<Config['dns']> = {}, lines: LogLine[] = []): DnsPublisher {
+      const p = new DnsPublisher([{ ...zone, ...zoneOver }], dnsConfig(dnsOver), captureLogger(lines));
+      extraPublishers.push(p);
+      return p;
+    }
+
+    const q = (label: string, type: string) => server.query(`${label}.${ZONE}`, type);
+
+    it('IPv4: A published, nothing else; the serial moves', async () => {
+      const before = await server.serial();
+      await publisher.publish(change('v4', { ipv4: '192.0.2.1' }));
+      expect(await q('v4', 'A')).to.deep.equal(['192.0.2.1']);
+      expect(await q('v4', 'AAAA')).to.deep.equal([]);
+      expect(await server.serial()).to.be.greaterThan(before);
+    });
+
+    it('IPv6: AAAA published', async () => {
+      await publisher.publish(change('v6', { ipv6: '2001:db8::6' }));
+      expect(await q('v6', 'AAAA')).to.deep.equal(['2001:db8::6']);
+      expect(await q('v6', 'A')).to.deep.equal([]);
+    });
+
+    it('dual stack, and a later change replaces (not adds to) the addresses', async () => {
+      await publisher.publish(change('dual', { ipv4: '192.0.2.2', ipv6: '2001:db8::2' }));
+      expect(await q('dual', 'A')).to.deep.equal(['192.0.2.2']);
+      expect(await q('dual', 'AAAA')).to.deep.equal(['2001:db8::2']);
+      await publisher.publish(change('dual', { ipv4: '192.0.2.3', ipv6: '2001:db8::3' }));
+      expect(await q('dual', 'A')).to.deep.equal(['192.0.2.3']);
+      expect(await q('dual', 'AAAA')).to.deep.equal(['2001:db8::3']);
+    });
+
+    it('wildcard on: a random name under the host resolves; off: it no longer does', async () => {
+      const random = `r${randomBytes(4).toString('hex')}.wild`;
+      await publisher.publish(change('wild', { ipv4: '192.0.2.4', ipv6: '2001:db8::4', wildcard: true }));
+      expect(await q(random, 'A')).to.deep.equal(['192.0.2.4']);
+      expect(await q(random, 'AAAA')).to.deep.equal(['2001:db8::4']);
+      await publisher.publish(change('wild', { ipv4: '192.0.2.4', ipv6: '2001:db8::4', wildcard: false }));
+      expect(await q(random, 'A')).to.deep.equal([]);
+      expect(await q(random, 'AAAA')).to.deep.equal([]);
+      expect(await q('wild', 'A')).to.deep.equal(['192.0.2.4']);
+    });
+
+    it('MX without backmx: MX 10 <mx>', async () => {
+      await publisher.publish(change('mx1', { ipv4: '192.0.2.5', mx: `mail.${ZONE}` }));
+      expect(await q('mx1', 'MX')).to.deep.equal([`10 mail.${ZONE}.`]);
+    });
+
+    it('MX with backmx: MX 10 <host>, MX 20 <mx>', async () => {
+      await publisher.publish(change('mx2', { ipv4: '192.0.2.6', mx: `mail.${ZONE}`, backmx: true }));
+      expect(await q('mx2', 'MX')).to.deep.equal([`10 mx2.${ZONE}.`, `20 mail.${ZONE}.`]);
+    });
+
+    it('mx null deletes the MX RRset', async () => {
+      await publisher.publish(change('mx3', { ipv4: '192.0.2.7', mx: `mail.${ZONE}` }));
+      expect(await q('mx3', 'MX')).to.have.length(1);
+      await publisher.publish(change('mx3', { ipv4: '192.0.2.7', mx: null }));
+      expect(await q('mx3', 'MX')).to.deep.equal([]);
+      expect(await q('mx3', 'A')).to.deep.equal(['192.0.2.7']);
+    });
+
+    it('offline removes the addresses (host and wildcard), keeps MX; the next change restores', async () => {
+      const random = `r${randomBytes(4).toString('hex')}.off`;
+      await publisher.publish(change('off', { ipv4: '192.0.2.8', ipv6: '2001:db8::8', wildcard: true, mx: `mail.${ZONE}` }));
+      expect(await q(random, 'A')).to.deep.equal(['192.0.2.8']);
+      await publisher.publish(change('off', { offline: true, wildcard: true, mx: `mail.${ZONE}` }));
+      expect(await q('off', 'A')).to.deep.equal([]);
+      expect(await q('off', 'AAAA')).to.deep.equal([]);
+      expect(await q(random, 'A')).to.deep.equal([]);
+      expect(await q(random, 'AAAA')).to.deep.equal([]);
+      expect(await q('off', 'MX')).to.deep.equal([`10 mail.${ZONE}.`]);
+      await publisher.publish(change('off', { ipv4: '192.0.2.9', wildcard: true, mx: `mail.${ZONE}` }));
+      expect(await q('off', 'A')).to.deep.equal(['192.0.2.9']);
+      expect(await q(random, 'A')).to.deep.equal(['192.0.2.9']);
+    });
+
+    it('a name holding a CNAME: YXRRSET, the CNAME untouched, no address added, one error log line', async () => {
+      const before = log.length;
+      const err = await rejection(publisher.publish(change('alias', { ipv4: '192.0.2.10' })));
+      expect(err).to.include({ code: 'ERR_DNS_RCODE', rcode: 'YXRRSET', retryable: false, zone: ZONE });
+      expect(await q('alias', 'CNAME')).to.deep.equal(['target.example.net.']);
+      expect(await server.query(`alias.${ZONE}`, 'A')).to.deep.equal(['target.example.net.']); // the CNAME itself, no A
+      const lines = log.slice(before);
+      expect(lines).to.have.length(1);
+      expect(lines[0]).to.include({ level: 'error' });
+      expect(lines[0]!.fields).to.include({ zone: ZONE, rcode: 'YXRRSET', host: `alias.${ZONE}` });
+      expect(lines[0]!.msg).to.match(/CNAME/);
+    });
+
+    it('a wrong secret → non-retryable TSIG failure (BADSIG), the secret never logged', async () => {
+      const lines: LogLine[] = [];
+      const wrong = randomBytes(32);
+      const p = variant({ key: { ...zone.key, secret: wrong } }, {}, lines);
+      const err = await rejection(p.publish(change('v4', { ipv4: '192.0.2.66' })));
+      expect(err.retryable).to.equal(false);
+      expect(['BADSIG', 'NOTAUTH']).to.include(err.rcode);
+      expect(err.code).to.equal('ERR_DNS_TSIG');
+      expect(err.message).to.match(/secret/);
+      expect(await q('v4', 'A')).to.deep.equal(['192.0.2.1']);
+      expect(lines.filter((l) => l.level === 'error')).to.have.length(1);
+      const text = JSON.stringify(lines) + err.message + String(err.stack);
+      for (const secret of [wrong, zone.key.secret]) {
+        expect(text).to.not.include(secret.toString('base64'));
+        expect(text).to.not.include(secret.toString('hex'));
+      }
+    });
+
+    it('a wrong key name → non-retryable failure (BADKEY)', async () => {
+      const p = variant({ key: { ...zone.key, name: 'not-the-key' } });
+      const err = await rejection(p.publish(change('v4', { ipv4: '192.0.2.67' })));
+      expect(err).to.include({ code: 'ERR_DNS_TSIG', rcode: 'BADKEY', retryable: false });
+      expect(await q('v4', 'A')).to.deep.equal(['192.0.2.1']);
+    });
+
+    it('a clock one hour ahead → BADTIME with a clock-skew hint', async () => {
+      const p = variant({}, { clockOffsetSeconds: 3600 });
+      const err = await rejection(p.publish(change('v4', { ipv4: '192.0.2.68' })));
+      expect(err).to.include({ code: 'ERR_DNS_TSIG', rcode: 'BADTIME', retryable: false });
+      expect(err.message).to.match(/clock/);
+      expect(await q('v4', 'A')).to.deep.equal(['192.0.2.1']);
+    });
+
+    it('200 concurrent publishes all land (group commit keeps the message count down)', async () => {
+      const labels = Array.from({ length: 200 }, (_, i) => `bulk${i}`);
+      await Promise.all(labels.map((l, i) => publisher.publish(change(l, { ipv4: `198.51.${i >> 8}.${i & 255}` }))));
+      const stats = publisher.senderFor(ZONE)!.stats;
+      expect(stats.largestMessageHosts).to.be.greaterThan(1);
+      for (let i = 0; i < labels.length; i += 20) {
+        const answers = await Promise.all(labels.slice(i, i + 20).map((l) => q(l, 'A')));
+        answers.forEach((a, j) => expect(a, labels[i + j]).to.deep.equal([`198.51.0.${i + j}`]));
+      }
+    });
+
+    it('probeZone: ok with the right key and changes nothing; fails with a wrong secret or key name', async () => {
+      const serial = await server.serial();
+      expect(await probeZone(zone, dnsConfig())).to.deep.equal({ ok: true });
+      expect(await server.serial()).to.equal(serial);
+      const badSecret = await probeZone({ ...zone, key: { ...zone.key, secret: randomBytes(32) } }, dnsConfig());
+      expect(badSecret.ok).to.equal(false);
+      expect(!badSecret.ok && badSecret.reason).to.match(/BADSIG|NOTAUTH/);
+      const badName = await probeZone({ ...zone, key: { ...zone.key, name: 'not-the-key' } }, dnsConfig());
+      expect(badName.ok).to.equal(false);
+      expect(!badName.ok && badName.reason).to.match(/BADKEY/);
+      const badZone = await probeZone({ ...zone, name: 'other.example.org' }, dnsConfig());
+      expect(badZone.ok).to.equal(false);
+    });
+
+    it('a stopped primary → retryable DnsUpdateError within timeoutMs; after restart it works again', async () => {
+      await server.stop();
+      try {
+        const started = Date.now();
+        const err = await rejection(publisher.publish(change('v4', { ipv4: '192.0.2.99' })));
+        expect(err.retryable).to.equal(true);
+        expect(['ERR_DNS_CONNECTION', 'ERR_DNS_TIMEOUT']).to.include(err.code);
+        expect(Date.now() - started).to.be.lessThan(3000 + 200);
+      } finally {
+        await server.start();
+      }
+      await publisher.publish(change('v4', { ipv4: '192.0.2.11' }));
+      expect(await q('v4', 'A')).to.deep.equal(['192.0.2.11']);
+    });
+  });
+}

@@ -1,0 +1,436 @@
+/** HostGate and HostAdmin against a real redis-server: admit / commit / release and the frequency rule. */
+import { expect } from 'chai';
+import { Redis } from 'ioredis';
+import type { Admission, AdmitRequest, Expectations } from '../../src/app/ports.js';
+import type { Logger } from '../../src/core/log.js';
+import { ConflictError, InvalidInputError, NotFoundError } from '../../src/core/errors.js';
+import type { TargetState } from '../../src/core/types.js';
+import { makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
+import { createRedis, storeOn, type Store, type StoreConfig } from '../../src/store/index.js';
+
+const PREFIX = 't:';
+
+function storeConfig(url: string): StoreConfig {
+  return {
+    redis: { url, keyPrefix: PREFIX, commandTimeoutMs: 2000 },
+    agents: { blocked: [] },
+    junk: { threshold: 3, windowMs: 1000, blockMs: 300 },
+    credentials: { maxFailures: 3, windowMs: 1000, cooldownMs: 300, cacheTtlMs: 1000, cacheSize: 10 },
+  };
+}
+
+class RecordingLogger implements Logger {
+  readonly lines: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
+  debug(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'debug', msg, fields }); }
+  info(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'info', msg, fields }); }
+  warn(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'warn', msg, fields }); }
+  error(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'error', msg, fields }); }
+}
+
+const HOST = 'home.dyn.example.org';
+const WANT: Expectations = { state: 'active', ipv4: '203.0.113.7', wildcard: '0', mx: '', backmx: '0' };
+
+function request(over: Partial<AdmitRequest> = {}): AdmitRequest {
+  return {
+    fqdn: HOST,
+    account: 'alice',
+    minIntervalMs: 60_000,
+    maxFrequent: 3,
+    expect: WANT,
+    leaseMs: 5000,
+    ...over,
+  };
+}
+
+const TARGET: TargetState = { ipv4: '203.0.113.7', ipv6: null, wildcard: false, mx: null, backmx: false, offline: false };
+
+describe('store: hosts (real redis-server)', function () {
+  let dir: string;
+  let server: RedisServer;
+  let store: Store;
+  let logger: RecordingLogger;
+  let raw: Redis;
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server']);
+    dir = await makeTempDir('store-hosts-');
+    server = await startRedis({ dir });
+    logger = new RecordingLogger();
+    const cfg = storeConfig(server.url);
+    store = storeOn(createRedis(cfg.redis, logger), cfg, logger);
+    raw = new Redis(server.url);
+  });
+
+  after(async () => {
+    await store?.close();
+    raw?.disconnect();
+    await server?.stop();
+    if (dir) await removeDir(dir);
+  });
+
+  beforeEach(async () => {
+    await raw.flushdb();
+    logger.lines.length = 0;
+    await store.accounts.create({ name: 'alice', passwordHash: '$scrypt$x', donator: false, createdAt: 1 });
+    await store.accounts.create({ name: 'bob', passwordHash: '$scrypt$y', donator: false, createdAt: 2 });
+    await store.hosts.add(HOST, 'alice', 'dynamic');
+  });
+
+  const hostKey = PREFIX + 'h:' + HOST;
+  const redisNow = async (): Promise<number> => {
+    const [s, us] = await raw.time();
+    return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+  };
+
+  describe('admit outcomes', () => {
+    it('nohost for a name that is not registered', async () => {
+      expect(await store.hosts.admit(request({ fqdn: 'other.dyn.example.org' }))).to.deep.equal({ kind: 'nohost' });
+    });
+
+    it('notyours for another account\'s host, without counting', async () => {
+      expect(await store.hosts.admit(request({ account: 'bob' }))).to.deep.equal({ kind: 'notyours' });
+      expect(await raw.hmget(hostKey, 'fl', 'fc', 'fs')).to.deep.equal([null, null, null]);
+    });
+
+    it('badsys for a host that is not dynamic', async () => {
+      await store.hosts.add('static.dyn.example.org', 'alice', 'static');
+      expect(await store.hosts.admit(request({ fqdn: 'static.dyn.example.org' }))).to.deep.equal({ kind: 'badsys' });
+    });
+
+    it('closed and abuse for closed and blocked hosts', async () => {
+      await store.hosts.setState(HOST, 'closed');
+      expect(await store.hosts.admit(request())).to.deep.equal({ kind: 'closed' });
+      await store.hosts.setState(HOST, 'blocked');
+      expect(await store.hosts.admit(request())).to.deep.equal({ kind: 'abuse' });
+    });
+
+    it('change with a lease when something differs; busy while the lease is held', async () => {
+      const a = await store.hosts.admit(request());
+      expect(a.kind).to.equal('change');
+      if (a.kind !== 'change') return;
+      expect(a.host).to.deep.include({ fqdn: HOST, account: 'alice', type: 'dynamic', state: 'active', ipv4: null, updatedAt: 0 });
+      expect(a.lease.fqdn).to.equal(HOST);
+      expect(await raw.hget(hostKey, 'lk')).to.equal(a.lease.token);
+      const lu = Number(await raw.hget(hostKey, 'lu'));
+      expect(lu - (await redisNow())).to.be.within(4000, 5000);
+      const fsBefore = await raw.hget(hostKey, 'fs');
+      expect(await store.hosts.admit(request())).to.deep.equal({ kind: 'busy' });
+      expect(await store.hosts.admit(request({ expect: null }))).to.deep.equal({ kind: 'busy' });
+      expect(await raw.hget(hostKey, 'fs')).to.equal(fsBefore); // busy counts nothing
+    });
+
+    it('an expired lease is taken over', async () => {
+      const first = await store.hosts.admit(request({ leaseMs: 50 }));
+      expect(first.kind).to.equal('change');
+      await new Promise((r) => setTimeout(r, 80));
+      const second = await store.hosts.admit(request());
+      expect(second.kind).to.equal('change');
+      if (first.kind === 'change' && second.kind === 'change') {
+        expect(second.lease.token).to.not.equal(first.lease.token);
+        expect(await raw.hget(hostKey, 'lk')).to.equal(second.lease.token);
+      }
+    });
+
+    it('nochg when every expectation holds (absent fields read as empty / 0)', async () => {
+      await raw.hset(hostKey, '4', '203.0.113.7');
+      const a = await store.hosts.admit(request());
+      expect(a.kind).to.equal('nochg');
+      if (a.kind === 'nochg') expect(a.host).to.deep.include({ ipv4: '203.0.113.7', wildcard: false, mx: null });
+      expect(await raw.hexists(hostKey, 'lk')).to.equal(0);
+      // A stored '0' flag equals an expected '0' as well.
+      await raw.hset(hostKey, 'w', '0');
+      expect((await store.hosts.admit(request({ minIntervalMs: 0 }))).kind).to.equal('nochg');
+      // One differing field → change.
+      expect((await store.hosts.admit(request({ minIntervalMs: 0, expect: { ...WANT, wildcard: '1' } }))).kind).to.equal(
+        'change',
+      );
+    });
+
+    it('expect null only counts, answering nochg with the host', async () => {
+      const a = await store.hosts.admit(request({ expect: null }));
+      expect(a.kind).to.equal('nochg');
+      expect(await raw.hmget(hostKey, 'fc', 'fs')).to.deep.equal(['0', '1']);
+      expect(await raw.hexists(hostKey, 'lk')).to.equal(0);
+    });
+
+    it('offline state is compared like any other field', async () => {
+      await raw.hset(hostKey, 's', 'offline', 'w', '1');
+      const a = await store.hosts.admit(request({ expect: { state: 'offline' } }));
+      expect(a.kind).to.equal('nochg');
+      if (a.kind === 'nochg') expect(a.host).to.deep.include({ state: 'offline', wildcard: true });
+      expect((await store.hosts.admit(request({ minIntervalMs: 0 }))).kind).to.equal('change');
+    });
+
+    it('rejects an unknown expectation name', async () => {
+      let error: unknown;
+      try {
+        await store.hosts.admit(request({ expect: { colour: 'blue' } }));
+      } catch (err) {
+        error = err;
+      }
+      expect(String(error)).to.match(/unknown host expectation 'colour'/);
+    });
+  });
+
+  describe('frequency rule', () => {
+    it('serves three frequent requests in a row and blocks on the fourth', async () => {
+      const kinds: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        // The first request ever is not frequent: fc 0, then 1, 2, 3.
+        kinds.push((await store.hosts.admit(request({ expect: null }))).kind);
+        expect(await raw.hget(hostKey, 'fc')).to.equal(String(i));
+      }
+      expect(kinds).to.deep.equal(['nochg', 'nochg', 'nochg', 'nochg']);
+      expect(await store.hosts.admit(request({ expect: null }))).to.deep.equal({ kind: 'abuse' });
+      expect(await raw.hget(hostKey, 's')).to.equal('blocked');
+      expect(await raw.hget(hostKey, 'fc')).to.equal('4');
+      expect((await store.hosts.get(HOST))!.state).to.equal('blocked');
+      // Blocked until an operator unblocks; then the rule starts afresh.
+      expect(await store.hosts.admit(request())).to.deep.equal({ kind: 'abuse' });
+      await store.hosts.setState(HOST, 'active');
+      expect(await raw.hmget(hostKey, 'fl', 'fc')).to.deep.equal([null, null]);
+      expect((await store.hosts.admit(request())).kind).to.equal('change');
+      expect(await raw.hget(hostKey, 'fc')).to.equal('0');
+    });
+
+    it('a request past the minimum interval resets the run', async () => {
+      const now = await redisNow();
+      await raw.hset(hostKey, 'fl', String(now - 1000), 'fc', '3');
+      expect((await store.hosts.admit(request({ expect: null, minIntervalMs: 900 }))).kind).to.equal('nochg');
+      expect(await raw.hget(hostKey, 'fc')).to.equal('0');
+    });
+
+    it('uses the interval it is given (donators: shorter)', async () => {
+      const now = await redisNow();
+      await raw.hset(hostKey, 'fl', String(now - 20_000), 'fc', '3');
+      // 20 s after the last request: frequent for a 60 s interval → blocks (fc 4 > 3) ...
+      expect(await store.hosts.admit(request({ expect: null, minIntervalMs: 60_000 }))).to.deep.equal({ kind: 'abuse' });
+      await store.hosts.setState(HOST, 'active');
+      await raw.hset(hostKey, 'fl', String(now - 20_000), 'fc', '3');
+      // ... but not for a donator's 15 s interval.
+      expect((await store.hosts.admit(request({ expect: null, minIntervalMs: 15_000 }))).kind).to.equal('nochg');
+      expect(await raw.hget(hostKey, 'fc')).to.equal('0');
+    });
+
+    it('nochg and change both count', async () => {
+      await store.hosts.admit(request({ expect: null }));
+      const a = await store.hosts.admit(request());
+      expect(a.kind).to.equal('change');
+      expect(await raw.hmget(hostKey, 'fc', 'fs')).to.deep.equal(['1', '2']);
+    });
+  });
+
+  describe('commit and release', () => {
+    it('commit writes the published state, stamps u and drops the lease', async () => {
+      const a = await store.hosts.admit(request());
+      if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
+      const before = await redisNow();
+      await store.hosts.commit(a.lease, {
+        ipv4: '203.0.113.7',
+        ipv6: '2001:db8::7',
+        wildcard: true,
+        mx: 'mx.example.net',
+        backmx: true,
+        offline: false,
+      });
+      const fields = await raw.hgetall(hostKey);
+      expect(fields).to.include({ o: 'alice', t: 'dynamic', s: 'active', 4: '203.0.113.7', 6: '2001:db8::7', w: '1', m: 'mx.example.net', b: '1' });
+      expect(fields).to.not.have.property('lk');
+      expect(fields).to.not.have.property('lu');
+      expect(Number(fields.u)).to.be.within(before - 5, before + 1000);
+      const host = await store.hosts.get(HOST);
+      expect(host).to.deep.include({ ipv4: '203.0.113.7', ipv6: '2001:db8::7', wildcard: true, mx: 'mx.example.net', backmx: true, state: 'active' });
+      // The same request again is nochg now.
+      const again = await store.hosts.admit(
+        request({ minIntervalMs: 0, expect: { state: 'active', ipv4: '203.0.113.7', ipv6: '2001:db8::7', wildcard: '1', mx: 'mx.example.net', backmx: '1' } }),
+      );
+      expect(again.kind).to.equal('nochg');
+    });
+
+    it('commit of an offline target removes the addresses and sets state offline; null fields are deleted', async () => {
+      await raw.hset(hostKey, '4', '198.51.100.1', '6', '2001:db8::1', 'w', '1', 'm', 'mx.example.net');
+      const a = await store.hosts.admit(request({ expect: { state: 'offline' } }));
+      if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
+      await store.hosts.commit(a.lease, { ipv4: null, ipv6: null, wildcard: true, mx: 'mx.example.net', backmx: false, offline: true });
+      const fields = await raw.hgetall(hostKey);
+      expect(fields).to.include({ s: 'offline', w: '1', m: 'mx.example.net' });
+      for (const gone of ['4', '6', 'b', 'lk', 'lu']) expect(fields).to.not.have.property(gone);
+      // Coming back: state active again.
+      const b = await store.hosts.admit(request({ minIntervalMs: 0 }));
+      if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
+      await store.hosts.commit(b.lease, TARGET);
+      expect(await raw.hmget(hostKey, 's', '4', 'w', 'm')).to.deep.equal(['active', '203.0.113.7', null, null]);
+    });
+
+    it('release drops the lease and undoes exactly this request\'s count', async () => {
+      // Nothing before: release must leave fl/fc absent again.
+      const first = await store.hosts.admit(request());
+      if (first.kind !== 'change') throw new Error(`expected change, got ${first.kind}`);
+      await store.hosts.release(first.lease);
+      expect(await raw.hmget(hostKey, 'fl', 'fc', 'lk', 'lu')).to.deep.equal([null, null, null, null]);
+
+      // With history: fl/fc go back to their previous values.
+      const now = await redisNow();
+      await raw.hset(hostKey, 'fl', String(now - 5000), 'fc', '2');
+      const second = await store.hosts.admit(request());
+      if (second.kind !== 'change') throw new Error(`expected change, got ${second.kind}`);
+      expect(await raw.hget(hostKey, 'fc')).to.equal('3');
+      await store.hosts.release(second.lease);
+      expect(await raw.hmget(hostKey, 'fl', 'fc', 'lk')).to.deep.equal([String(now - 5000), '2', null]);
+    });
+
+    it('release leaves the counters alone when another request counted since', async () => {
+      const a = await store.hosts.admit(request());
+      if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
+      await raw.hincrby(hostKey, 'fs', 1); // as if an operator reset / another count happened
+      const counters = await raw.hmget(hostKey, 'fl', 'fc');
+      await store.hosts.release(a.lease);
+      expect(await raw.hmget(hostKey, 'fl', 'fc', 'lk')).to.deep.equal([...counters, null]);
+    });
+
+    it('release of a lease that is no longer ours changes nothing', async () => {
+      const a = await store.hosts.admit(request({ leaseMs: 30 }));
+      if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
+      await new Promise((r) => setTimeout(r, 60));
+      const b = await store.hosts.admit(request());
+      if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
+      const snapshot = await raw.hgetall(hostKey);
+      await store.hosts.release(a.lease);
+      expect(await raw.hgetall(hostKey)).to.deep.equal(snapshot);
+    });
+
+    it('commit after the lease was lost still writes (DNS has it) and warns', async () => {
+      const a = await store.hosts.admit(request({ leaseMs: 30 }));
+      if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
+      await new Promise((r) => setTimeout(r, 60));
+      const b = await store.hosts.admit(request());
+      if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
+      await store.hosts.commit(a.lease, TARGET);
+      expect(await raw.hget(hostKey, '4')).to.equal('203.0.113.7');
+      expect(await raw.hget(hostKey, 'lk')).to.equal(b.lease.token); // the other lease stays
+      expect(logger.lines.some((l) => l.level === 'warn' && /lease/.test(l.msg))).to.equal(true);
+    });
+
+    it('commit keeps a state an operator set meanwhile, and never recreates a removed host', async () => {
+      const a = await store.hosts.admit(request());
+      if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
+      await store.hosts.setState(HOST, 'closed');
+      await store.hosts.commit(a.lease, TARGET);
+      expect(await raw.hmget(hostKey, 's', '4')).to.deep.equal(['closed', '203.0.113.7']);
+
+      await store.hosts.setState(HOST, 'active');
+      const b = await store.hosts.admit(request({ expect: { ...WANT, ipv4: '192.0.2.1' } }));
+      if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
+      await store.hosts.remove(HOST);
+      await store.hosts.commit(b.lease, TARGET);
+      expect(await raw.exists(hostKey)).to.equal(0);
+    });
+  });
+
+  describe('two frontends on one Redis', () => {
+    let second: Store;
+    before(function () {
+      const cfg = storeConfig(server.url);
+      second = storeOn(createRedis(cfg.redis, logger), cfg, logger);
+    });
+    after(async () => second?.close());
+
+    async function race(n: number, req: AdmitRequest): Promise<Admission[]> {
+      return Promise.all(Array.from({ length: n }, (_, i) => (i % 2 === 0 ? store : second).hosts.admit(req)));
+    }
+    const tally = (results: Admission[]) =>
+      results.reduce<Record<string, number>>((acc, r) => ({ ...acc, [r.kind]: (acc[r.kind] ?? 0) + 1 }), {});
+
+    it('50 concurrent counting admits through two clients count exactly', async () => {
+      const results = await race(50, request({ expect: null, maxFrequent: 1000 }));
+      expect(tally(results)).to.deep.equal({ nochg: 50 });
+      expect(await raw.hmget(hostKey, 'fc', 'fs')).to.deep.equal(['49', '50']);
+    });
+
+    it('50 concurrent admits with the default limit: 4 served, the rest abuse', async () => {
+      const results = await race(50, request({ expect: null }));
+      expect(tally(results)).to.deep.equal({ nochg: 4, abuse: 46 });
+      expect(await raw.hmget(hostKey, 's', 'fc', 'fs')).to.deep.equal(['blocked', '4', '5']);
+    });
+
+    it('50 concurrent changes: exactly one lease, the others busy and uncounted', async () => {
+      const results = await race(50, request({ maxFrequent: 1000 }));
+      expect(tally(results)).to.deep.equal({ change: 1, busy: 49 });
+      expect(await raw.hmget(hostKey, 'fc', 'fs')).to.deep.equal(['0', '1']);
+    });
+  });
+
+  describe('admin', () => {
+    it('add normalises the name and validates account, type and syntax', async () => {
+      await store.hosts.add(' Second.DYN.example.org. ', 'bob', 'dynamic');
+      expect(await raw.hgetall(PREFIX + 'h:second.dyn.example.org')).to.deep.equal({ o: 'bob', t: 'dynamic', s: 'active' });
+      const failures: unknown[] = [];
+      for (const args of [
+        ['second.dyn.example.org', 'bob', 'dynamic'],
+        ['third.dyn.example.org', 'nobody', 'dynamic'],
+        ['third.dyn.example.org', 'bob', 'teleport'],
+        ['not a name', 'bob', 'dynamic'],
+      ] as const) {
+        try {
+          await store.hosts.add(args[0], args[1], args[2] as 'dynamic');
+          failures.push(undefined);
+        } catch (err) {
+          failures.push(err);
+        }
+      }
+      expect(failures[0]).to.be.instanceOf(ConflictError);
+      expect(failures[1]).to.be.instanceOf(NotFoundError);
+      expect(failures[2]).to.be.instanceOf(InvalidInputError);
+      expect(failures[3]).to.be.instanceOf(InvalidInputError);
+      expect(await raw.exists(PREFIX + 'h:third.dyn.example.org')).to.equal(0);
+    });
+
+    it('get, list (all / per account), remove', async () => {
+      await store.hosts.add('b.dyn.example.org', 'bob', 'dynamic');
+      await store.hosts.add('a.dyn.example.org', 'alice', 'static');
+      expect(await store.hosts.get('HOME.dyn.example.org')).to.deep.equal({
+        fqdn: HOST, account: 'alice', type: 'dynamic', state: 'active',
+        ipv4: null, ipv6: null, wildcard: false, mx: null, backmx: false, updatedAt: 0,
+      });
+      expect(await store.hosts.get('missing.dyn.example.org')).to.equal(undefined);
+      expect((await store.hosts.list()).map((h) => h.fqdn)).to.deep.equal(['a.dyn.example.org', 'b.dyn.example.org', HOST]);
+      expect((await store.hosts.list('alice')).map((h) => h.fqdn)).to.deep.equal(['a.dyn.example.org', HOST]);
+      await store.hosts.remove('b.dyn.example.org');
+      expect(await raw.exists(PREFIX + 'h:b.dyn.example.org')).to.equal(0);
+      let error: unknown;
+      try {
+        await store.hosts.remove('b.dyn.example.org');
+      } catch (err) {
+        error = err;
+      }
+      expect(error).to.be.instanceOf(NotFoundError);
+    });
+
+    it('list walks more hosts than one SCAN batch', async () => {
+      const pipeline = raw.pipeline();
+      for (let i = 0; i < 2500; i++) pipeline.hset(`${PREFIX}h:n${i}.dyn.example.org`, 'o', i % 2 ? 'alice' : 'bob', 't', 'dynamic', 's', 'active');
+      await pipeline.exec();
+      await raw.set(PREFIX + 'ag', 'x'); // other keys of the prefix are not hosts
+      expect(await store.hosts.list()).to.have.length(2501);
+      expect(await store.hosts.list('bob')).to.have.length(1250);
+    });
+
+    it('setState validates the host and the state', async () => {
+      let error: unknown;
+      try {
+        await store.hosts.setState('missing.dyn.example.org', 'closed');
+      } catch (err) {
+        error = err;
+      }
+      expect(error).to.be.instanceOf(NotFoundError);
+      expect(await raw.exists(PREFIX + 'h:missing.dyn.example.org')).to.equal(0);
+    });
+
+    it('a host costs a few hundred bytes at most', async () => {
+      await raw.hset(hostKey, '4', '203.0.113.250', '6', '2001:db8:1234:5678:9abc:def0:1234:5678', 'w', '1', 'm', 'mx.example.net',
+        'b', '1', 'u', '1700000000000', 'fl', '1700000000000', 'fc', '3', 'fs', '123456');
+      const bytes = Number(await raw.memory('USAGE', hostKey));
+      expect(bytes).to.be.below(300);
+    });
+  });
+});

@@ -1,0 +1,165 @@
+/** Redis outages: every adapter fails fast with StoreUnavailableError, and recovers by itself. */
+import { expect } from 'chai';
+import { Redis } from 'ioredis';
+import { StoreUnavailableError } from '../../src/core/errors.js';
+import type { Logger } from '../../src/core/log.js';
+import { freePort, makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
+import { openStore, type Store, type StoreConfig } from '../../src/store/index.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+class RecordingLogger implements Logger {
+  readonly lines: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
+  debug(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'debug', msg, fields }); }
+  info(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'info', msg, fields }); }
+  warn(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'warn', msg, fields }); }
+  error(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'error', msg, fields }); }
+}
+
+function config(url: string, commandTimeoutMs = 500): StoreConfig {
+  return {
+    redis: { url, keyPrefix: 'out:', commandTimeoutMs },
+    agents: { blocked: [] },
+    junk: { threshold: 3, windowMs: 1000, blockMs: 300 },
+    credentials: { maxFailures: 3, windowMs: 1000, cooldownMs: 300, cacheTtlMs: 1000, cacheSize: 10 },
+  };
+}
+
+/** Resolves to how long the call took and what it threw. */
+async function timed(fn: () => Promise<unknown>): Promise<{ ms: number; error: unknown }> {
+  const started = Date.now();
+  try {
+    await fn();
+    return { ms: Date.now() - started, error: undefined };
+  } catch (error) {
+    return { ms: Date.now() - started, error };
+  }
+}
+
+const REQUEST = {
+  fqdn: 'home.dyn.example.org',
+  account: 'alice',
+  minIntervalMs: 60_000,
+  maxFrequent: 3,
+  expect: null,
+  leaseMs: 5000,
+};
+
+describe('store: Redis outages (real redis-server)', function () {
+  let dir: string;
+  let server: RedisServer;
+  let store: Store;
+  let logger: RecordingLogger;
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server']);
+    dir = await makeTempDir('store-outage-');
+    server = await startRedis({ dir });
+    logger = new RecordingLogger();
+    store = openStore(config(server.url), logger);
+    await store.accounts.create({ name: 'alice', passwordHash: 'h', donator: false, createdAt: 1 });
+    await store.hosts.add('home.dyn.example.org', 'alice', 'dynamic');
+  });
+
+  after(async () => {
+    await store?.close();
+    await server?.stop();
+    if (dir) await removeDir(dir);
+  });
+
+  it('fails every adapter fast while redis-server is down, logs once, and recovers after start()', async () => {
+    expect((await store.hosts.admit(REQUEST)).kind).to.equal('nochg');
+    await server.stop();
+    const calls: [string, () => Promise<unknown>][] = [
+      ['admit', () => store.hosts.admit(REQUEST)],
+      ['accounts.get', () => store.accounts.get('alice')],
+      ['getForLogin', () => store.accounts.getForLogin('alice', '192.0.2.1')],
+      ['isThrottled', () => store.failures.isThrottled('192.0.2.1', 'alice')],
+      ['recordFailure', () => store.failures.recordFailure('192.0.2.1', 'alice')],
+      ['isBlocked', () => store.clientPolicy.isBlocked('ddclient/3.10.0', '192.0.2.1')],
+      ['recordJunk', () => store.clientPolicy.recordJunk('ddclient/3.10.0', '192.0.2.1')],
+      ['echo', () => store.echoGate.admit('192.0.2.1', 60_000, 3, 1000)],
+      ['hosts.list', () => store.hosts.list()],
+      ['ping', () => store.ping()],
+    ];
+    // Twice: right after the stop, and again while reconnect attempts keep failing.
+    for (const round of [0, 1]) {
+      for (const [name, call] of calls) {
+        const { ms, error } = await timed(call);
+        expect(error, `${name} (round ${round})`).to.be.instanceOf(StoreUnavailableError);
+        expect(ms, `${name} took ${ms} ms`).to.be.below(1000);
+      }
+      await sleep(1200);
+    }
+    const errors = logger.lines.filter((l) => l.level === 'error');
+    expect(errors, JSON.stringify(errors)).to.have.length(1);
+
+    await server.start();
+    const started = Date.now();
+    for (;;) {
+      const { error } = await timed(() => store.ping());
+      if (error === undefined) break;
+      expect(Date.now() - started, 'recovery after start()').to.be.below(5000);
+      await sleep(100);
+    }
+    expect(logger.lines.some((l) => l.level === 'info' && /available again/.test(l.msg))).to.equal(true);
+    // A restarted server has no scripts cached: these script calls work only because
+    // EVALSHA falls back to EVAL.
+    await store.redis.flushdb();
+    await store.accounts.create({ name: 'alice', passwordHash: 'h', donator: false, createdAt: 1 });
+    await store.hosts.add('home.dyn.example.org', 'alice', 'dynamic');
+    expect((await store.hosts.admit(REQUEST)).kind).to.equal('nochg');
+    expect(await store.redis.hget('out:h:home.dyn.example.org', 'fs')).to.equal('1');
+  });
+
+  it('a command that gets no answer fails after commandTimeoutMs', async () => {
+    const blocker = new Redis(server.url);
+    try {
+      // A busy script blocks the whole server for ~1.5 s (Redis answers nobody meanwhile).
+      const busy = blocker
+        .eval(
+          "local t = redis.call('TIME'); local stop = t[1] * 1000000 + t[2] + 1500000; " +
+            "while true do local n = redis.call('TIME'); if n[1] * 1000000 + n[2] > stop then break end end; return 1",
+          0,
+        )
+        .catch(() => undefined);
+      await sleep(100);
+      const { ms, error } = await timed(() => store.accounts.get('alice'));
+      expect(error).to.be.instanceOf(StoreUnavailableError);
+      expect(ms).to.be.within(400, 1000);
+      await busy;
+    } finally {
+      blocker.disconnect();
+    }
+    // Afterwards the same client works again.
+    await store.ping();
+  });
+
+  it('fails within a second when Redis was never reachable (no endless offline queue)', async () => {
+    const port = await freePort();
+    const silent = new RecordingLogger();
+    const lonely = openStore(config(`redis://127.0.0.1:${port}/0`, 2000), silent);
+    try {
+      const { ms, error } = await timed(() => lonely.accounts.get('alice'));
+      expect(error).to.be.instanceOf(StoreUnavailableError);
+      expect(ms).to.be.below(1000);
+      expect(String((error as Error).message)).to.not.match(/password/i);
+    } finally {
+      await lonely.close();
+    }
+  });
+
+  it('never logs the password of a redis URL', async () => {
+    const port = await freePort();
+    const log = new RecordingLogger();
+    const s = openStore(config(`redis://:hunter2-secret@127.0.0.1:${port}/0`), log);
+    try {
+      await timed(() => s.ping());
+      await sleep(300);
+    } finally {
+      await s.close();
+    }
+    expect(log.lines.length).to.be.above(0);
+    expect(JSON.stringify(log.lines)).to.not.include('hunter2');
+  });
+});

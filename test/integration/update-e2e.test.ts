@@ -1,0 +1,423 @@
+/**
+ * The update interface end to end: real `ddns-bridge serve`, real redis-server, real knotd
+ * and named. Replies are checked byte for byte; DNS as the primary answers; state via the CLI.
+ */
+import { expect } from 'chai';
+import { BridgeEnv, ZONE, expectedReply, sleep } from '../support/bridge.js';
+import { findBinary, type LabKind } from '../../src/lab/index.js';
+
+const UA = 'ddns-bridge-tests/1.0 tests@example.test';
+const OK = (body: string) => expectedReply(200, 'OK', body);
+const BADAUTH = expectedReply(401, 'Unauthorized', 'badauth\n', ['WWW-Authenticate: Basic realm="ddns-bridge"']);
+
+function requireServers(ctx: Mocha.Context, kind: LabKind): void {
+  const bins = ['redis-server', kind === 'knot' ? 'knotd' : 'named', 'dig'];
+  const missing = bins.filter((b) => !findBinary(b));
+  if (missing.length === 0) return;
+  if (process.env.CI === 'true') throw new Error(`missing in CI: ${missing.join(', ')}`);
+  ctx.skip();
+}
+
+let seq = 0;
+const uniq = (label: string) => `${label}-${process.pid}-${++seq}.${ZONE}`;
+
+for (const kind of ['knot', 'bind'] as const) {
+  describe(`update interface end to end (${kind})`, function () {
+    this.timeout(60000);
+    let env: BridgeEnv;
+    const auth: [string, string] = ['alice', 'alice-secret-pw'];
+    const donor: [string, string] = ['dora', 'dora-secret-pw'];
+
+    before(async function () {
+      requireServers(this, kind);
+      env = await BridgeEnv.start({
+        kind,
+        config: { frequency: { minInterval: 0.05, donatorMinInterval: 0.05 }, dns: { timeout: 2 } },
+        records: [`cname-host.${ZONE}. 60 IN CNAME elsewhere.example.`, `mail.${ZONE}. 60 IN A 192.0.2.25`],
+      });
+      await env.addAccount(auth[0], auth[1]);
+      await env.addAccount(donor[0], donor[1], true);
+      await env.addAccount('bob', 'bob-secret-pw');
+    });
+    after(async () => env?.stop());
+
+    async function host(owner = 'alice', type = 'dynamic'): Promise<string> {
+      const fqdn = uniq('h');
+      await env.addHost(fqdn, owner, type);
+      return fqdn;
+    }
+    const update = (query: string, creds: [string, string] = auth, ua: string | null = UA) =>
+      env.get(`/dyndns/update?${query}`, { auth: creds, ua });
+
+    it('good: exact reply bytes, the A record on the primary, the state in Redis', async () => {
+      const h = await host();
+      const r = await update(`hostname=${h}&myip=203.0.113.7`);
+      expect(r.raw.toString()).to.equal(OK('good 203.0.113.7\n'));
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['203.0.113.7']);
+      const shown = await env.hostJson(h);
+      expect(shown).to.include({ ipv4: '203.0.113.7', ipv6: null, state: 'active', owner: 'alice', type: 'dynamic', wildcard: false, mx: null });
+    });
+
+    it('nochg on the same settings: no DNS traffic (serial unchanged)', async () => {
+      const h = await host();
+      expect((await update(`hostname=${h}&myip=203.0.113.8`)).body).to.equal('good 203.0.113.8\n');
+      const serial = await env.ns.serial();
+      await sleep(60);
+      const r = await update(`hostname=${h}&myip=203.0.113.8`);
+      expect(r.raw.toString()).to.equal(OK('nochg 203.0.113.8\n'));
+      expect(await env.ns.serial()).to.equal(serial);
+    });
+
+    it('a changed address is good again and replaces the record', async () => {
+      const h = await host();
+      await update(`hostname=${h}&myip=203.0.113.9`);
+      await sleep(60);
+      expect((await update(`hostname=${h}&myip=198.51.100.9`)).body).to.equal('good 198.51.100.9\n');
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['198.51.100.9']);
+    });
+
+    it('badauth (401 + challenge) for wrong password, unknown user, malformed and missing credentials', async () => {
+      const h = await host();
+      expect((await update(`hostname=${h}&myip=192.0.2.1`, ['alice', 'wrong'])).raw.toString()).to.equal(BADAUTH);
+      expect((await update(`hostname=${h}&myip=192.0.2.1`, ['nobody', 'x'])).raw.toString()).to.equal(BADAUTH);
+      const noColon = await env.get(`/dyndns/update?hostname=${h}`, { ua: UA, headers: [`Authorization: Basic ${Buffer.from('alice').toString('base64')}`] });
+      expect(noColon.raw.toString()).to.equal(BADAUTH);
+      const badB64 = await env.get(`/dyndns/update?hostname=${h}`, { ua: UA, headers: ['Authorization: Basic !!!notbase64'] });
+      expect(badB64.raw.toString()).to.equal(BADAUTH);
+      const none = await env.get(`/dyndns/update?hostname=${h}`, { ua: UA });
+      expect(none.raw.toString()).to.equal(BADAUTH);
+      expect(await env.ns.query(h, 'A')).to.deep.equal([]);
+    });
+
+    it('the Basic scheme is case-insensitive and the password may contain colons', async () => {
+      await env.addAccount('colon', 'pa:ss:word');
+      const h = await host('colon');
+      const r = await env.get(`/dyndns/update?hostname=${h}&myip=192.0.2.44`, {
+        ua: UA,
+        headers: [`Authorization: bAsIc ${Buffer.from('colon:pa:ss:word').toString('base64')}`],
+      });
+      expect(r.body).to.equal('good 192.0.2.44\n');
+    });
+
+    it('badagent: missing, empty, and placeholder User-Agents; an operator block via the CLI', async () => {
+      const h = await host();
+      expect((await update(`hostname=${h}&myip=192.0.2.2`, auth, null)).raw.toString()).to.equal(OK('badagent\n'));
+      expect((await update(`hostname=${h}&myip=192.0.2.2`, auth, '')).raw.toString()).to.equal(OK('badagent\n'));
+      expect((await update(`hostname=${h}&myip=192.0.2.2`, auth, 'Company - Device - Version Number')).body).to.equal('badagent\n');
+      await env.cliOk(['agent', 'block', 'EvilClient/*']);
+      await sleep(2500); // the frontends refresh the shared block list every ~2 s
+      expect((await update(`hostname=${h}&myip=192.0.2.2`, auth, 'EvilClient/2.0')).body).to.equal('badagent\n');
+      await env.cliOk(['agent', 'unblock', 'EvilClient/*']);
+      expect(await env.ns.query(h, 'A')).to.deep.equal([]);
+    });
+
+    it('numhost once for more than 20 names; notfqdn for missing or invalid names', async () => {
+      const many = Array.from({ length: 21 }, (_, i) => `n${i}.${ZONE}`).join(',');
+      expect((await update(`hostname=${many}&myip=192.0.2.3`)).raw.toString()).to.equal(OK('numhost\n'));
+      expect((await update('myip=192.0.2.3')).raw.toString()).to.equal(OK('notfqdn\n'));
+      expect((await update('hostname=&myip=192.0.2.3')).body).to.equal('notfqdn\n');
+      const h = await host();
+      expect((await update(`hostname=bad_name.${ZONE},${h},single&myip=192.0.2.3`)).body).to.equal('notfqdn\ngood 192.0.2.3\nnotfqdn\n');
+    });
+
+    it('nohost: unregistered, outside every zone, the zone apex', async () => {
+      expect((await update(`hostname=${uniq('unregistered')}&myip=192.0.2.4`)).body).to.equal('nohost\n');
+      expect((await update('hostname=www.example.org&myip=192.0.2.4')).body).to.equal('nohost\n');
+      expect((await update(`hostname=${ZONE}&myip=192.0.2.4`)).body).to.equal('nohost\n');
+    });
+
+    it('!yours for a host of another account; badsys for another type or system', async () => {
+      const bobs = await host('bob');
+      expect((await update(`hostname=${bobs}&myip=192.0.2.5`)).body).to.equal('!yours\n');
+      const stat = await host('alice', 'static');
+      expect((await update(`hostname=${stat}&myip=192.0.2.5`)).body).to.equal('badsys\n');
+      const h = await host();
+      expect((await update(`system=webhop&hostname=${h}&myip=192.0.2.5`)).body).to.equal('badsys\n');
+      // order: !yours is decided before badsys
+      expect((await update(`system=webhop&hostname=${bobs}&myip=192.0.2.5`)).body).to.equal('!yours\n');
+      for (const sys of ['dyndns', 'statdns', 'custom']) {
+        await sleep(60);
+        expect((await update(`system=${sys}&hostname=${h}&myip=192.0.2.5`)).body).to.match(/^(good|nochg) 192\.0\.2\.5\n$/);
+      }
+      expect(await env.ns.query(bobs, 'A')).to.deep.equal([]);
+      expect(await env.ns.query(stat, 'A')).to.deep.equal([]);
+    });
+
+    it('!active while closed (records kept), good again after reopen', async () => {
+      const h = await host();
+      await update(`hostname=${h}&myip=192.0.2.6`);
+      await env.cliOk(['host', 'close', h]);
+      expect((await update(`hostname=${h}&myip=192.0.2.66`)).body).to.equal('!active\n');
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.6']);
+      expect((await env.hostJson(h)).state).to.equal('closed');
+      await env.cliOk(['host', 'reopen', h]);
+      expect((await update(`hostname=${h}&myip=192.0.2.66`)).body).to.equal('good 192.0.2.66\n');
+    });
+
+    it('!donator: offline=YES from a non-paying account changes nothing', async () => {
+      const h = await host();
+      await update(`hostname=${h}&myip=192.0.2.7`);
+      await sleep(60);
+      expect((await update(`hostname=${h}&myip=192.0.2.7&offline=YES`)).body).to.equal('!donator\n');
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.7']);
+      expect((await env.hostJson(h)).state).to.equal('active');
+    });
+
+    it('offline (donator) removes A/AAAA at the host and the wildcard, keeps MX; the next update restores', async () => {
+      const h = await host('dora');
+      const r1 = await update(`hostname=${h}&myip=192.0.2.8,2001:db8::8&wildcard=ON&mx=mail.${ZONE}`, donor);
+      expect(r1.body).to.equal('good 192.0.2.8,2001:db8::8\n');
+      expect(await env.ns.query(`x.${h}`, 'A')).to.deep.equal(['192.0.2.8']);
+      await sleep(60);
+      expect((await update(`hostname=${h}&myip=192.0.2.8&offline=YES`, donor)).body).to.equal('good 192.0.2.8\n');
+      expect(await env.ns.query(h, 'A')).to.deep.equal([]);
+      expect(await env.ns.query(h, 'AAAA')).to.deep.equal([]);
+      expect(await env.ns.query(`x.${h}`, 'A')).to.deep.equal([]);
+      expect(await env.ns.query(h, 'MX')).to.deep.equal([`10 mail.${ZONE}.`]);
+      expect((await env.hostJson(h)).state).to.equal('offline');
+      await sleep(60);
+      expect((await update(`hostname=${h}&myip=192.0.2.8&offline=YES`, donor)).body).to.equal('nochg 192.0.2.8\n');
+      await sleep(60);
+      expect((await update(`hostname=${h}&myip=192.0.2.9`, donor)).body).to.equal('good 192.0.2.9\n');
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.9']);
+      expect(await env.ns.query(h, 'AAAA')).to.deep.equal([]);
+      expect((await env.hostJson(h)).state).to.equal('active');
+    });
+
+    it('AAAA, dual stack in one myip, and the myipv6 alias; only the given family changes', async () => {
+      const h = await host();
+      expect((await update(`hostname=${h}&myip=2001:DB8:0:0::10`)).body).to.equal('good 2001:db8::10\n');
+      expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::10']);
+      await sleep(60);
+      expect((await update(`hostname=${h}&myip=192.0.2.10`)).body).to.equal('good 192.0.2.10\n');
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.10']);
+      expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::10']);
+      await sleep(60);
+      expect((await update(`hostname=${h}&myip=192.0.2.11&myipv6=2001:db8::11`)).body).to.equal('good 192.0.2.11,2001:db8::11\n');
+      await sleep(60);
+      expect((await update(`hostname=${h}&myip=2001:db8::12%2C192.0.2.12`)).body).to.equal('good 192.0.2.12,2001:db8::12\n');
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.12']);
+      expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::12']);
+    });
+
+    it('myip missing or invalid: the detected client address is used', async () => {
+      const h = await host();
+      expect((await update(`hostname=${h}`)).body).to.equal('good 127.0.0.1\n');
+      await sleep(60);
+      expect((await update(`hostname=${h}&myip=not-an-ip`)).body).to.equal('nochg 127.0.0.1\n');
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['127.0.0.1']);
+    });
+
+    it('several names in one request: one line each, in order, all published', async () => {
+      const a = await host();
+      const b = await host();
+      const r = await update(`hostname=${a},${uniq('nope')},${b}&myip=192.0.2.13`);
+      expect(r.raw.toString()).to.equal(OK('good 192.0.2.13\nnohost\ngood 192.0.2.13\n'));
+      expect(await env.ns.query(a, 'A')).to.deep.equal(['192.0.2.13']);
+      expect(await env.ns.query(b, 'A')).to.deep.equal(['192.0.2.13']);
+    });
+
+    it('wildcard ON publishes *.host (a random name resolves); OFF removes it', async () => {
+      const h = await host();
+      await update(`hostname=${h}&myip=192.0.2.14,2001:db8::14&wildcard=ON`);
+      const random = `r${Math.random().toString(36).slice(2, 8)}.${h}`;
+      expect(await env.ns.query(random, 'A')).to.deep.equal(['192.0.2.14']);
+      expect(await env.ns.query(random, 'AAAA')).to.deep.equal(['2001:db8::14']);
+      expect((await env.hostJson(h)).wildcard).to.equal(true);
+      await sleep(60);
+      expect((await update(`hostname=${h}&myip=192.0.2.14,2001:db8::14&wildcard=NOCHG`)).body).to.equal('nochg 192.0.2.14,2001:db8::14\n');
+      await sleep(60);
+      expect((await update(`hostname=${h}&myip=192.0.2.14,2001:db8::14`)).body).to.equal('good 192.0.2.14,2001:db8::14\n');
+      expect(await env.ns.query(random, 'A')).to.deep.equal([]);
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.14']);
+    });
+
+    it('MX: mx alone, with backmx=YES, and an unresolvable mx deletes the MX', async () => {
+      const h = await host();
+      await update(`hostname=${h}&myip=192.0.2.15&mx=mail.${ZONE}`);
+      expect(await env.ns.query(h, 'MX')).to.deep.equal([`10 mail.${ZONE}.`]);
+      await sleep(60);
+      await update(`hostname=${h}&myip=192.0.2.15&mx=mail.${ZONE}&backmx=YES`);
+      expect(await env.ns.query(h, 'MX')).to.deep.equal([`10 ${h}.`, `20 mail.${ZONE}.`]);
+      expect((await env.hostJson(h))).to.include({ mx: `mail.${ZONE}`, backmx: true });
+      await sleep(60);
+      const r = await update(`hostname=${h}&myip=192.0.2.15&mx=no-such-name.${ZONE}&backmx=YES`);
+      expect(r.body).to.equal('good 192.0.2.15\n');
+      expect(await env.ns.query(h, 'MX')).to.deep.equal([]);
+      expect((await env.hostJson(h))).to.include({ mx: null, backmx: false });
+    });
+
+    it('a name that holds a CNAME is never given an A beside it: dnserr, CNAME untouched', async () => {
+      const h = `cname-host.${ZONE}`;
+      await env.addHost(h, 'alice');
+      expect((await update(`hostname=${h}&myip=192.0.2.16`)).body).to.equal('dnserr\n');
+      expect(await env.ns.query(h, 'CNAME')).to.deep.equal(['elsewhere.example.']);
+      expect((await env.hostJson(h)).ipv4).to.equal(null);
+    });
+
+    it('POST with a form body and with the query string; other methods 405; unknown paths 404', async () => {
+      const h = await host();
+      const body = `hostname=${h}&myip=192.0.2.17`;
+      const creds = Buffer.from(auth.join(':')).toString('base64');
+      const post = await env.raw(
+        `POST /nic/update HTTP/1.1\r\nHost: x\r\nUser-Agent: ${UA}\r\nAuthorization: Basic ${creds}\r\n` +
+          `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
+      expect(post.toString()).to.equal(OK('good 192.0.2.17\n'));
+      await sleep(60);
+      const postQuery = await env.raw(`POST /v3/update?${body} HTTP/1.0\r\nUser-Agent: ${UA}\r\nAuthorization: Basic ${creds}\r\nContent-Length: 0\r\n\r\n`);
+      expect(postQuery.toString()).to.equal(OK('nochg 192.0.2.17\n'));
+      const put = await env.raw(`PUT /nic/update?${body} HTTP/1.0\r\nUser-Agent: ${UA}\r\n\r\n`);
+      expect(put.toString()).to.equal(expectedReply(405, 'Method Not Allowed', 'method not allowed\n', ['Allow: GET, POST']));
+      const missing = await env.raw(`GET /nope HTTP/1.0\r\n\r\n`);
+      expect(missing.toString()).to.equal(expectedReply(404, 'Not Found', 'not found\n'));
+    });
+
+    it('address echo: /checkip, /ip and /nic/checkip answer the caller address', async () => {
+      for (const p of ['/checkip', '/ip', '/nic/checkip']) {
+        const r = await env.raw(`GET ${p} HTTP/1.0\r\nX-Test: ${p}\r\n\r\n`, env.port);
+        expect(r.toString()).to.equal(OK('Current IP Address: 127.0.0.1\n'));
+        await sleep(60);
+      }
+    });
+
+    it('dnserr when the primary is down: nothing changes in Redis; good after it is back', async () => {
+      const h = await host();
+      await update(`hostname=${h}&myip=192.0.2.18`);
+      await env.ns.stop();
+      try {
+        const t0 = Date.now();
+        const r = await update(`hostname=${h}&myip=192.0.2.19`);
+        expect(r.raw.toString()).to.equal(OK('dnserr\n'));
+        expect(Date.now() - t0).to.be.below(4000);
+        expect((await env.hostJson(h)).ipv4).to.equal('192.0.2.18');
+      } finally {
+        await env.ns.start();
+      }
+      await sleep(60);
+      expect((await update(`hostname=${h}&myip=192.0.2.19`)).body).to.equal('good 192.0.2.19\n');
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.19']);
+    });
+
+    it('911 while Redis is down, and recovery when it returns', async () => {
+      const h = await host();
+      await env.redis.stop();
+      try {
+        const t0 = Date.now();
+        const r = await update(`hostname=${h}&myip=192.0.2.20`);
+        expect(r.raw.toString()).to.equal(OK('911\n'));
+        expect(Date.now() - t0).to.be.below(5000);
+      } finally {
+        await env.redis.start();
+      }
+      let body = '';
+      for (let i = 0; i < 50 && !body.startsWith('good'); i++) {
+        await sleep(200);
+        body = (await update(`hostname=${h}&myip=192.0.2.20`)).body;
+      }
+      expect(body).to.equal('good 192.0.2.20\n');
+    });
+  });
+}
+
+describe('frequency rule and states (knot)', function () {
+  this.timeout(60000);
+  let env: BridgeEnv;
+  before(async function () {
+    requireServers(this, 'knot');
+    env = await BridgeEnv.start({
+      kind: 'knot',
+      serves: 2,
+      config: { frequency: { minInterval: 2, donatorMinInterval: 0.3, echoMinInterval: 2, echoCooldown: 2 }, dns: { timeout: 1 } },
+    });
+    await env.addAccount('fred', 'fred-pw');
+    await env.addAccount('dana', 'dana-pw', true);
+  });
+  after(async () => env?.stop());
+
+  const up = (fqdn: string, ip: string, creds: [string, string] = ['fred', 'fred-pw'], port?: number) =>
+    env.get(`/nic/update?hostname=${fqdn}&myip=${ip}`, { auth: creds, ua: UA, port });
+
+  it('the 3rd frequent request is served, the 4th blocks (abuse), unblock restores', async () => {
+    const h = uniq('freq');
+    await env.addHost(h, 'fred');
+    const bodies: string[] = [];
+    for (let i = 0; i < 5; i++) bodies.push((await up(h, `192.0.2.${30 + i}`)).body);
+    // request 1 is not frequent; 2,3,4 are frequent #1..#3 (served); 5 is the 4th frequent
+    expect(bodies).to.deep.equal(['good 192.0.2.30\n', 'good 192.0.2.31\n', 'good 192.0.2.32\n', 'good 192.0.2.33\n', 'abuse\n']);
+    expect((await env.hostJson(h)).state).to.equal('blocked');
+    expect((await up(h, '192.0.2.40')).body).to.equal('abuse\n');
+    expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.33']);
+    await env.cliOk(['host', 'unblock', h]);
+    expect((await up(h, '192.0.2.41')).body).to.equal('good 192.0.2.41\n');
+    expect((await env.hostJson(h)).state).to.equal('active');
+  });
+
+  it('a donator has the shorter interval: requests 0.4 s apart are not frequent', async () => {
+    const h = uniq('don');
+    await env.addHost(h, 'dana');
+    for (let i = 0; i < 6; i++) {
+      expect((await up(h, `192.0.2.${50 + i}`, ['dana', 'dana-pw'])).body).to.equal(`good 192.0.2.${50 + i}\n`);
+      await sleep(400);
+    }
+    const f = uniq('nodon');
+    await env.addHost(f, 'fred');
+    const bodies: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      bodies.push((await up(f, `192.0.2.${60 + i}`)).body);
+      await sleep(400);
+    }
+    expect(bodies[4]).to.equal('abuse\n');
+  });
+
+  it('a non-frequent request resets the count', async () => {
+    const h = uniq('reset');
+    await env.addHost(h, 'dana');
+    const creds: [string, string] = ['dana', 'dana-pw'];
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 4; i++) expect((await up(h, `192.0.2.${70 + round * 4 + i}`, creds)).body).to.match(/^good /);
+      await sleep(450);
+    }
+  });
+
+  it('dnserr does not count towards the limit', async () => {
+    const h = uniq('dnserr');
+    await env.addHost(h, 'fred');
+    await env.ns.stop();
+    try {
+      for (let i = 0; i < 5; i++) expect((await up(h, `192.0.2.${80 + i}`)).body).to.equal('dnserr\n');
+    } finally {
+      await env.ns.start();
+    }
+    const bodies: string[] = [];
+    for (let i = 0; i < 4; i++) bodies.push((await up(h, `192.0.2.${90 + i}`)).body);
+    expect(bodies.every((b) => b.startsWith('good'))).to.equal(true, bodies.join(''));
+    expect((await env.hostJson(h)).state).to.equal('active');
+  });
+
+  it('two serve processes on one Redis count concurrent requests for one host exactly', async () => {
+    const h = uniq('race');
+    await env.addHost(h, 'fred');
+    const n = 12;
+    const replies = await Promise.all(
+      Array.from({ length: n }, (_, i) => up(h, `192.0.2.${100 + i}`, ['fred', 'fred-pw'], env.ports[i % 2])),
+    );
+    const bodies = replies.map((r) => r.body);
+    // the first is not frequent, the next three are frequent but served, every later one is abuse
+    expect(bodies.filter((b) => b === 'abuse\n')).to.have.length(n - 4);
+    expect(bodies.filter((b) => /^(good|nochg) /.test(b))).to.have.length(4);
+    expect((await env.hostJson(h)).state).to.equal('blocked');
+    // DNS == Redis after the race
+    const shown = await env.hostJson(h);
+    expect(await env.ns.query(h, 'A')).to.deep.equal([shown.ipv4]);
+  });
+
+  it('the address echo has its own frequency rule per address, with a cool-down', async () => {
+    const bodies: string[] = [];
+    for (let i = 0; i < 5; i++) bodies.push((await env.raw('GET /checkip HTTP/1.0\r\n\r\n')).toString().split('\r\n\r\n')[1]!);
+    expect(bodies.slice(0, 4)).to.deep.equal(Array(4).fill('Current IP Address: 127.0.0.1\n'));
+    expect(bodies[4]).to.equal('abuse\n');
+    await sleep(2200);
+    expect((await env.raw('GET /checkip HTTP/1.0\r\n\r\n')).toString()).to.match(/\r\n\r\nCurrent IP Address: 127\.0\.0\.1\n$/);
+  });
+});

@@ -1,0 +1,248 @@
+/**
+ * End-to-end harness: a private redis-server and nameserver (lab), a generated config,
+ * and the real `ddns-bridge serve` process(es). Helpers for raw-socket requests, the CLI
+ * and reading Redis.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFile, chmod } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  freePort,
+  generateTsigKey,
+  makeTempDir,
+  removeDir,
+  startNameServer,
+  startRedis,
+  type LabKind,
+  type NameServer,
+  type RedisServer,
+} from '../../src/lab/index.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+export const CLI = path.join(ROOT, 'dist/src/cli/main.js');
+export const ZONE = 'dyn.example.test';
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface HttpResult {
+  raw: Buffer;
+  status: number;
+  statusLine: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface BridgeEnvOptions {
+  kind?: LabKind;
+  /** Deep-merged over the generated config. */
+  config?: Record<string, unknown>;
+  /** Number of serve processes on the same Redis (each on its own port). */
+  serves?: number;
+  /** Extra zone-file lines for the nameserver. */
+  records?: string[];
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...a };
+  for (const [k, v] of Object.entries(b)) out[k] = isObject(v) && isObject(out[k]) ? deepMerge(out[k] as Record<string, unknown>, v) : v;
+  return out;
+}
+
+export class BridgeEnv {
+  readonly serves: ChildProcess[] = [];
+  readonly ports: number[] = [];
+  readonly logs: string[] = [];
+  private constructor(
+    readonly dir: string,
+    readonly redis: RedisServer,
+    readonly ns: NameServer,
+    readonly configPath: string,
+    readonly config: Record<string, unknown>,
+  ) {}
+
+  get port(): number {
+    return this.ports[0]!;
+  }
+
+  static async start(opts: BridgeEnvOptions = {}): Promise<BridgeEnv> {
+    const dir = await makeTempDir('ddns-e2e-');
+    const redis = await startRedis({ dir, appendonly: false });
+    const key = generateTsigKey();
+    const ns = await startNameServer(opts.kind ?? 'knot', { dir, zone: ZONE, key, records: opts.records });
+    await writeFile(path.join(dir, 'tsig.secret'), key.secret + '\n');
+    await chmod(path.join(dir, 'tsig.secret'), 0o600);
+    const base: Record<string, unknown> = {
+      listen: ['127.0.0.1:0'],
+      redis: { url: redis.url, keyPrefix: 'ddns:' },
+      zones: [{ name: ZONE, primary: `127.0.0.1:${ns.port}`, key: { name: key.name, algorithm: key.algorithm, secretFile: 'tsig.secret' } }],
+      mx: { resolvers: [`127.0.0.1:${ns.port}`], timeout: 1 },
+      log: { level: 'debug' },
+    };
+    const config = deepMerge(base, opts.config ?? {});
+    const configPath = path.join(dir, 'config.json');
+    await writeFile(configPath, JSON.stringify(config, null, 2));
+    await chmod(configPath, 0o600);
+    const env = new BridgeEnv(dir, redis, ns, configPath, config);
+    for (let i = 0; i < (opts.serves ?? 1); i++) await env.startServe();
+    return env;
+  }
+
+  /** Start one more `serve` process on a free port; resolves when it listens. */
+  async startServe(): Promise<number> {
+    const port = await freePort();
+    const child = spawn(process.execPath, [CLI, 'serve', '--config', this.configPath, '--port', String(port)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, DDNS_BRIDGE_CONFIG: '' },
+    });
+    this.serves.push(child);
+    this.ports.push(port);
+    await new Promise<void>((resolve, reject) => {
+      let buf = '';
+      const timer = setTimeout(() => reject(new Error(`serve did not start: ${buf.slice(-2000)}`)), 15000);
+      const onData = (d: Buffer) => {
+        buf += d.toString();
+        this.logs.push(d.toString());
+        if (buf.includes('"listening"')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      child.stderr!.on('data', onData);
+      child.stdout!.on('data', (d: Buffer) => this.logs.push(d.toString()));
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`serve exited with ${code}: ${buf.slice(-2000)}`));
+      });
+    });
+    return port;
+  }
+
+  async stopServes(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    await Promise.all(
+      this.serves.splice(0).map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            if (c.exitCode !== null || c.signalCode !== null) return resolve();
+            c.once('exit', () => resolve());
+            c.kill(signal);
+          }),
+      ),
+    );
+    this.ports.splice(0);
+  }
+
+  async stop(): Promise<void> {
+    await this.stopServes('SIGKILL');
+    await this.ns.stop().catch(() => undefined);
+    await this.redis.stop().catch(() => undefined);
+    await removeDir(this.dir);
+  }
+
+  cli(args: string[], stdin?: string): Promise<CliResult> {
+    return runCli([...args, '--config', this.configPath], stdin);
+  }
+
+  async cliOk(args: string[], stdin?: string): Promise<string> {
+    const r = await this.cli(args, stdin);
+    if (r.code !== 0) throw new Error(`ddns-bridge ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
+    return r.stdout;
+  }
+
+  /** Create an account and a dynamic host owned by it. */
+  async addAccount(name: string, password: string, donator = false): Promise<void> {
+    await this.cliOk(['account', 'add', name, ...(donator ? ['--donator'] : [])], password + '\n');
+  }
+
+  async addHost(fqdn: string, account: string, type = 'dynamic'): Promise<void> {
+    await this.cliOk(['host', 'add', fqdn, '--account', account, '--type', type]);
+  }
+
+  async hostJson(fqdn: string): Promise<Record<string, unknown>> {
+    return JSON.parse(await this.cliOk(['host', 'show', fqdn, '--json'])) as Record<string, unknown>;
+  }
+
+  /** Send raw bytes to a serve process; resolve with everything it answered before closing. */
+  raw(request: string | Buffer, port = this.port, host = '127.0.0.1'): Promise<Buffer> {
+    return rawRequest(host, port, request);
+  }
+
+  /** A GET with Basic auth and a User-Agent, over a raw socket. */
+  async get(pathAndQuery: string, opts: { auth?: [string, string]; ua?: string | null; headers?: string[]; port?: number } = {}): Promise<HttpResult> {
+    const lines = [`GET ${pathAndQuery} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close'];
+    if (opts.ua !== null) lines.push(`User-Agent: ${opts.ua ?? 'ddns-bridge-tests/1.0 tests@example.test'}`);
+    if (opts.auth) lines.push(`Authorization: Basic ${Buffer.from(`${opts.auth[0]}:${opts.auth[1]}`).toString('base64')}`);
+    lines.push(...(opts.headers ?? []));
+    return parseHttp(await this.raw(lines.join('\r\n') + '\r\n\r\n', opts.port));
+  }
+}
+
+export function runCli(args: string[], stdin?: string, env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(stdin ?? '');
+  });
+}
+
+export function rawRequest(host: string, port: number, request: string | Buffer, timeoutMs = 15000): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = net.connect({ host, port });
+    socket.setTimeout(timeoutMs, () => socket.destroy(new Error('timeout waiting for reply')));
+    socket.on('connect', () => socket.write(request));
+    socket.on('data', (d) => chunks.push(d));
+    socket.on('end', () => resolve(Buffer.concat(chunks)));
+    socket.on('close', () => resolve(Buffer.concat(chunks)));
+    socket.on('error', (e) => (chunks.length ? resolve(Buffer.concat(chunks)) : reject(e)));
+  });
+}
+
+export function parseHttp(raw: Buffer): HttpResult {
+  const text = raw.toString('utf8');
+  const sep = text.indexOf('\r\n\r\n');
+  const head = sep === -1 ? text : text.slice(0, sep);
+  const body = sep === -1 ? '' : text.slice(sep + 4);
+  const [statusLine = '', ...headerLines] = head.split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const l of headerLines) {
+    const i = l.indexOf(':');
+    if (i > 0) headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
+  }
+  return { raw, status: Number(statusLine.split(' ')[1]), statusLine, headers, body };
+}
+
+/** The exact bytes every reply must be for a given status/body (SPEC §3). */
+export function expectedReply(status: number, reason: string, body: string, extra: string[] = []): string {
+  return (
+    `HTTP/1.0 ${status} ${reason}\r\n` +
+    'Content-Type: text/plain; charset=utf-8\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    'Connection: close\r\n' +
+    extra.map((h) => h + '\r\n').join('') +
+    '\r\n' +
+    body
+  );
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** CI must not silently skip: a missing binary there is a failure. */
+export function requireOrSkip(ctx: Mocha.Context, binary: string, found: boolean): void {
+  if (found) return;
+  if (process.env.CI === 'true') throw new Error(`${binary} is required in CI but not installed`);
+  ctx.skip();
+}

@@ -1,0 +1,177 @@
+import { expect } from 'chai';
+import type { AccountStore, FailureCounter } from '../../src/app/ports.js';
+import { PasswordAuthenticator, hashPassword, verifyPassword } from '../../src/auth/index.js';
+import type { Account } from '../../src/core/types.js';
+
+const FAST = { ln: 10, r: 8, p: 1 };
+const CFG = { cacheTtlMs: 60_000, cacheSize: 100 };
+
+/** In-memory AccountStore (no getForLogin: the authenticator falls back to two calls). */
+class FakeAccounts implements AccountStore {
+  readonly byName = new Map<string, Account>();
+  gets = 0;
+  async get(name: string) {
+    this.gets++;
+    const a = this.byName.get(name);
+    return a && { ...a };
+  }
+  async create(a: Account) {
+    this.byName.set(a.name, { ...a });
+  }
+  async setPasswordHash(name: string, passwordHash: string) {
+    this.byName.get(name)!.passwordHash = passwordHash;
+  }
+  async setDonator(name: string, donator: boolean) {
+    this.byName.get(name)!.donator = donator;
+  }
+  async remove(name: string) {
+    this.byName.delete(name);
+  }
+  async list() {
+    return [...this.byName.values()];
+  }
+}
+
+class FakeFailures implements FailureCounter {
+  readonly throttledSources = new Set<string>();
+  readonly throttledAccounts = new Set<string>();
+  readonly recorded: [string, string | undefined][] = [];
+  readonly checks: [string, string | undefined][] = [];
+  async isThrottled(sourceIp: string, account: string | undefined) {
+    this.checks.push([sourceIp, account]);
+    return this.throttledSources.has(sourceIp) || (account !== undefined && this.throttledAccounts.has(account));
+  }
+  async recordFailure(sourceIp: string, account: string | undefined) {
+    this.recorded.push([sourceIp, account]);
+  }
+}
+
+async function setup(opts: { clock?: () => number } = {}) {
+  const accounts = new FakeAccounts();
+  const failures = new FakeFailures();
+  await accounts.create({ name: 'alice', passwordHash: await hashPassword('right', FAST), donator: false, createdAt: 1 });
+  const verified: string[] = [];
+  const auth = new PasswordAuthenticator(accounts, failures, CFG, {
+    clock: opts.clock,
+    dummyCost: FAST,
+    verify: (password, stored) => {
+      verified.push(stored);
+      return verifyPassword(password, stored);
+    },
+  });
+  return { accounts, failures, auth, verified };
+}
+
+describe('auth/authenticator', () => {
+  it('accepts the right password and returns the account view; counts nothing', async () => {
+    const { auth, failures, verified } = await setup();
+    const r = await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1');
+    expect(r).to.deep.equal({ ok: true, account: { name: 'alice', donator: false } });
+    expect(failures.recorded).to.deep.equal([]);
+    expect(failures.checks).to.deep.equal([['192.0.2.1', 'alice']]);
+    expect(verified).to.have.length(1);
+  });
+
+  it('bad password: counted for the source and the account', async () => {
+    const { auth, failures } = await setup();
+    const r = await auth.authenticate({ user: 'alice', password: 'wrong' }, '192.0.2.1');
+    expect(r).to.deep.equal({ ok: false, reason: 'bad-password' });
+    expect(failures.recorded).to.deep.equal([['192.0.2.1', 'alice']]);
+  });
+
+  it('unknown user: a dummy scrypt check still runs, counted for the source only', async () => {
+    const { auth, failures, verified, accounts } = await setup();
+    const r = await auth.authenticate({ user: 'mallory', password: 'x' }, '192.0.2.9');
+    expect(r).to.deep.equal({ ok: false, reason: 'unknown-user' });
+    expect(verified).to.have.length(1);
+    expect(verified[0]).to.match(/^\$scrypt\$ln=10,r=8,p=1\$/);
+    expect(verified[0]).to.not.equal(accounts.byName.get('alice')!.passwordHash);
+    expect(failures.recorded).to.deep.equal([['192.0.2.9', undefined]]);
+  });
+
+  it('throttled source or account: refused before any password check, nothing counted', async () => {
+    const { auth, failures, verified } = await setup();
+    failures.throttledSources.add('192.0.2.1');
+    expect(await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1')).to.deep.equal({
+      ok: false,
+      reason: 'throttled',
+    });
+    failures.throttledSources.clear();
+    failures.throttledAccounts.add('alice');
+    expect(await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.2')).to.deep.equal({
+      ok: false,
+      reason: 'throttled',
+    });
+    expect(verified).to.deep.equal([]);
+    expect(failures.recorded).to.deep.equal([]);
+  });
+
+  it('caches verified credentials: no second scrypt; the view stays current', async () => {
+    const { auth, verified, accounts } = await setup();
+    await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1');
+    await accounts.setDonator('alice', true);
+    const again = await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1');
+    expect(again).to.deep.equal({ ok: true, account: { name: 'alice', donator: true } });
+    expect(verified).to.have.length(1);
+    expect(accounts.gets).to.equal(2); // the record is read every time
+  });
+
+  it('a password change takes effect at once despite the cache', async () => {
+    const { auth, accounts } = await setup();
+    expect((await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1')).ok).to.equal(true);
+    await accounts.setPasswordHash('alice', await hashPassword('new', FAST));
+    expect(await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1')).to.deep.equal({
+      ok: false,
+      reason: 'bad-password',
+    });
+    expect((await auth.authenticate({ user: 'alice', password: 'new' }, '192.0.2.1')).ok).to.equal(true);
+  });
+
+  it('a wrong password is never cached; a cached entry expires with the TTL', async () => {
+    let now = 5_000_000;
+    const { auth, verified } = await setup({ clock: () => now });
+    await auth.authenticate({ user: 'alice', password: 'wrong' }, '192.0.2.1');
+    await auth.authenticate({ user: 'alice', password: 'wrong' }, '192.0.2.1');
+    expect(verified).to.have.length(2);
+    await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1');
+    now += CFG.cacheTtlMs - 1;
+    await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1');
+    expect(verified).to.have.length(3);
+    now += 1;
+    await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1');
+    expect(verified).to.have.length(4);
+  });
+
+  it('recordMalformed counts a failure for the source', async () => {
+    const { auth, failures } = await setup();
+    await auth.recordMalformed('2001:db8::1');
+    expect(failures.recorded).to.deep.equal([['2001:db8::1', undefined]]);
+  });
+
+  it('uses the combined login lookup when the account store offers one', async () => {
+    const { failures } = await setup();
+    const calls: [string, string][] = [];
+    const hash = await hashPassword('pw', FAST);
+    const accounts = Object.assign(new FakeAccounts(), {
+      async getForLogin(name: string, sourceIp: string) {
+        calls.push([name, sourceIp]);
+        return { account: { name, passwordHash: hash, donator: true, createdAt: 1 }, throttled: sourceIp === '198.51.100.7' };
+      },
+    });
+    const auth = new PasswordAuthenticator(accounts, failures, CFG, { dummyCost: FAST });
+    expect(await auth.authenticate({ user: 'carol', password: 'pw' }, '192.0.2.1')).to.deep.equal({
+      ok: true,
+      account: { name: 'carol', donator: true },
+    });
+    expect(await auth.authenticate({ user: 'carol', password: 'pw' }, '198.51.100.7')).to.deep.equal({
+      ok: false,
+      reason: 'throttled',
+    });
+    expect(calls).to.deep.equal([
+      ['carol', '192.0.2.1'],
+      ['carol', '198.51.100.7'],
+    ]);
+    expect(accounts.gets).to.equal(0);
+    expect(failures.checks).to.deep.equal([]);
+  });
+});

@@ -1,0 +1,335 @@
+/**
+ * Transport and zone-sender behaviour that real servers cannot be made to show on demand
+ * (out-of-order answers, silence, dropped connections, SERVFAIL once): a scripted TCP
+ * peer on 127.0.0.1 that checks each request's TSIG and answers with a signed response.
+ * The real-server behaviour is covered by test/integration/dns-publish.test.ts.
+ */
+import { expect } from 'chai';
+import net from 'node:net';
+import type { Config, ZoneConfig } from '../../src/config/schema.js';
+import { DnsUpdateError } from '../../src/core/errors.js';
+import type { HostPlan } from '../../src/dns/plan.js';
+import { TcpTransport } from '../../src/dns/transport.js';
+import { extractTsig, signMessage, verifyMessage } from '../../src/dns/tsig.js';
+import { readName } from '../../src/dns/wire.js';
+import { ZoneSender } from '../../src/dns/zone-sender.js';
+import { generateTsigKey } from '../../src/lab/index.js';
+
+interface SeenRequest {
+  id: number;
+  /** Owner names of the prerequisites: one per host in our plans. */
+  hosts: string[];
+  signedOk: boolean;
+}
+
+interface Action {
+  rcode?: number;
+  delayMs?: number;
+  unsigned?: boolean;
+  /** Never answer. */
+  silent?: boolean;
+  /** Close the connection instead of answering. */
+  close?: boolean;
+}
+
+const labKey = generateTsigKey('sender-key');
+const key = { ...labKey, secret: Buffer.from(labKey.secret, 'base64') };
+
+function prerequisiteOwners(msg: Buffer): string[] {
+  let pos = readName(msg, 12).next + 4;
+  const out: string[] = [];
+  for (let i = 0; i < msg.readUInt16BE(6); i++) {
+    const { name, next } = readName(msg, pos);
+    out.push(name);
+    pos = next + 10 + msg.readUInt16BE(next + 8);
+  }
+  return out;
+}
+
+class ScriptedPrimary {
+  readonly seen: SeenRequest[] = [];
+  readonly sockets = new Set<net.Socket>();
+  connections = 0;
+  script: (req: SeenRequest, index: number) => Action = () => ({});
+  private server = net.createServer((socket) => this.onConnection(socket));
+  port = 0;
+
+  async start(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as net.AddressInfo).port;
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+
+  private onConnection(socket: net.Socket): void {
+    this.connections++;
+    this.sockets.add(socket);
+    socket.on('close', () => this.sockets.delete(socket));
+    socket.on('error', () => {});
+    let buf = Buffer.alloc(0);
+    socket.on('data', (chunk) => {
+      buf = Buffer.concat([buf, chunk]);
+      while (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) {
+        const msg = buf.subarray(2, 2 + buf.readUInt16BE(0));
+        buf = buf.subarray(2 + msg.length);
+        this.answer(socket, Buffer.from(msg));
+      }
+    });
+  }
+
+  private answer(socket: net.Socket, msg: Buffer): void {
+    const req: SeenRequest = {
+      id: msg.readUInt16BE(0),
+      hosts: prerequisiteOwners(msg),
+      signedOk: verifyMessage(msg, key, { now: Date.now() / 1000 }).ok,
+    };
+    const index = this.seen.push(req) - 1;
+    const action = this.script(req, index);
+    if (action.silent) return;
+    if (action.close) {
+      socket.destroy();
+      return;
+    }
+    const zoneEnd = readName(msg, 12).next + 4;
+    const body = Buffer.from(msg.subarray(0, zoneEnd));
+    body.writeUInt16BE(0x8000 | (5 << 11) | (action.rcode ?? 0), 2);
+    body.writeUInt32BE(0, 6); // PRCOUNT, UPCOUNT
+    body.writeUInt16BE(0, 10);
+    const requestMac = extractTsig(msg)!.tsig.mac;
+    const reply = action.unsigned ? body : signMessage(body, key, { timeSigned: Date.now() / 1000, fudge: 300, requestMac }).message;
+    const frame = Buffer.concat([Buffer.from([reply.length >> 8, reply.length & 255]), reply]);
+    setTimeout(() => socket.write(frame), action.delayMs ?? 0);
+  }
+}
+
+const ZONE = 'dyn.example.org';
+const dnsConfig = (over: Partial<Config['dns']> = {}): Config['dns'] => ({
+  ttl: 60,
+  timeoutMs: 1000,
+  maxInFlight: 4,
+  fudge: 300,
+  clockOffsetSeconds: 0,
+  ...over,
+});
+
+function plan(label: string): HostPlan {
+  const fqdn = `${label}.${ZONE}`;
+  return {
+    fqdn,
+    zone: ZONE,
+    prerequisites: [{ kind: 'rrset-absent', name: fqdn, type: 'CNAME' }],
+    updates: [
+      { kind: 'delete-rrset', name: fqdn, type: 'A' },
+      { kind: 'add', name: fqdn, ttl: 60, data: { type: 'A', address: '192.0.2.1' } },
+    ],
+  };
+}
+
+async function rejection(p: Promise<unknown>): Promise<DnsUpdateError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).to.be.instanceOf(DnsUpdateError);
+    return err as DnsUpdateError;
+  }
+  throw new Error('expected a DnsUpdateError, got success');
+}
+
+describe('dns transport and zone sender (scripted TCP peer)', () => {
+  let primary: ScriptedPrimary;
+  let zone: ZoneConfig;
+  const closers: Array<() => unknown> = [];
+
+  beforeEach(async () => {
+    primary = new ScriptedPrimary();
+    await primary.start();
+    zone = { name: ZONE, primary: { host: '127.0.0.1', port: primary.port }, key };
+  });
+  afterEach(async () => {
+    for (const close of closers.splice(0)) await close();
+    await primary.stop();
+  });
+
+  function sender(over: Partial<Config['dns']> = {}, opts = {}): ZoneSender {
+    const s = new ZoneSender(zone, dnsConfig(over), opts);
+    closers.push(() => s.close());
+    return s;
+  }
+
+  describe('TcpTransport', () => {
+    function transport(maxInFlight = 4, port = primary.port): TcpTransport {
+      const t = new TcpTransport({ zone: ZONE, host: '127.0.0.1', port, maxInFlight });
+      closers.push(() => t.close());
+      return t;
+    }
+    /** A tiny "request": a header with the chosen ID, QR=0, opcode 5, plus a zone and a TSIG so the peer can answer. */
+    const build = (id: number): Buffer => {
+      const header = Buffer.from([id >> 8, id & 255, 0x28, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+      const zoneSection = Buffer.from('0364796e076578616d706c65036f72670000060001', 'hex');
+      return signMessage(Buffer.concat([header, zoneSection]), key, { timeSigned: Date.now() / 1000, fudge: 300 }).message;
+    };
+
+    it('matches pipelined answers to requests by ID, out of order, on one connection', async () => {
+      primary.script = (_req, i) => ({ delayMs: i === 0 ? 150 : 0 });
+      const t = transport();
+      const [a, b, c] = await Promise.all([t.request(build, 1000), t.request(build, 1000), t.request(build, 1000)]);
+      expect(primary.connections).to.equal(1);
+      expect(primary.seen.map((s) => s.id)).to.deep.equal([a!.readUInt16BE(0), b!.readUInt16BE(0), c!.readUInt16BE(0)]);
+      expect(new Set(primary.seen.map((s) => s.id)).size).to.equal(3);
+    });
+
+    it('keeps at most maxInFlight requests outstanding; the rest wait in FIFO order', async () => {
+      primary.script = () => ({ delayMs: 100 });
+      const t = transport(2);
+      const order: number[] = [];
+      const all = [0, 1, 2, 3, 4].map((i) => t.request(build, 2000).then(() => order.push(i)));
+      await new Promise((r) => setTimeout(r, 50));
+      expect(primary.seen.length).to.equal(2);
+      expect(t.activeCount).to.equal(2);
+      await Promise.all(all);
+      expect(primary.seen.length).to.equal(5);
+      expect(order).to.deep.equal([0, 1, 2, 3, 4]);
+    });
+
+    it('fails requests of a dropped connection as retryable, then reconnects on demand', async () => {
+      primary.script = (_r, i) => (i === 0 ? { close: true } : {});
+      const t = transport();
+      const err = await rejection(t.request(build, 1000));
+      expect(err).to.include({ code: 'ERR_DNS_CONNECTION', retryable: true });
+      await t.request(build, 1000);
+      expect(primary.connections).to.equal(2);
+    });
+
+    it('times out a silent request as retryable and ignores its late answer', async () => {
+      primary.script = (_r, i) => (i === 0 ? { delayMs: 300 } : {});
+      const t = transport();
+      const started = Date.now();
+      const err = await rejection(t.request(build, 100));
+      expect(err).to.include({ code: 'ERR_DNS_TIMEOUT', retryable: true });
+      expect(Date.now() - started).to.be.within(90, 250);
+      await new Promise((r) => setTimeout(r, 300)); // the late answer arrives: no crash, no mismatch
+      const ok = await t.request(build, 1000);
+      expect(ok.readUInt16BE(0)).to.not.equal(primary.seen[0]!.id);
+    });
+
+    it('reports a refused connection as retryable, without crashing the process', async () => {
+      await primary.stop();
+      const t = transport(4, primary.port);
+      const err = await rejection(t.request(build, 1000));
+      expect(err).to.include({ code: 'ERR_DNS_CONNECTION', retryable: true });
+      expect(err.message).to.match(/ECONNREFUSED/);
+      primary = new ScriptedPrimary();
+      await primary.start();
+    });
+
+    it('close() fails outstanding and later requests', async () => {
+      primary.script = () => ({ silent: true });
+      const t = transport();
+      const pending = t.request(build, 1000);
+      await new Promise((r) => setTimeout(r, 50));
+      t.close();
+      expect(await rejection(pending)).to.include({ code: 'ERR_DNS_CONNECTION' });
+      expect(await rejection(t.request(build, 1000))).to.include({ code: 'ERR_DNS_CONNECTION' });
+    });
+  });
+
+  describe('ZoneSender', () => {
+    it('signs every request with the zone key and resolves on a signed NOERROR', async () => {
+      await sender().send(plan('a'));
+      expect(primary.seen).to.have.length(1);
+      expect(primary.seen[0]).to.include({ signedOk: true });
+      expect(primary.seen[0]!.hosts).to.deep.equal([`a.${ZONE}`]);
+    });
+
+    it('retries a SERVFAIL once and succeeds', async () => {
+      primary.script = (_r, i) => ({ rcode: i === 0 ? 2 : 0 });
+      await sender().send(plan('a'));
+      expect(primary.seen).to.have.length(2);
+    });
+
+    it('SERVFAIL twice → retryable DnsUpdateError rcode SERVFAIL after exactly two attempts', async () => {
+      primary.script = () => ({ rcode: 2 });
+      const err = await rejection(sender().send(plan('a')));
+      expect(err).to.include({ code: 'ERR_DNS_RCODE', rcode: 'SERVFAIL', retryable: true, zone: ZONE });
+      expect(primary.seen).to.have.length(2);
+    });
+
+    it('REFUSED is final: no retry, a hint in the message', async () => {
+      primary.script = () => ({ rcode: 5 });
+      const err = await rejection(sender().send(plan('a')));
+      expect(err).to.include({ code: 'ERR_DNS_RCODE', rcode: 'REFUSED', retryable: false });
+      expect(err.message).to.match(/update-policy/);
+      expect(primary.seen).to.have.length(1);
+    });
+
+    it('an unsigned NOERROR is a failure (ERR_DNS_TSIG), an unsigned error answer keeps its rcode', async () => {
+      primary.script = () => ({ unsigned: true });
+      expect(await rejection(sender().send(plan('a')))).to.include({ code: 'ERR_DNS_TSIG', retryable: false });
+      primary.script = () => ({ unsigned: true, rcode: 1 });
+      expect(await rejection(sender().send(plan('b')))).to.include({ code: 'ERR_DNS_RCODE', rcode: 'FORMERR' });
+    });
+
+    it('a silent primary → ERR_DNS_TIMEOUT within timeoutMs, after two attempts', async () => {
+      primary.script = () => ({ silent: true });
+      const started = Date.now();
+      const err = await rejection(sender({ timeoutMs: 400 }).send(plan('a')));
+      expect(err).to.include({ code: 'ERR_DNS_TIMEOUT', retryable: true });
+      expect(Date.now() - started).to.be.within(380, 550);
+      expect(primary.seen).to.have.length(2);
+    });
+
+    it('group commit: sends at once when idle, batches what queues while busy (cap per message)', async () => {
+      primary.script = (_r, i) => ({ delayMs: i === 0 ? 100 : 0 });
+      const s = sender({ maxInFlight: 1 }, { maxHostsPerMessage: 3 });
+      const labels = ['a', 'b', 'c', 'd', 'e', 'f', 'g'];
+      await Promise.all(labels.map((l) => s.send(plan(l))));
+      expect(primary.seen.map((r) => r.hosts.map((h) => h.split('.')[0]).join(''))).to.deep.equal(['a', 'bcd', 'efg']);
+      expect(s.stats).to.deep.equal({ messagesSent: 3, hostsSent: 7, largestMessageHosts: 3 });
+    });
+
+    it('group commit respects the byte cap', async () => {
+      primary.script = (_r, i) => ({ delayMs: i === 0 ? 100 : 0 });
+      const onePlanBytes = 3 * (`x.${ZONE}`.length + 2) + 3 * 10 + 4;
+      const s = sender({ maxInFlight: 1 }, { maxMessageBytes: onePlanBytes * 2 });
+      await Promise.all(['a', 'b', 'c', 'd', 'e'].map((l) => s.send(plan(l))));
+      expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1, 2, 2]);
+    });
+
+    it('a failed multi-host message is retried host by host: only the guilty host fails', async () => {
+      // YXRRSET whenever the message holds c (as if c had a CNAME).
+      primary.script = (r, i) => ({ delayMs: i === 0 ? 100 : 0, rcode: r.hosts.includes(`c.${ZONE}`) ? 7 : 0 });
+      const s = sender({ maxInFlight: 1 });
+      const results = await Promise.allSettled(['a', 'b', 'c', 'd'].map((l) => s.send(plan(l))));
+      expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+      const failed = results[2] as PromiseRejectedResult;
+      expect(failed.reason).to.include({ code: 'ERR_DNS_RCODE', rcode: 'YXRRSET', retryable: false });
+      expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1, 3, 1, 1, 1]);
+    });
+
+    it('a TSIG failure of a multi-host message fails every host without splitting', async () => {
+      primary.script = (_r, i) => ({ delayMs: i === 0 ? 100 : 0, unsigned: i > 0 });
+      const s = sender({ maxInFlight: 1 });
+      const results = await Promise.allSettled(['a', 'b', 'c'].map((l) => s.send(plan(l))));
+      expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'rejected']);
+      expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1, 2]);
+    });
+
+    it('survives the primary closing the connection mid-batch (retry on a new connection)', async () => {
+      primary.script = (_r, i) => (i === 0 ? { close: true } : {});
+      await sender().send(plan('a'));
+      expect(primary.connections).to.equal(2);
+    });
+
+    it('close() waits for outstanding updates, then refuses new ones', async () => {
+      primary.script = () => ({ delayMs: 100 });
+      const s = new ZoneSender(zone, dnsConfig());
+      const pending = s.send(plan('a'));
+      await s.close();
+      await pending;
+      expect(await rejection(s.send(plan('b')))).to.include({ code: 'ERR_DNS_CONNECTION' });
+    });
+  });
+});

@@ -1,0 +1,44 @@
+import { expect } from 'chai';
+import { ClientAddressResolver, paramsOf, parseBasicAuth } from '../../src/http/request.js';
+import { encodeReply, tokenReply, updateReply } from '../../src/http/reply.js';
+
+describe('http/request', () => {
+  it('reads Basic credentials: case-insensitive scheme, first colon splits', () => {
+    const b64 = (s: string) => Buffer.from(s).toString('base64');
+    expect(parseBasicAuth(`Basic ${b64('u:p:w')}`)).to.deep.equal({ user: 'u', password: 'p:w' });
+    expect(parseBasicAuth(`BASIC ${b64('u:')}`)).to.deep.equal({ user: 'u', password: '' });
+    expect(parseBasicAuth(undefined)).to.equal('missing');
+    expect(parseBasicAuth(`Basic ${b64('nocolon')}`)).to.equal('malformed');
+    expect(parseBasicAuth(`Basic ${b64(':p')}`)).to.equal('malformed');
+    expect(parseBasicAuth('Bearer abc')).to.equal('malformed');
+    expect(parseBasicAuth('Basic a b')).to.equal('malformed');
+  });
+  it('decodes raw and percent-encoded parameters alike; body values follow query values', () => {
+    const m = paramsOf('hostname=a.example.org,b.example.org&myip=2001:db8::1%2C192.0.2.1&bad=%zz', 'myip=192.0.2.9');
+    expect(m.get('hostname')).to.deep.equal(['a.example.org,b.example.org']);
+    expect(m.get('myip')).to.deep.equal(['2001:db8::1,192.0.2.1', '192.0.2.9']);
+    expect(m.get('bad')).to.deep.equal(['%zz']);
+  });
+  it('believes X-Forwarded-For only from trusted proxies, right-most untrusted entry', () => {
+    const r = new ClientAddressResolver(['127.0.0.1', '10.0.0.0/8']);
+    expect(r.resolve('::ffff:127.0.0.1', '198.51.100.1, 203.0.113.5, 10.1.1.1')).to.equal('203.0.113.5');
+    expect(r.resolve('192.0.2.77', '203.0.113.5')).to.equal('192.0.2.77');
+    expect(r.resolve('127.0.0.1', undefined)).to.equal('127.0.0.1');
+    expect(r.resolve('127.0.0.1', 'garbage')).to.equal('127.0.0.1');
+    expect(r.resolve('127.0.0.1', '[2001:db8::5]:443')).to.equal('2001:db8::5');
+  });
+});
+
+describe('http/reply', () => {
+  it('frames every reply as HTTP/1.0 with Content-Length and Connection: close', () => {
+    const bytes = encodeReply(updateReply({ kind: 'hosts', lines: [{ token: 'good', addresses: '192.0.2.1,2001:db8::1' }, { token: 'nohost' }] }, 'r'));
+    expect(bytes.toString()).to.equal(
+      'HTTP/1.0 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 34\r\nConnection: close\r\n\r\ngood 192.0.2.1,2001:db8::1\nnohost\n',
+    );
+  });
+  it('badauth is a 401 with a Basic challenge', () => {
+    expect(encodeReply(tokenReply('badauth', 'ddns')).toString()).to.equal(
+      'HTTP/1.0 401 Unauthorized\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 8\r\nConnection: close\r\nWWW-Authenticate: Basic realm="ddns"\r\n\r\nbadauth\n',
+    );
+  });
+});
