@@ -15,6 +15,7 @@ export { AgentAdmin, RedisClientPolicy, AGENT_LIST_CACHE_MS, type ClientPolicyOp
 export { RedisEchoGate } from './echo-gate.js';
 export { RedisFailureCounter } from './failure-counter.js';
 export { HostLease, RedisHostStore } from './host-store.js';
+export { BulkHostImporter, type BulkImportOptions, type ImportEntry, type ImportOutcome } from './host-import.js';
 export { ACCOUNT_FIELDS, HOST_FIELDS, Keys, addressBucket, agentDigest } from './keys.js';
 export { asStoreError, closeRedis, createRedis, execPipeline, storeCall } from './redis.js';
 

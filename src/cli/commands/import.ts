@@ -1,0 +1,138 @@
+/**
+ * `ddns-bridge host import FILE|-`: bulk registration, one `FQDN ACCOUNT [TYPE]` per line.
+ * Every line is validated as `host add` would (name, zone, type, account); the valid ones
+ * go to Redis in pipelined batches (BulkHostImporter). An existing host is reported, never
+ * overwritten. Rejected lines are reported by number, sorted, after the import.
+ */
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { normalizeHostname, zoneOf } from '../../core/names.js';
+import { HOST_TYPES, type HostType } from '../../core/types.js';
+import { BulkHostImporter, openStore, type BulkImportOptions } from '../../store/index.js';
+import type { CommandContext } from '../context.js';
+
+export interface ImportSummary {
+  imported: number;
+  rejected: number;
+}
+
+export interface Rejection {
+  line: number;
+  reason: string;
+}
+
+/** Where the lines go: a store importer (with its account cache) and the configured zones. */
+export interface ImportTarget {
+  importer: Pick<BulkHostImporter, 'accountExists' | 'push' | 'finish'>;
+  zones: readonly string[];
+}
+
+const DEFAULT_TYPE: HostType = 'dynamic';
+
+/**
+ * Validate and import every line; `onReject` gets each rejected line (in completion order).
+ * The importer must have been created with `outcomeHandler(summary, onReject)` as its callback.
+ */
+export async function importLines(
+  lines: AsyncIterable<string> | Iterable<string>,
+  target: ImportTarget,
+  onReject: (r: Rejection) => void,
+  summary: ImportSummary,
+): Promise<ImportSummary> {
+  let lineNo = 0;
+  for await (const raw of lines) {
+    lineNo++;
+    const parsed = parseLine(raw, target.zones);
+    if (parsed === undefined) continue;
+    if (typeof parsed === 'string') {
+      summary.rejected++;
+      onReject({ line: lineNo, reason: parsed });
+      continue;
+    }
+    if (!(await target.importer.accountExists(parsed.account))) {
+      summary.rejected++;
+      onReject({ line: lineNo, reason: `no such account: ${parsed.account}` });
+      continue;
+    }
+    await target.importer.push(parsed, lineNo);
+  }
+  await target.importer.finish();
+  return summary;
+}
+
+/** The importer callback that counts outcomes into `summary` and reports rejections. */
+export function outcomeHandler(summary: ImportSummary, onReject: (r: Rejection) => void) {
+  return (entry: { fqdn: string; account: string }, outcome: { kind: string; owner?: string }, line: number): void => {
+    if (outcome.kind === 'ok') {
+      summary.imported++;
+      return;
+    }
+    summary.rejected++;
+    onReject({
+      line,
+      reason:
+        outcome.kind === 'exists'
+          ? `host ${entry.fqdn} already exists (owner ${outcome.owner || '?'}); left unchanged`
+          : `no such account: ${entry.account}`,
+    });
+  };
+}
+
+/** undefined = blank or comment; a string = why the line is rejected. */
+export function parseLine(raw: string, zones: readonly string[]): { fqdn: string; account: string; type: HostType } | string | undefined {
+  const hash = raw.search(/(^|\s)#/);
+  const text = (hash >= 0 ? raw.slice(0, hash) : raw).trim();
+  if (text === '') return undefined;
+  const fields = text.split(/\s+/);
+  if (fields.length < 2 || fields.length > 3) return `expected "FQDN ACCOUNT [TYPE]", got ${fields.length} field${fields.length === 1 ? '' : 's'}`;
+  const [name, account, type = DEFAULT_TYPE] = fields as [string, string, string?];
+  const fqdn = normalizeHostname(name);
+  if (fqdn === undefined) return `not a valid host name: ${JSON.stringify(name)}`;
+  if (zones.includes(fqdn)) return `${fqdn} is a zone apex`;
+  if (zoneOf(fqdn, zones) === undefined) return `${fqdn} is not below any configured zone (${zones.join(', ')})`;
+  if (!(HOST_TYPES as readonly string[]).includes(type)) return `unknown type ${JSON.stringify(type)} (one of ${HOST_TYPES.join(', ')})`;
+  return { fqdn, account, type: type as HostType };
+}
+
+/** The command: read FILE (or stdin for `-`), import, print the summary; false when a line was rejected. */
+export async function hostImport(
+  ctx: CommandContext,
+  file: string,
+  out: (line: string) => void,
+  err: (line: string) => void,
+  stdin: Readable = process.stdin,
+  opts: BulkImportOptions = {},
+): Promise<boolean> {
+  const input = file === '-' ? stdin : createReadStream(file);
+  const opened = new Promise<void>((resolve, reject) => {
+    if (file === '-') return resolve();
+    input.once('open', () => resolve());
+    input.once('error', reject);
+  });
+  try {
+    await opened;
+  } catch (e) {
+    err(`ddns-bridge: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    return false;
+  }
+  const store = openStore(ctx.config, ctx.logger);
+  const rejections: Rejection[] = [];
+  const summary: ImportSummary = { imported: 0, rejected: 0 };
+  const onReject = (r: Rejection) => rejections.push(r);
+  let completed = false;
+  try {
+    const importer = new BulkHostImporter(store.redis, store.keys, outcomeHandler(summary, onReject), opts);
+    const lines = createInterface({ input, crlfDelay: Infinity });
+    await importLines(lines, { importer, zones: ctx.config.zones.map((z) => z.name) }, onReject, summary);
+    completed = true;
+  } finally {
+    await store.close();
+    if (!completed) input.destroy();
+    // Also after a failure (Redis lost): what was written stays written, so say how much.
+    rejections.sort((a, b) => a.line - b.line);
+    for (const r of rejections) err(`line ${r.line}: ${r.reason}`);
+    out(`imported ${summary.imported}, rejected ${summary.rejected}${completed ? '' : ' (stopped early)'}`);
+  }
+  return summary.rejected === 0;
+}

@@ -1,0 +1,168 @@
+/**
+ * Bulk host registration (`host import`, the benchmark): many hosts per round trip, several
+ * round trips in flight. Each batch is one Lua script, so it writes exactly what `host add`
+ * writes (o, t, s=active and the owner's `n`), never overwrites an existing host, and is
+ * atomic against `account remove` (which refuses while `n` > 0).
+ */
+import type { Redis } from 'ioredis';
+import type { HostType } from '../core/types.js';
+import { Keys } from './keys.js';
+import { storeCall } from './redis.js';
+
+/** One host to register; `fqdn` already normalised and validated by the caller. */
+export interface ImportEntry {
+  fqdn: string;
+  account: string;
+  type: HostType;
+}
+
+/** 'ok' = registered; 'exists' = a host of that name was there already (left as is); 'noaccount'. */
+export type ImportOutcome = { kind: 'ok' } | { kind: 'exists'; owner: string } | { kind: 'noaccount' };
+
+export interface BulkImportOptions {
+  /** Hosts per script call (default 500: ~1 ms of Redis time, short enough not to stall other clients). */
+  batchSize?: number;
+  /** Script calls in flight (default 8): keeps Redis busy while the next batch is built. */
+  maxBatchesInFlight?: number;
+}
+
+/**
+ * KEYS: the batch's distinct account keys, then its host keys.
+ * ARGV: accountCount, account names…, then per host: account index (1-based), type.
+ * → per host: 'ok' | 'noaccount' | '=' .. existing owner.
+ */
+const HOST_IMPORT = `
+local k = tonumber(ARGV[1])
+local live = {}
+local added = {}
+for i = 1, k do
+  live[i] = redis.call('EXISTS', KEYS[i]) == 1
+  added[i] = 0
+end
+local out = {}
+local arg = k + 2
+for j = k + 1, #KEYS do
+  local a = tonumber(ARGV[arg])
+  local t = ARGV[arg + 1]
+  arg = arg + 2
+  if not live[a] then
+    out[#out + 1] = 'noaccount'
+  elseif redis.call('EXISTS', KEYS[j]) == 1 then
+    out[#out + 1] = '=' .. (redis.call('HGET', KEYS[j], 'o') or '')
+  else
+    redis.call('HSET', KEYS[j], 'o', ARGV[1 + a], 't', t, 's', 'active')
+    added[a] = added[a] + 1
+    out[#out + 1] = 'ok'
+  end
+end
+for i = 1, k do
+  if added[i] > 0 then redis.call('HINCRBY', KEYS[i], 'n', added[i]) end
+end
+return out
+`;
+
+const SCRIPT_NAME = 'ddnsHostImport';
+
+type ImportCommand = (numKeys: number, ...args: (string | number)[]) => Promise<unknown>;
+
+/**
+ * Writes hosts in batches with bounded pipelining. `push` resolves at once unless the
+ * in-flight bound is reached (backpressure for a streaming reader); every entry's outcome
+ * goes to `onOutcome` in push order per batch. `finish` flushes and waits for the rest.
+ */
+export class BulkHostImporter {
+  private readonly batchSize: number;
+  private readonly maxInFlight: number;
+  private readonly accountCache = new Map<string, Promise<boolean>>();
+  private batch: { entry: ImportEntry; tag: number }[] = [];
+  private readonly inFlight = new Set<Promise<void>>();
+  private failure: unknown;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+    private readonly onOutcome: (entry: ImportEntry, outcome: ImportOutcome, tag: number) => void,
+    opts: BulkImportOptions = {},
+  ) {
+    this.batchSize = Math.max(1, opts.batchSize ?? 500);
+    this.maxInFlight = Math.max(1, opts.maxBatchesInFlight ?? 8);
+    if (!(SCRIPT_NAME in redis)) redis.defineCommand(SCRIPT_NAME, { lua: HOST_IMPORT });
+  }
+
+  /**
+   * Whether an account exists, asked once per name per importer (an import names a few
+   * accounts for many hosts). The batch script checks again atomically.
+   */
+  accountExists(name: string): Promise<boolean> {
+    let known = this.accountCache.get(name);
+    if (known === undefined) {
+      known = storeCall('account exists', () => this.redis.exists(this.keys.account(name))).then((n) => n === 1);
+      this.accountCache.set(name, known);
+    }
+    return known;
+  }
+
+  /** Queue one host; `tag` comes back with its outcome (e.g. the input line number). */
+  async push(entry: ImportEntry, tag = 0): Promise<void> {
+    this.throwIfFailed();
+    this.batch.push({ entry, tag });
+    if (this.batch.length >= this.batchSize) await this.flush();
+  }
+
+  /** Send what is queued and wait for every batch in flight. */
+  async finish(): Promise<void> {
+    await this.flush();
+    await Promise.all([...this.inFlight]);
+    this.throwIfFailed();
+  }
+
+  private async flush(): Promise<void> {
+    if (this.batch.length === 0) return;
+    const batch = this.batch;
+    this.batch = [];
+    while (this.inFlight.size >= this.maxInFlight) await Promise.race([...this.inFlight]);
+    this.throwIfFailed();
+    const sent = this.send(batch).catch((err: unknown) => {
+      this.failure ??= err;
+    });
+    this.inFlight.add(sent);
+    void sent.finally(() => this.inFlight.delete(sent));
+  }
+
+  private async send(batch: { entry: ImportEntry; tag: number }[]): Promise<void> {
+    const accountIndex = new Map<string, number>();
+    const accountKeys: string[] = [];
+    const accountNames: string[] = [];
+    const hostKeys: string[] = new Array<string>(batch.length);
+    const perHost: (string | number)[] = new Array<string | number>(batch.length * 2);
+    batch.forEach(({ entry }, i) => {
+      let index = accountIndex.get(entry.account);
+      if (index === undefined) {
+        index = accountNames.length + 1;
+        accountIndex.set(entry.account, index);
+        accountNames.push(entry.account);
+        accountKeys.push(this.keys.account(entry.account));
+      }
+      hostKeys[i] = this.keys.host(entry.fqdn);
+      perHost[2 * i] = index;
+      perHost[2 * i + 1] = entry.type;
+    });
+    const command = (this.redis as unknown as Record<string, ImportCommand>)[SCRIPT_NAME]!.bind(this.redis);
+    const reply = await storeCall('host import', () =>
+      command(accountKeys.length + hostKeys.length, ...accountKeys, ...hostKeys, accountNames.length, ...accountNames, ...perHost),
+    );
+    if (!Array.isArray(reply) || reply.length !== batch.length) throw new Error('host import: unexpected script reply');
+    batch.forEach(({ entry, tag }, i) => this.onOutcome(entry, outcomeOf(String(reply[i])), tag));
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure !== undefined) throw this.failure;
+  }
+}
+
+function outcomeOf(reply: string): ImportOutcome {
+  if (reply === 'ok') return { kind: 'ok' };
+  if (reply === 'noaccount') return { kind: 'noaccount' };
+  if (reply.startsWith('=')) return { kind: 'exists', owner: reply.slice(1) };
+  throw new Error(`host import: unexpected outcome ${JSON.stringify(reply)}`);
+}
