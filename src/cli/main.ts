@@ -7,6 +7,7 @@ import { configPathFrom, loadContext, UsageError } from './context.js';
 import { serve } from './commands/serve.js';
 import * as admin from './commands/admin.js';
 import { check } from './commands/check.js';
+import { hostImport } from './commands/import.js';
 import { demo } from './demo.js';
 
 const out = (line: string) => process.stdout.write(line + '\n');
@@ -86,6 +87,14 @@ const cli = yargs(hideBin(process.argv))
             .option('account', { type: 'string', demandOption: true })
             .option('type', { type: 'string', default: 'dynamic', choices: ['dynamic', 'static', 'webhop', 'subdomain'] }),
         async (argv) => admin.hostAdd(await ctx(argv), argv.fqdn, argv.account, argv.type, out),
+      )
+      .command(
+        'import <file>',
+        'register many host names: one "FQDN ACCOUNT [TYPE]" per line (FILE or - for stdin)',
+        (a) => a.positional('file', { type: 'string', demandOption: true }),
+        async (argv) => {
+          if (!(await hostImport(await ctx(argv), argv.file, out, err))) process.exitCode = 1;
+        },
       )
       .command(
         'remove <fqdn>',

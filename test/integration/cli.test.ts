@@ -24,6 +24,7 @@ const printed = (r: CliResult) => r.stdout + r.stderr;
 
 function expectFailure(r: CliResult, code: number | null, ...mentions: (string | RegExp)[]): void {
   expect(r.code, `exit status; stderr: ${r.stderr}`).to.equal(code);
+  if (process.env.CLI_TEST_DEBUG) console.log(r.stderr);
   expect(r.stdout, 'nothing on stdout for a failed command').to.equal('');
   for (const m of mentions) {
     if (typeof m === 'string') expect(r.stderr).to.include(m);
