@@ -2,13 +2,12 @@
 /** The command-line entry point: the yargs command tree. The only place that reads `process`. */
 import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { BridgeError, ConfigError } from '../core/errors.js';
+import { BridgeError, ConfigError, InvalidInputError } from '../core/errors.js';
 import { configPathFrom, loadContext, UsageError } from './context.js';
 import { serve } from './commands/serve.js';
 import * as admin from './commands/admin.js';
 import { check } from './commands/check.js';
 import { hostImport } from './commands/import.js';
-import { demo } from './demo.js';
 
 const out = (line: string) => process.stdout.write(line + '\n');
 const err = (line: string) => process.stderr.write(line + '\n');
@@ -33,8 +32,11 @@ const cli = yargs(hideBin(process.argv))
   .command(
     'serve',
     'run the HTTP update service',
-    (y) => withConfig(y).option('port', { type: 'number', describe: 'override the port of every listen address' }),
-    async (argv) => serve(await ctx(argv, true), { port: argv.port }),
+    (y) =>
+      withConfig(y)
+        .option('port', { type: 'number', describe: 'override the port of every listen address' })
+        .option('workers', { type: 'number', default: 1, describe: 'worker processes sharing the listen addresses (node:cluster)' }),
+    async (argv) => serve(await ctx(argv, true), { port: argv.port, workers: argv.workers }),
   )
   .command('account', 'manage accounts', (y) =>
     withConfig(y)
@@ -93,7 +95,9 @@ const cli = yargs(hideBin(process.argv))
         'register many host names: one "FQDN ACCOUNT [TYPE]" per line (FILE or - for stdin)',
         (a) => a.positional('file', { type: 'string', demandOption: true }),
         async (argv) => {
-          if (!(await hostImport(await ctx(argv), argv.file, out, err))) process.exitCode = 1;
+          // yargs parses a bare `-` positional as '': it means stdin.
+          const file = argv.file === '' && hideBin(process.argv).includes('-') ? '-' : argv.file;
+          if (!(await hostImport(await ctx(argv), file, out, err))) process.exitCode = 1;
         },
       )
       .command(
@@ -174,7 +178,32 @@ const cli = yargs(hideBin(process.argv))
         .option('json', { type: 'boolean', default: false, describe: 'print one JSON line when ready' })
         .option('nameserver', { choices: ['knot', 'bind'] as const, default: 'knot' as const })
         .option('port', { type: 'number', describe: 'HTTP port (default: a free one)' }),
-    async (argv) => demo({ json: argv.json, nameserver: argv.nameserver, port: argv.port }, out, err),
+    async (argv) => {
+      // Loaded on demand: only the demo needs the lab (process launchers).
+      const { demo } = await import('./demo.js');
+      await demo({ json: argv.json, nameserver: argv.nameserver, port: argv.port }, out, err);
+    },
+  )
+  .command(
+    'bench',
+    'benchmark: private Redis, knotd and named; raw UPDATE capacity, the bridge, the HTTP ceiling',
+    (y) =>
+      y
+        .option('quick', { type: 'boolean', default: false, describe: 'small counts (CI smoke, well under a minute)' })
+        .option('json', { type: 'string', describe: 'write the JSON report to FILE (- for stdout)' })
+        .option('markdown', { type: 'string', describe: 'write the markdown table to FILE (default: stdout)' })
+        .option('nameserver', { type: 'array', string: true, choices: ['knot', 'bind'], describe: 'only these nameservers (default: both)' })
+        .option('mode', { type: 'array', string: true, describe: 'bridge layouts: in-process, workers-N (default: in-process workers-2)' }),
+    async (argv) => {
+      // Loaded on demand: only the bench needs the lab and the load generators.
+      const { benchCommand } = await import('../bench/index.js');
+      const lines = (s: string) => s.replace(/\n$/, '');
+      await benchCommand(
+        { quick: argv.quick, json: argv.json, markdown: argv.markdown, nameservers: argv.nameserver as ('knot' | 'bind')[] | undefined, modes: argv.mode },
+        (s) => out(lines(s)),
+        (s) => err(lines(s)),
+      );
+    },
   )
   .fail((msg, e, y) => {
     if (e) throw e;
@@ -188,7 +217,7 @@ const cli = yargs(hideBin(process.argv))
 try {
   await cli.parseAsync();
 } catch (e) {
-  if (e instanceof UsageError || e instanceof ConfigError) {
+  if (e instanceof UsageError || e instanceof ConfigError || e instanceof InvalidInputError) {
     err(`ddns-bridge: ${e.message}`);
     process.exitCode = 2;
   } else if (e instanceof BridgeError) {

@@ -129,6 +129,23 @@ for (const kind of ['knot', 'bind'] as const) {
       expect(cached.output).to.include(`${h}: skipped: IP address was already set to 203.0.113.10.`);
     });
 
+    it('dnserr (primary down): ddclient reports the DNS error, exit 1, the old record stays', async () => {
+      const [h] = await hosts(1);
+      expect((await run(conf('203.0.113.12', [h!]))).code).to.equal(0);
+      await env.ns.stop();
+      let r;
+      try {
+        r = await run(conf('203.0.113.13', [h!]));
+      } finally {
+        await env.ns.start();
+      }
+      const out = redact(r.output);
+      expect(r.code, out).to.equal(1);
+      expect(r.stdout, out).to.match(/RECEIVE:\s+dnserr\r?\n/);
+      expect(out).to.include(`FAILED:   updating ${h}: dnserr: System error: DNS error encountered.`);
+      expect(await env.ns.query(h!, 'A')).to.deep.equal(['203.0.113.12']);
+    });
+
     it('per-host tokens in one request: good for ours, nohost and !yours reported as FAILED', async () => {
       const [mine] = await hosts(1);
       const [bobs] = await hosts(1, 'bob');
@@ -137,7 +154,11 @@ for (const kind of ['knot', 'bind'] as const) {
       const out = redact(r.output);
       const received = r.stdout;
       expect(r.code, out).to.equal(1);
-      expect(received, out).to.match(/RECEIVE:\s+good 203\.0\.113\.11\r?\nRECEIVE:\s+nohost\r?\nRECEIVE:\s+!yours\r?\n/);
+      // ddclient orders the names itself: the reply lines follow the order it sent
+      const sent = /hostname=([^&]+)&/.exec(out)![1]!.split(',');
+      const want: Record<string, string> = { [mine!]: 'good 203.0.113.11', [unknown]: 'nohost', [bobs!]: '!yours' };
+      const bodyLines = [...received.matchAll(/^RECEIVE:\s+(good \S+|nohost|!yours)$/gm)].map((m) => m[1]);
+      expect(bodyLines, out).to.deep.equal(sent.map((h) => want[h]));
       expect(out).to.include(`SUCCESS:  updating ${mine}: good: IP address set to 203.0.113.11`);
       expect(out).to.include(`FAILED:   updating ${unknown}: nohost: The hostname specified does not exist in the database`);
       expect(out).to.include(`FAILED:   updating ${bobs}: !yours: The hostname specified exists, but not under the username currently being used`);

@@ -60,7 +60,6 @@ export function clientDir(env: BridgeEnv, prefix: string): Promise<string> {
   return mkdtemp(path.join(env.dir, `${prefix}-`));
 }
 
-export const CLIENT_BINARIES = ['ddclient', 'inadyn', 'wget', 'curl'] as const;
 /** The lab servers every interop test needs, plus dig for the record checks. */
 export const SERVER_BINARIES = ['redis-server', 'knotd', 'named', 'dig'] as const;
 

@@ -35,9 +35,12 @@ function hostName(raw: string): string {
 
 export async function accountAdd(ctx: CommandContext, name: string, donator: boolean, out: Out): Promise<void> {
   const account = accountName(name);
-  const password = await readPassword(`Password for ${account}: `);
-  const passwordHash = await hashPassword(password);
-  await withStore(ctx, (s) => s.accounts.create({ name: account, passwordHash, donator, createdAt: Date.now() }));
+  await withStore(ctx, async (s) => {
+    // Ask for the password only once we know the name is free.
+    if (await s.accounts.get(account)) throw new ConflictError(`account ${account} exists`);
+    const passwordHash = await hashPassword(await readPassword(`Password for ${account}: `));
+    await s.accounts.create({ name: account, passwordHash, donator, createdAt: Date.now() });
+  });
   out(`account ${account} added${donator ? ' (donator)' : ''}`);
 }
 
@@ -103,6 +106,7 @@ function hostView(h: HostRecord) {
 export async function hostAdd(ctx: CommandContext, name: string, account: string, type: string, out: Out): Promise<void> {
   const fqdn = hostName(name);
   if (!(HOST_TYPES as readonly string[]).includes(type)) throw new InvalidInputError(`invalid type "${type}": one of ${HOST_TYPES.join(', ')}`);
+  if (ctx.config.zones.some((z) => z.name === fqdn)) throw new InvalidInputError(`${fqdn} is a zone apex: only names below it can be hosts`);
   if (!zoneOf(fqdn, ctx.config.zones.map((z) => z.name))) {
     throw new InvalidInputError(`${fqdn} is not below any configured zone (${ctx.config.zones.map((z) => z.name).join(', ')})`);
   }
@@ -138,7 +142,11 @@ export async function hostRemove(ctx: CommandContext, name: string, keepDns: boo
 }
 
 export async function hostList(ctx: CommandContext, account: string | undefined, json: boolean, out: Out): Promise<void> {
-  const hosts = await withStore(ctx, (s) => s.hosts.list(account === undefined ? undefined : accountName(account)));
+  const owner = account === undefined ? undefined : accountName(account);
+  const hosts = await withStore(ctx, async (s) => {
+    if (owner !== undefined && !(await s.accounts.get(owner))) throw new NotFoundError(`no account ${owner}`);
+    return s.hosts.list(owner);
+  });
   hosts.sort((a, b) => a.fqdn.localeCompare(b.fqdn));
   if (json) out(JSON.stringify(hosts.map(hostView)));
   else for (const h of hosts) out([h.fqdn, h.account, h.type, h.state, [h.ipv4, h.ipv6].filter(Boolean).join(',') || '-'].join('\t'));
@@ -174,8 +182,11 @@ export async function hostSetState(ctx: CommandContext, name: string, change: ke
 
 export async function agentBlock(ctx: CommandContext, pattern: string, block: boolean, out: Out): Promise<void> {
   if (pattern.trim() === '') throw new InvalidInputError('empty User-Agent pattern');
-  await withStore(ctx, (s) => (block ? s.agents.block(pattern) : s.agents.unblock(pattern)));
-  out(`${block ? 'blocked' : 'unblocked'}: ${pattern}`);
+  const inConfig = ctx.config.agents.blocked.includes(pattern);
+  if (!block && inConfig) throw new ConflictError(`"${pattern}" is blocked by the config file (agents.blocked): remove it there`);
+  const changed = await withStore(ctx, (s) => (block ? s.agents.block(pattern) : s.agents.unblock(pattern)));
+  if (!block && !changed) throw new NotFoundError(`"${pattern}" is not blocked`);
+  out(`${block ? (changed || inConfig ? 'blocked' : 'already blocked') : 'unblocked'}: ${pattern}`);
 }
 
 export async function agentList(ctx: CommandContext, out: Out): Promise<void> {

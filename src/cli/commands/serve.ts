@@ -1,37 +1,200 @@
-/** `ddns-bridge serve`: the HTTP frontend until SIGTERM/SIGINT, then a graceful stop. */
+/**
+ * `ddns-bridge serve`: the HTTP frontend until SIGTERM/SIGINT, then a graceful stop.
+ *
+ * With `--workers N` (N > 1) the process becomes a node:cluster primary that forks N workers
+ * running the same command; each builds its own bridge and listens on the same addresses
+ * (the primary holds the listening sockets and hands connections round-robin). All state is
+ * in Redis, so workers share it exactly as separate frontends do. The primary logs
+ * `listening` once every worker listens, restarts a worker that dies (at most
+ * MAX_RESTARTS_PER_MINUTE, then it stops with status 1 so a supervisor sees the crash
+ * loop), and on SIGTERM/SIGINT stops the workers gracefully.
+ */
+import cluster, { type Worker } from 'node:cluster';
 import { buildBridge } from '../compose.js';
-import type { CommandContext } from '../context.js';
+import { UsageError, type CommandContext } from '../context.js';
 
-export async function serve(ctx: CommandContext, opts: { port?: number }): Promise<void> {
+export interface ServeOptions {
+  port?: number;
+  /** Worker processes (default 1: no cluster, this process serves). */
+  workers?: number;
+}
+
+export const MAX_WORKERS = 256;
+/** Worker restarts allowed in any 60 s window before the primary gives up. */
+export const MAX_RESTARTS_PER_MINUTE = 10;
+/** How long a worker may take to stop gracefully before it is killed. */
+const WORKER_STOP_GRACE_MS = 30_000;
+
+export async function serve(ctx: CommandContext, opts: ServeOptions): Promise<void> {
+  const workers = opts.workers ?? 1;
+  if (!Number.isInteger(workers) || workers < 1 || workers > MAX_WORKERS) {
+    throw new UsageError(`--workers: expected a whole number from 1 to ${MAX_WORKERS}, got ${String(opts.workers)}`);
+  }
+  if (cluster.isWorker) return serveWorker(ctx, opts);
+  if (workers === 1) return serveSingle(ctx, opts);
+  return servePrimary(ctx, opts, workers);
+}
+
+type Listener = { host: string; port: number };
+
+function listenersOf(ctx: CommandContext, opts: ServeOptions): Listener[] {
+  return ctx.config.listen.map((l) => ({ host: l.host, port: opts.port ?? l.port }));
+}
+
+/** Build the bridge and listen everywhere; undefined (exit status 1 set) when an address cannot be bound. */
+async function startBridge(ctx: CommandContext, opts: ServeOptions, listeningMsg: string) {
   const { config, logger } = ctx;
   const bridge = buildBridge(config, logger);
-  const listeners = config.listen.map((l) => ({ host: l.host, port: opts.port ?? l.port }));
+  const bound: Listener[] = [];
   try {
-    for (const l of listeners) {
+    for (const l of listenersOf(ctx, opts)) {
       // One server object can listen once: extra addresses get their own frontend.
       const port = await bridge.http.listen(l.host, l.port);
-      logger.info('listening', { host: l.host, port, zones: config.zones.map((z) => z.name) });
+      bound.push({ host: l.host, port });
+      logger.info(listeningMsg, { host: l.host, port, zones: config.zones.map((z) => z.name), pid: process.pid });
     }
   } catch (err) {
     logger.error('cannot listen', { error: (err as Error).message });
     await bridge.close();
     process.exitCode = 1;
+    return undefined;
+  }
+  return { bridge, bound };
+}
+
+/** Resolves with the signal name on the first SIGTERM or SIGINT. */
+function stopSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const on = (signal: string) => () => {
+      process.off('SIGTERM', term);
+      process.off('SIGINT', int);
+      resolve(signal);
+    };
+    const term = on('SIGTERM');
+    const int = on('SIGINT');
+    process.once('SIGTERM', term);
+    process.once('SIGINT', int);
+  });
+}
+
+async function serveSingle(ctx: CommandContext, opts: ServeOptions): Promise<void> {
+  const { logger } = ctx;
+  const started = await startBridge(ctx, opts, 'listening');
+  if (!started) return;
+  const signal = await stopSignal();
+  logger.info('stopping', { signal });
+  await started.bridge.close().catch((err: unknown) => logger.error('error while stopping', { error: (err as Error).message }));
+  logger.info('stopped');
+}
+
+/** Messages between the primary and a worker. */
+type WorkerMessage = { kind: 'ready'; bound: Listener[] } | { kind: 'stop' };
+
+async function serveWorker(ctx: CommandContext, opts: ServeOptions): Promise<void> {
+  const { logger } = ctx;
+  // The primary says when to stop (a terminal's Ctrl-C also reaches us directly as SIGINT).
+  const stop = new Promise<string>((resolve) => {
+    process.on('message', (m: WorkerMessage) => {
+      if (m?.kind === 'stop') resolve('stop from primary');
+    });
+    void stopSignal().then(resolve);
+    process.once('disconnect', () => resolve('primary gone'));
+  });
+  const started = await startBridge(ctx, opts, 'worker listening');
+  if (!started) {
+    process.disconnect?.();
     return;
   }
+  process.send?.({ kind: 'ready', bound: started.bound } satisfies WorkerMessage);
+  const why = await stop;
+  logger.info('worker stopping', { reason: why, pid: process.pid });
+  await started.bridge.close().catch((err: unknown) => logger.error('error while stopping', { error: (err as Error).message }));
+  logger.info('worker stopped', { pid: process.pid });
+  // The IPC channel would keep the process alive.
+  if (process.connected) process.disconnect();
+}
 
-  await new Promise<void>((resolve) => {
-    let stopping = false;
-    const stop = (signal: string) => {
+async function servePrimary(ctx: CommandContext, opts: ServeOptions, count: number): Promise<void> {
+  const { logger } = ctx;
+  const alive = new Set<Worker>();
+  const restarts: number[] = [];
+  let ready = false;
+  let stopping = false;
+  let finish: (code: number) => void = () => undefined;
+  const done = new Promise<number>((resolve) => (finish = resolve));
+
+  const stopAll = (reason: string, code: number): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('stopping', { signal: reason, workers: alive.size });
+    if (alive.size === 0) return finish(code);
+    const killer = setTimeout(() => {
+      for (const w of alive) w.process.kill('SIGKILL');
+    }, WORKER_STOP_GRACE_MS);
+    killer.unref();
+    for (const w of alive) sendStop(w);
+    const check = setInterval(() => {
+      if (alive.size === 0) {
+        clearInterval(check);
+        clearTimeout(killer);
+        finish(code);
+      }
+    }, 20);
+  };
+
+  const fork = (): Worker => {
+    const worker = cluster.fork();
+    alive.add(worker);
+    worker.on('exit', (code, signal) => {
+      alive.delete(worker);
       if (stopping) return;
-      stopping = true;
-      logger.info('stopping', { signal });
-      bridge
-        .close()
-        .catch((err: unknown) => logger.error('error while stopping', { error: (err as Error).message }))
-        .finally(resolve);
-    };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+      if (!ready) {
+        logger.error('a worker exited while starting', { pid: worker.process.pid, code, signal });
+        return stopAll('worker failed to start', 1);
+      }
+      const now = Date.now();
+      while (restarts.length > 0 && now - restarts[0]! > 60_000) restarts.shift();
+      if (restarts.length >= MAX_RESTARTS_PER_MINUTE) {
+        logger.error('workers keep dying; giving up', { restartsPerMinute: restarts.length });
+        return stopAll('too many worker restarts', 1);
+      }
+      restarts.push(now);
+      logger.warn('worker died; starting another', { pid: worker.process.pid, code, signal });
+      fork();
+    });
+    return worker;
+  };
+
+  const firstReady = new Promise<Listener[]>((resolve) => {
+    let pending = count;
+    cluster.on('message', (_worker, m: WorkerMessage) => {
+      if (m?.kind !== 'ready' || ready) return;
+      if (--pending === 0) resolve(m.bound);
+    });
   });
+
+  void stopSignal().then((signal) => stopAll(signal, 0));
+  for (let i = 0; i < count; i++) fork();
+
+  const outcome = await Promise.race([firstReady.then((bound) => ({ bound })), done.then((code) => ({ code }))]);
+  if ('code' in outcome) {
+    process.exitCode = outcome.code;
+    return;
+  }
+  ready = true;
+  for (const l of outcome.bound) {
+    logger.info('listening', { host: l.host, port: l.port, zones: ctx.config.zones.map((z) => z.name), workers: count, pid: process.pid });
+  }
+  const code = await done;
+  if (code !== 0) process.exitCode = code;
   logger.info('stopped');
+}
+
+function sendStop(worker: Worker): void {
+  try {
+    if (worker.isConnected()) worker.send({ kind: 'stop' } satisfies WorkerMessage);
+    else worker.process.kill('SIGTERM');
+  } catch {
+    worker.process.kill('SIGTERM');
+  }
 }

@@ -1,0 +1,40 @@
+/** `ddns-bridge bench`: run the benchmark, write JSON and a markdown table. */
+import { writeFile } from 'node:fs/promises';
+import type { LabKind } from '../lab/index.js';
+import { renderMarkdown } from './report.js';
+import { runBench, type BenchReport } from './run.js';
+import type { BridgeMode } from './targets.js';
+
+export { runBench, type BenchReport, type BenchOptions } from './run.js';
+export { renderMarkdown } from './report.js';
+export type { BridgeMode } from './targets.js';
+
+export interface BenchCommandOptions {
+  quick: boolean;
+  /** JSON to this file ('-' = stdout). */
+  json?: string;
+  /** Markdown to this file; without it the table goes to stdout (to stderr when the JSON does). */
+  markdown?: string;
+  nameservers?: LabKind[];
+  modes?: string[];
+}
+
+export async function benchCommand(opts: BenchCommandOptions, out: (s: string) => void, err: (s: string) => void): Promise<BenchReport> {
+  const modes = opts.modes?.map(parseMode);
+  const report = await runBench({ quick: opts.quick, nameservers: opts.nameservers, modes, progress: (l) => err(`bench: ${l}`) });
+  const markdown = renderMarkdown(report);
+  const json = JSON.stringify(report, null, 2);
+  if (opts.json === '-') out(json);
+  else if (opts.json) await writeFile(opts.json, json + '\n');
+  if (opts.markdown) await writeFile(opts.markdown, markdown);
+  else if (opts.json === '-') err(markdown);
+  else out(markdown);
+  return report;
+}
+
+function parseMode(text: string): BridgeMode {
+  if (text === 'in-process') return text;
+  const m = /^workers-([1-9]\d?)$/.exec(text);
+  if (m) return `workers-${Number(m[1])}`;
+  throw new Error(`unknown bench mode ${JSON.stringify(text)}: in-process or workers-N`);
+}

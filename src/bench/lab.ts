@@ -1,0 +1,138 @@
+/**
+ * The bench's private servers: one redis-server, and a knotd and/or named each primary
+ * for its own zone; a bridge config with both zones; the bench account.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { hashPassword } from '../auth/index.js';
+import { loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import {
+  generateTsigKey,
+  makeTempDir,
+  removeDir,
+  requireBinary,
+  startNameServer,
+  startRedis,
+  writeKeyFile,
+  writePrivateFile,
+  type LabKind,
+  type NameServer,
+  type RedisServer,
+} from '../lab/index.js';
+import { openStore, type Store } from '../store/index.js';
+import { silentLogger } from '../core/log.js';
+
+export const BENCH_ACCOUNT = 'bench';
+
+export interface BenchLab {
+  dir: string;
+  redis: RedisServer;
+  nameservers: Map<LabKind, NameServer>;
+  /** The bench's own store client (imports, INFO). */
+  store: Store;
+  config: Config;
+  configPath: string;
+  /** BIND-format key file for nsupdate. */
+  keyFile: string;
+  /** `Basic …` for the bench account. */
+  authorization: string;
+  zoneOf(kind: LabKind): string;
+  stop(): Promise<void>;
+}
+
+export function zoneFor(kind: LabKind): string {
+  return `${kind}.bench.test`;
+}
+
+export async function startLab(kinds: readonly LabKind[]): Promise<BenchLab> {
+  requireBinary('redis-server');
+  for (const kind of kinds) requireBinary(kind === 'knot' ? 'knotd' : 'named');
+  requireBinary('nsupdate');
+  const dir = await makeTempDir('ddns-bench-');
+  const started: { stop(): Promise<void> }[] = [];
+  const cleanup = async () => {
+    for (const s of started.reverse()) await s.stop().catch(() => undefined);
+    await removeDir(dir);
+  };
+  try {
+    await mkdir(path.join(dir, 'redis'));
+    const redis = await startRedis({ dir: path.join(dir, 'redis'), appendonly: false });
+    started.push(redis);
+    const key = generateTsigKey('bench-key', 'hmac-sha256');
+    const nameservers = new Map<LabKind, NameServer>();
+    for (const kind of kinds) {
+      const nsDir = path.join(dir, kind);
+      await mkdir(nsDir);
+      const ns = await startNameServer(kind, { dir: nsDir, zone: zoneFor(kind), key });
+      started.push(ns);
+      nameservers.set(kind, ns);
+    }
+    const secretFile = path.join(dir, 'tsig.secret');
+    await writePrivateFile(secretFile, key.secret + '\n');
+    const keyFile = await writeKeyFile(path.join(dir, 'tsig.key'), key);
+    const configPath = path.join(dir, 'config.json');
+    const json = {
+      listen: ['127.0.0.1:0'],
+      redis: { url: redis.url, keyPrefix: 'ddns:' },
+      zones: kinds.map((kind) => ({
+        name: zoneFor(kind),
+        primary: `127.0.0.1:${nameservers.get(kind)!.port}`,
+        key: { name: key.name, algorithm: key.algorithm, secretFile },
+      })),
+      // The bench repeats requests for a host far faster than any client may: the frequency
+      // rule would block it. An interval of 1 µs (0 ms after rounding) never counts a request
+      // as frequent; the admit script does the same work either way.
+      frequency: { minInterval: 0.000001, donatorMinInterval: 0.000001 },
+      mx: { resolvers: [`127.0.0.1:${nameservers.get(kinds[0]!)!.port}`], timeout: 1 },
+      log: { level: 'info' },
+    };
+    await writePrivateFile(configPath, JSON.stringify(json, null, 2));
+    const config = await loadConfig(configPath, {});
+    const store = openStore(config, silentLogger);
+    started.push({ stop: () => store.close() });
+    const password = 'bench-' + Math.random().toString(36).slice(2);
+    await store.accounts.create({ name: BENCH_ACCOUNT, passwordHash: await hashPassword(password), donator: false, createdAt: Date.now() });
+    return {
+      dir,
+      redis,
+      nameservers,
+      store,
+      config,
+      configPath,
+      keyFile,
+      authorization: `Basic ${Buffer.from(`${BENCH_ACCOUNT}:${password}`).toString('base64')}`,
+      zoneOf: zoneFor,
+      stop: cleanup,
+    };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+/** `used_memory` from INFO memory, bytes. */
+export async function redisUsedMemory(store: Store): Promise<number> {
+  const info = await store.redis.info('memory');
+  const m = /^used_memory:(\d+)/m.exec(info);
+  if (!m) throw new Error('bench: no used_memory in INFO');
+  return Number(m[1]);
+}
+
+/** Calls per command from INFO commandstats (commands run inside Lua scripts included). */
+export async function redisCommandCalls(store: Store): Promise<Map<string, number>> {
+  const info = await store.redis.info('commandstats');
+  const calls = new Map<string, number>();
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(m[1]!, Number(m[2]));
+  return calls;
+}
+
+/** First line of a version command's output ('' when it cannot be run). */
+export function versionOf(binary: string, args: string[]): Promise<string> {
+  return new Promise((resolve) => {
+    execFile(binary, args, { timeout: 5000 }, (_err, stdout, stderr) => {
+      resolve(`${stdout}${stderr}`.split('\n').find((l) => l.trim() !== '')?.trim() ?? '');
+    });
+  });
+}

@@ -1,0 +1,57 @@
+/** How much the bench does: the full run, and `--quick` (CI smoke: the same sections, small counts). */
+
+export interface BenchProfile {
+  name: 'full' | 'quick';
+  /** Concurrencies for every measured path. */
+  concurrencies: number[];
+  /** Each HTTP measurement: at most this many requests and this many seconds. */
+  httpRequests: number;
+  httpSeconds: number;
+  /** Each raw UPDATE measurement: at most this many messages and this many seconds. */
+  rawMessages: number;
+  rawSeconds: number;
+  /** Names per message in the batched raw measurement (the bridge's own cap per message). */
+  namesPerMessage: number;
+  /** Distinct owner names the raw sender cycles through (more than it ever has in flight). */
+  rawNamePool: number;
+  /** One nsupdate process per update: this many, within this many seconds. */
+  nsupdateCount: number;
+  nsupdateSeconds: number;
+  /** Registered hosts (all zones together) for the first runs, then for the scale runs. */
+  smallHosts: number;
+  largeHosts: number;
+  /** Unrecorded requests per nameserver when a bridge starts (JIT, connections). */
+  warmupRequests: number;
+}
+
+export const FULL_PROFILE: BenchProfile = {
+  name: 'full',
+  concurrencies: [1, 16, 64],
+  httpRequests: 20_000,
+  httpSeconds: 4,
+  rawMessages: 20_000,
+  rawSeconds: 4,
+  namesPerMessage: 50,
+  rawNamePool: 5_000,
+  nsupdateCount: 50,
+  nsupdateSeconds: 30,
+  smallHosts: 1_000,
+  largeHosts: 1_000_000,
+  warmupRequests: 500,
+};
+
+export const QUICK_PROFILE: BenchProfile = {
+  name: 'quick',
+  concurrencies: [1, 16, 64],
+  httpRequests: 300,
+  httpSeconds: 0.4,
+  rawMessages: 200,
+  rawSeconds: 0.4,
+  namesPerMessage: 50,
+  rawNamePool: 4_000,
+  nsupdateCount: 5,
+  nsupdateSeconds: 5,
+  smallHosts: 1_000,
+  largeHosts: 10_000,
+  warmupRequests: 64,
+};

@@ -1,0 +1,84 @@
+/** The bench report as a markdown table (Knot and BIND side by side). */
+import type { LabKind } from '../lab/index.js';
+import type { BenchReport, ByConcurrency } from './run.js';
+import type { Measurement } from './stats.js';
+
+const NAMES: Record<LabKind, string> = { knot: 'Knot', bind: 'BIND' };
+
+export function renderMarkdown(r: BenchReport): string {
+  const kinds = Object.keys(r.nameservers) as LabKind[];
+  const mode = r.settings.headlineMode;
+  const out: string[] = [];
+  const m = r.machine;
+  out.push(
+    `Machine: ${m.nproc} × ${m.cpu}; Node ${m.node}; ${m.knot}; ${m.bind}; ${m.redis}. ` +
+      `Load average before/after: ${m.loadAverageAtStart.join(' ')} / ${m.loadAverageAtEnd.join(' ')}` +
+      (m.otherLoad ? ' (other load was present on the machine).' : '.'),
+  );
+  out.push('');
+  out.push(`Profile \`${r.profile}\`, ${r.durationSeconds} s. Headline bridge layout: **${mode}** — ${r.settings.headlineReason}.`);
+  out.push('');
+
+  const header = ['path', 'c', ...kinds.flatMap((k) => [`${NAMES[k]} /s`, 'p50 ms', 'p99 ms'])];
+  out.push(`| ${header.join(' | ')} |`);
+  out.push(`|${header.map((_, i) => (i < 2 ? '---' : '---:')).join('|')}|`);
+  const row = (label: string, c: string, get: (k: LabKind) => Measurement | undefined): void => {
+    const cells = kinds.flatMap((k) => {
+      const x = get(k);
+      return x ? [fmt(x.rps), fmt(x.p50Ms), fmt(x.p99Ms)] : ['–', '–', '–'];
+    });
+    out.push(`| ${label} | ${c} | ${cells.join(' | ')} |`);
+  };
+  const rows = (label: string, get: (k: LabKind) => ByConcurrency | undefined): void => {
+    for (const c of r.settings.concurrencies) row(label, String(c), (k) => get(k)?.[String(c)]);
+  };
+  rows('raw UPDATE, 1 name/message', (k) => r.nameservers[k]!.rawSingle);
+  rows(`raw UPDATE, ${r.settings.namesPerMessage} names/message (names/s)`, (k) => r.nameservers[k]!.rawBatched);
+  row('nsupdate process per update', '1', (k) => r.nameservers[k]!.nsupdate);
+  for (const md of r.settings.modes) {
+    rows(`HTTP ceiling, bare node:http (${md})`, () => r.httpCeiling[md]);
+    rows(`bridge change path (${md})`, (k) => r.nameservers[k]!.bridge[md]?.change);
+    rows(`bridge nochg path (${md})`, (k) => r.nameservers[k]!.bridge[md]?.nochg);
+  }
+  const large = kinds.map((k) => r.nameservers[k]!.large)[0];
+  if (large) {
+    row(`bridge change path at ${large.hosts.toLocaleString('en')} hosts (${mode})`, String(large.concurrency), (k) => r.nameservers[k]!.large.change);
+    row(`bridge nochg path at ${large.hosts.toLocaleString('en')} hosts (${mode})`, String(large.concurrency), (k) => r.nameservers[k]!.large.nochg);
+  }
+  out.push('');
+
+  const perHost = kinds.flatMap((k) => {
+    const h = r.nameservers[k]!.bridge['in-process']?.hostsPerMessage;
+    return h ? [`${NAMES[k]} ${Object.entries(h).map(([c, n]) => `c=${c}: ${n}`).join(', ')}`] : [];
+  });
+  if (perHost.length > 0) out.push(`Hosts per UPDATE message sent by the bridge (in-process, group commit): ${perHost.join('; ')}.`, '');
+
+  out.push('| target | value | goal | met |');
+  out.push('|---|---:|---:|---|');
+  for (const t of r.targets) {
+    out.push(`| ${t.name}${t.nameserver ? ` (${NAMES[t.nameserver]})` : ''} | ${fmt(t.value)} | ${t.target} | ${t.met ? 'yes' : '**no**'} |`);
+  }
+  out.push('');
+  const mem = r.redisMemory;
+  out.push(
+    `Redis: ${fmt(mem.small.bytesPerHost)} bytes per registered host at ${mem.small.hosts.toLocaleString('en')} hosts, ` +
+      `${fmt(mem.large.bytesPerHost)} at ${mem.large.hosts.toLocaleString('en')} (bulk import: ${mem.large.importRate.toLocaleString('en')} hosts/s).`,
+  );
+  const rss = Object.entries(r.bridgeRss)
+    .map(([md, x]) => `${md}: largest process ${mib(x.maxProcessBytes)} MB, all ${x.processes} processes ${mib(x.maxTotalBytes)} MB${x.includesLoadGenerator ? ' (includes the load generator)' : ''}`)
+    .join('; ');
+  out.push(`Bridge RSS (maximum during the runs): ${rss}.`);
+  out.push('');
+  out.push('Notes:');
+  for (const n of r.settings.notes) out.push(`- ${n}`);
+  return out.join('\n') + '\n';
+}
+
+function fmt(x: number): string {
+  if (!Number.isFinite(x)) return String(x);
+  if (Math.abs(x) >= 100) return Math.round(x).toLocaleString('en');
+  if (Math.abs(x) >= 10) return x.toFixed(1);
+  return x.toFixed(2);
+}
+
+const mib = (bytes: number) => (bytes / (1024 * 1024)).toFixed(0);

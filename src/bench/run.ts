@@ -1,0 +1,543 @@
+/**
+ * `ddns-bridge bench`: one run that starts private Redis, knotd and named, registers hosts
+ * through the bulk path, and measures side by side per nameserver: the raw UPDATE capacity
+ * (one name per message and batched), one nsupdate process per update, the HTTP ceiling,
+ * the bridge's change and nochg paths, its RSS, Redis memory per host, and the same at a
+ * large host count. Every measurement is bounded by a request count and a time limit.
+ */
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+import type { LabKind } from '../lab/index.js';
+import { findBinary } from '../lab/index.js';
+import { JsonLogger } from '../cli/logger.js';
+import { importLines, outcomeHandler, type ImportSummary, type Rejection } from '../cli/commands/import.js';
+import { BulkHostImporter } from '../store/index.js';
+import { CEILING_BODY } from './ceiling-server.js';
+import { BENCH_ACCOUNT, redisCommandCalls, redisUsedMemory, startLab, versionOf, type BenchLab } from './lab.js';
+import { runHttpLoad, updateRequest } from './load.js';
+import { runNsupdate } from './nsupdate.js';
+import { FULL_PROFILE, QUICK_PROFILE, type BenchProfile } from './profile.js';
+import { nextAddress, runRawUpdates } from './raw-dns.js';
+import { round, type Measurement } from './stats.js';
+import { startBridgeTarget, startCeilingTarget, type BridgeMode, type Target } from './targets.js';
+
+export interface BenchOptions {
+  quick?: boolean;
+  nameservers?: LabKind[];
+  modes?: BridgeMode[];
+  /** Progress lines (stderr). */
+  progress?: (line: string) => void;
+}
+
+/** Measurements keyed by concurrency. */
+export type ByConcurrency = Record<string, Measurement>;
+
+export interface BridgeResult {
+  change: ByConcurrency;
+  nochg: ByConcurrency;
+  /** In-process only: hosts per UPDATE message the bridge sent during each change run. */
+  hostsPerMessage?: Record<string, number>;
+  /**
+   * Redis commands per request at the highest concurrency (INFO commandstats delta / requests;
+   * includes the commands the Lua scripts run, and the bench's own two INFO calls).
+   */
+  redisCommandsPerRequest?: { change: Record<string, number>; nochg: Record<string, number> };
+}
+
+export interface RssResult {
+  /** Largest resident set of any one bridge process during the runs. */
+  maxProcessBytes: number;
+  /** Largest sum over the bridge's processes (primary + workers) at one moment. */
+  maxTotalBytes: number;
+  processes: number;
+  /** In-process: the figure includes the bench's own load generator. */
+  includesLoadGenerator: boolean;
+}
+
+export interface Ratios {
+  /** Best change-path rps / best batched raw UPDATE rate (names/s). Target ≥ 0.8. */
+  changeVsRawBatched: number;
+  /** Best nochg rps / best bare node:http rps, same process layout. Target ≥ 0.8. */
+  nochgVsHttpCeiling: number;
+  /** Change-path p50 at concurrency 1 minus raw one-name UPDATE p50 at concurrency 1, ms. Target ≤ 1. */
+  p50C1MinusRawMs: number;
+  /** Change-path rps at the large host count / at the small one (highest concurrency). Target ≥ 0.9. */
+  changeLargeVsSmall: number;
+  /** The same for the nochg path. */
+  nochgLargeVsSmall: number;
+}
+
+export interface NameserverResult {
+  zone: string;
+  rawSingle: ByConcurrency;
+  rawBatched: ByConcurrency;
+  nsupdate: Measurement;
+  bridge: Record<string, BridgeResult>;
+  /** Headline mode at the large host count, highest concurrency. */
+  large: { hosts: number; concurrency: number; change: Measurement; nochg: Measurement };
+  /** Ratios per bridge mode (the large-scale ones only for the headline mode). */
+  ratios: Record<string, Partial<Ratios>>;
+}
+
+export interface BenchReport {
+  version: 1;
+  profile: BenchProfile['name'];
+  startedAt: string;
+  durationSeconds: number;
+  command: string;
+  machine: {
+    nproc: number;
+    cpu: string;
+    node: string;
+    knot: string;
+    bind: string;
+    redis: string;
+    loadAverageAtStart: number[];
+    loadAverageAtEnd: number[];
+    /** True when the 1-minute load average before the bench showed other work on the machine. */
+    otherLoad: boolean;
+  };
+  settings: {
+    concurrencies: number[];
+    namesPerMessage: number;
+    httpRequestsMax: number;
+    httpSecondsMax: number;
+    rawMessagesMax: number;
+    rawSecondsMax: number;
+    modes: BridgeMode[];
+    headlineMode: BridgeMode;
+    headlineReason: string;
+    notes: string[];
+  };
+  httpCeiling: Record<string, ByConcurrency>;
+  nameservers: Partial<Record<LabKind, NameserverResult>>;
+  redisMemory: {
+    small: { hosts: number; bytesPerHost: number };
+    large: { hosts: number; bytesPerHost: number; importSeconds: number; importRate: number };
+  };
+  bridgeRss: Record<string, RssResult>;
+  targets: { name: string; nameserver?: LabKind; value: number; target: string; met: boolean }[];
+}
+
+export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
+  const profile = opts.quick ? QUICK_PROFILE : FULL_PROFILE;
+  const kinds = opts.nameservers ?? (['knot', 'bind'] as LabKind[]);
+  const modes = opts.modes ?? (['in-process', 'workers-2'] as BridgeMode[]);
+  const progress = opts.progress ?? (() => undefined);
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const loadAverageAtStart = os.loadavg();
+  const conc = profile.concurrencies;
+  const top = String(Math.max(...conc));
+
+  progress(`profile ${profile.name}; nameservers ${kinds.join(', ')}; bridge modes ${modes.join(', ')}`);
+  const lab = await startLab(kinds);
+  try {
+    const machine = await machineInfo(loadAverageAtStart);
+    const perZoneSmall = Math.floor(profile.smallHosts / kinds.length);
+    const perZoneLarge = Math.floor(profile.largeHosts / kinds.length);
+
+    // Registration, small: memory per host from the delta.
+    const base = await redisUsedMemory(lab.store);
+    await importHosts(lab, kinds, 0, perZoneSmall);
+    const smallBytes = (await redisUsedMemory(lab.store)) - base;
+    const small = { hosts: perZoneSmall * kinds.length, bytesPerHost: round(smallBytes / (perZoneSmall * kinds.length), 1) };
+    progress(`redis: ${small.bytesPerHost} bytes per host at ${small.hosts} hosts`);
+
+    const nameservers: Partial<Record<LabKind, NameserverResult>> = {};
+    for (const kind of kinds) {
+      const ns = lab.nameservers.get(kind)!;
+      const zone = lab.config.zones.find((z) => z.name === lab.zoneOf(kind))!;
+      const rawSingle: ByConcurrency = {};
+      const rawBatched: ByConcurrency = {};
+      for (const [names, into, label] of [
+        [1, rawSingle, '1 name/msg'],
+        [profile.namesPerMessage, rawBatched, `${profile.namesPerMessage} names/msg`],
+      ] as const) {
+        for (const c of conc) {
+          const m = await runRawUpdates({
+            zone,
+            concurrency: c,
+            namesPerMessage: names,
+            messages: profile.rawMessages,
+            maxSeconds: profile.rawSeconds,
+            prefix: 'raw-',
+            namePool: profile.rawNamePool,
+          });
+          into[String(c)] = m;
+          progress(`${kind} raw UPDATE ${label} c=${c}: ${line(m)} (${m.messages} messages)`);
+        }
+      }
+      const nsupdate = await runNsupdate({
+        keyFile: lab.keyFile,
+        server: { host: ns.host, port: ns.port },
+        zone: zone.name,
+        count: profile.nsupdateCount,
+        maxSeconds: profile.nsupdateSeconds,
+        prefix: 'nsupdate-',
+      });
+      progress(`${kind} nsupdate process per update: ${line(nsupdate)}`);
+      nameservers[kind] = {
+        zone: zone.name,
+        rawSingle,
+        rawBatched,
+        nsupdate,
+        bridge: {},
+        large: undefined as unknown as NameserverResult['large'],
+        ratios: {},
+      };
+    }
+
+    const httpCeiling: Record<string, ByConcurrency> = {};
+    const bridgeRss: Record<string, RssResult> = {};
+    const cursors = new Map<LabKind, HostCursor>(kinds.map((k) => [k, { next: 0, from: 0, count: perZoneSmall }]));
+    for (const mode of modes) {
+      const ceiling = await startCeilingTarget(mode);
+      httpCeiling[mode] = {};
+      try {
+        const request = updateRequest(`ceiling.${lab.zoneOf(kinds[0]!)}`, '192.0.2.1', lab.authorization);
+        await runHttpLoad({ host: '127.0.0.1', port: ceiling.port, concurrency: 16, requests: profile.warmupRequests, maxSeconds: 5, request: () => request, expect: () => true });
+        for (const c of conc) {
+          const m = await runHttpLoad({
+            host: '127.0.0.1',
+            port: ceiling.port,
+            concurrency: c,
+            requests: profile.httpRequests,
+            maxSeconds: profile.httpSeconds,
+            request: () => request,
+            expect: (_i, _s, body) => body === CEILING_BODY,
+          });
+          httpCeiling[mode][String(c)] = m;
+          progress(`http ceiling (${mode}) c=${c}: ${line(m)}`);
+        }
+      } finally {
+        await ceiling.stop();
+      }
+
+      const target = await startBridgeTarget(mode, lab.config, lab.configPath, new JsonLogger('warn'));
+      const rss = new RssSampler(target);
+      try {
+        for (const kind of kinds) {
+          const result: BridgeResult = { change: {}, nochg: {} };
+          const cursor = cursors.get(kind)!;
+          await changeRun(lab, target, kind, 16, profile.warmupRequests, 30, cursor);
+          const perRequest: Partial<NonNullable<BridgeResult['redisCommandsPerRequest']>> = {};
+          for (const c of conc) {
+            const before = senderStats(target, lab.zoneOf(kind));
+            const calls = String(c) === top ? await redisCommandCalls(lab.store) : undefined;
+            const m = await changeRun(lab, target, kind, c, profile.httpRequests, profile.httpSeconds, cursor);
+            if (calls) perRequest.change = perRequestDelta(calls, await redisCommandCalls(lab.store), m.ok + m.errors);
+            result.change[String(c)] = m;
+            const after = senderStats(target, lab.zoneOf(kind));
+            if (before && after && after.messagesSent > before.messagesSent) {
+              (result.hostsPerMessage ??= {})[String(c)] = round((after.hostsSent - before.hostsSent) / (after.messagesSent - before.messagesSent), 2);
+            }
+            progress(`${kind} bridge change (${mode}) c=${c}: ${line(m)}${result.hostsPerMessage?.[String(c)] ? `, ${result.hostsPerMessage[String(c)]} hosts/msg` : ''}`);
+          }
+          for (const c of conc) {
+            const m = await nochgRun(lab, target, kind, c, profile.httpRequests, profile.httpSeconds, perZoneSmall, (calls, requests) => {
+              if (String(c) === top) perRequest.nochg = perRequestDelta(calls.before, calls.after, requests);
+            });
+            result.nochg[String(c)] = m;
+            progress(`${kind} bridge nochg (${mode}) c=${c}: ${line(m)}`);
+          }
+          if (perRequest.change && perRequest.nochg) {
+            result.redisCommandsPerRequest = perRequest as NonNullable<BridgeResult['redisCommandsPerRequest']>;
+            progress(`${kind} redis commands per request (${mode}): change ${JSON.stringify(perRequest.change)}, nochg ${JSON.stringify(perRequest.nochg)}`);
+          }
+          nameservers[kind]!.bridge[mode] = result;
+        }
+      } finally {
+        await target.stop();
+        bridgeRss[mode] = rss.stop(mode === 'in-process');
+        progress(`bridge RSS (${mode}): max process ${mb(bridgeRss[mode].maxProcessBytes)} MB, max total ${mb(bridgeRss[mode].maxTotalBytes)} MB`);
+      }
+    }
+
+    // The headline layout: the better change path at the highest concurrency, summed over nameservers.
+    const score = (mode: BridgeMode) => kinds.reduce((sum, k) => sum + (nameservers[k]!.bridge[mode]!.change[top]?.rps ?? 0), 0);
+    const headlineMode = [...modes].sort((a, b) => score(b) - score(a))[0]!;
+    const headlineReason = `higher change-path requests/s at concurrency ${top}, summed over ${kinds.join(' + ')} (${modes
+      .map((m) => `${m}: ${round(score(m), 0)}`)
+      .join(', ')})`;
+    progress(`headline mode: ${headlineMode} (${headlineReason})`);
+
+    // Registration, large: the rest of the hosts through the same bulk path.
+    const beforeLarge = await redisUsedMemory(lab.store);
+    const tImport = performance.now();
+    await importHosts(lab, kinds, perZoneSmall, perZoneLarge);
+    const importSeconds = (performance.now() - tImport) / 1000;
+    const imported = (perZoneLarge - perZoneSmall) * kinds.length;
+    const large = {
+      hosts: perZoneLarge * kinds.length,
+      bytesPerHost: round(((await redisUsedMemory(lab.store)) - beforeLarge) / imported, 1),
+      importSeconds: round(importSeconds, 2),
+      importRate: round(imported / importSeconds, 0),
+    };
+    progress(`redis: ${large.bytesPerHost} bytes per host at ${large.hosts} hosts (imported ${imported} in ${large.importSeconds} s)`);
+
+    const target = await startBridgeTarget(headlineMode, lab.config, lab.configPath, new JsonLogger('warn'));
+    const rss = new RssSampler(target);
+    try {
+      for (const kind of kinds) {
+        // Fresh hosts from the large range: each request a host never updated before.
+        const cursor: HostCursor = { next: 0, from: perZoneSmall, count: perZoneLarge - perZoneSmall - Number(top) };
+        await changeRun(lab, target, kind, 16, profile.warmupRequests, 30, cursor);
+        const change = await changeRun(lab, target, kind, Number(top), profile.httpRequests, profile.httpSeconds, cursor);
+        progress(`${kind} bridge change (${headlineMode}) at ${large.hosts} hosts c=${top}: ${line(change)}`);
+        const nochg = await nochgRun(lab, target, kind, Number(top), profile.httpRequests, profile.httpSeconds, perZoneLarge);
+        progress(`${kind} bridge nochg (${headlineMode}) at ${large.hosts} hosts c=${top}: ${line(nochg)}`);
+        nameservers[kind]!.large = { hosts: large.hosts, concurrency: Number(top), change, nochg };
+      }
+    } finally {
+      await target.stop();
+      const r = rss.stop(headlineMode === 'in-process');
+      const prev = bridgeRss[headlineMode]!;
+      prev.maxProcessBytes = Math.max(prev.maxProcessBytes, r.maxProcessBytes);
+      prev.maxTotalBytes = Math.max(prev.maxTotalBytes, r.maxTotalBytes);
+    }
+
+    for (const kind of kinds) {
+      const ns = nameservers[kind]!;
+      for (const mode of modes) {
+        const b = ns.bridge[mode]!;
+        const r: Partial<Ratios> = {
+          changeVsRawBatched: round(best(b.change) / best(ns.rawBatched), 3),
+          nochgVsHttpCeiling: round(best(b.nochg) / best(httpCeiling[mode]!), 3),
+          p50C1MinusRawMs: round(b.change['1']!.p50Ms - ns.rawSingle['1']!.p50Ms, 3),
+        };
+        if (mode === headlineMode) {
+          r.changeLargeVsSmall = round(ns.large.change.rps / b.change[top]!.rps, 3);
+          r.nochgLargeVsSmall = round(ns.large.nochg.rps / b.nochg[top]!.rps, 3);
+        }
+        ns.ratios[mode] = r;
+      }
+    }
+
+    const loadAverageAtEnd = os.loadavg();
+    const report: BenchReport = {
+      version: 1,
+      profile: profile.name,
+      startedAt: startedAt.toISOString(),
+      durationSeconds: round((performance.now() - t0) / 1000, 1),
+      command: opts.quick ? 'ddns-bridge bench --quick' : 'npm run bench',
+      machine: { ...machine, loadAverageAtEnd: loadAverageAtEnd.map((x) => round(x, 2)) },
+      settings: {
+        concurrencies: conc,
+        namesPerMessage: profile.namesPerMessage,
+        httpRequestsMax: profile.httpRequests,
+        httpSecondsMax: profile.httpSeconds,
+        rawMessagesMax: profile.rawMessages,
+        rawSecondsMax: profile.rawSeconds,
+        modes,
+        headlineMode,
+        headlineReason,
+        notes: [
+          'frequency.minInterval is 1 µs for the bench (the frequency rule would block hosts updated this often); the admit script does the same work',
+          'raw UPDATEs carry exactly the records the bridge sends for an address change (CNAME prerequisite, typed deletes, the new A)',
+          `change path: each request sets a new address on a host no other request in flight touches; at the small count the ${perZoneSmall} hosts per zone are reused round-robin, at the large count every request is a host never updated before`,
+          'nochg path: each client repeats one host and address (set once before the run)',
+          'every HTTP request is a new TCP connection with Connection: close; load generator and servers share the machine',
+          'in-process: the bridge runs in the bench process, beside the load generator (one event loop); workers-N: `serve --workers N` child processes',
+        ],
+      },
+      httpCeiling,
+      nameservers,
+      redisMemory: { small, large },
+      bridgeRss,
+      targets: [],
+    };
+    report.targets = targetsOf(report, kinds);
+    return report;
+  } finally {
+    await lab.stop();
+  }
+}
+
+// ---- the runs -------------------------------------------------------------------------
+
+/** Which hosts a change run uses: index `from + (next++ % count)` in the zone. */
+interface HostCursor {
+  next: number;
+  from: number;
+  count: number;
+}
+
+const hostName = (lab: BenchLab, kind: LabKind, index: number) => `h${index}.${lab.zoneOf(kind)}`;
+
+/** Every request changes the address of a host no other request in flight touches. */
+async function changeRun(
+  lab: BenchLab,
+  target: Target,
+  kind: LabKind,
+  concurrency: number,
+  requests: number,
+  maxSeconds: number,
+  cursor: HostCursor,
+): Promise<Measurement> {
+  const addresses: string[] = [];
+  const first = cursor.next;
+  const m = await runHttpLoad({
+    host: '127.0.0.1',
+    port: target.port,
+    concurrency,
+    requests,
+    maxSeconds,
+    request: (i) => {
+      addresses[i] = nextAddress();
+      return updateRequest(hostName(lab, kind, cursor.from + ((first + i) % cursor.count)), addresses[i]!, lab.authorization);
+    },
+    expect: (i, _s, body) => body === `good ${addresses[i]}\n`,
+  });
+  cursor.next = first + m.ok + m.errors;
+  return m;
+}
+
+/** Each client repeats one host and address: set once (good), then nochg every time. */
+async function nochgRun(
+  lab: BenchLab,
+  target: Target,
+  kind: LabKind,
+  concurrency: number,
+  requests: number,
+  maxSeconds: number,
+  hostsInZone: number,
+  onCommandCalls?: (calls: { before: Map<string, number>; after: Map<string, number> }, requests: number) => void,
+): Promise<Measurement> {
+  const requestOf: string[] = [];
+  const addressOf: string[] = [];
+  for (let s = 0; s < concurrency; s++) {
+    addressOf[s] = nextAddress();
+    requestOf[s] = updateRequest(hostName(lab, kind, hostsInZone - 1 - s), addressOf[s]!, lab.authorization);
+  }
+  const primed = await runHttpLoad({
+    host: '127.0.0.1',
+    port: target.port,
+    concurrency,
+    requests: concurrency,
+    maxSeconds: 30,
+    request: (_i, s) => requestOf[s]!,
+    expect: (_i, s, body) => body === `good ${addressOf[s]}\n`,
+  });
+  if (primed.errors > 0) throw new Error(`bench: setting up the nochg hosts failed: ${primed.firstError}`);
+  const before = onCommandCalls ? await redisCommandCalls(lab.store) : undefined;
+  const m = await runHttpLoad({
+    host: '127.0.0.1',
+    port: target.port,
+    concurrency,
+    requests,
+    maxSeconds,
+    request: (_i, s) => requestOf[s]!,
+    expect: (_i, s, body) => body === `nochg ${addressOf[s]}\n`,
+  });
+  if (onCommandCalls && before) onCommandCalls({ before, after: await redisCommandCalls(lab.store) }, m.ok + m.errors);
+  return m;
+}
+
+function perRequestDelta(before: Map<string, number>, after: Map<string, number>, requests: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [cmd, n] of after) {
+    const d = n - (before.get(cmd) ?? 0);
+    if (d > 0 && requests > 0 && cmd !== 'info') out[cmd] = round(d / requests, 2);
+  }
+  return out;
+}
+
+/** Register hosts h{from}…h{to-1} in every zone through the bulk import path. */
+async function importHosts(lab: BenchLab, kinds: readonly LabKind[], from: number, to: number): Promise<void> {
+  if (to <= from) return;
+  const rejections: Rejection[] = [];
+  const summary: ImportSummary = { imported: 0, rejected: 0 };
+  const onReject = (r: Rejection) => rejections.length < 5 && rejections.push(r);
+  const importer = new BulkHostImporter(lab.store.redis, lab.store.keys, outcomeHandler(summary, onReject));
+  function* lines(): Generator<string> {
+    for (const kind of kinds) for (let i = from; i < to; i++) yield `${hostName(lab, kind, i)} ${BENCH_ACCOUNT}`;
+  }
+  await importLines(lines(), { importer, zones: lab.config.zones.map((z) => z.name) }, onReject, summary);
+  if (summary.rejected > 0) throw new Error(`bench: import rejected ${summary.rejected} lines, e.g. ${JSON.stringify(rejections)}`);
+}
+
+function senderStats(target: Target, zone: string) {
+  const stats = target.bridge?.publisher.senderFor(zone)?.stats;
+  return stats ? { ...stats } : undefined;
+}
+
+/** Samples the target's resident memory every 100 ms; keeps the maxima. */
+class RssSampler {
+  private maxProcess = 0;
+  private maxTotal = 0;
+  private readonly pids = new Set<number>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly target: Target) {
+    this.timer = setInterval(() => void this.sample(), 100);
+    void this.sample();
+  }
+
+  private async sample(): Promise<void> {
+    const rss = await this.target.rss();
+    let total = 0;
+    for (const [pid, bytes] of rss) {
+      this.pids.add(pid);
+      total += bytes;
+      this.maxProcess = Math.max(this.maxProcess, bytes);
+    }
+    this.maxTotal = Math.max(this.maxTotal, total);
+  }
+
+  stop(inProcess: boolean): RssResult {
+    clearInterval(this.timer);
+    return { maxProcessBytes: this.maxProcess, maxTotalBytes: this.maxTotal, processes: this.pids.size, includesLoadGenerator: inProcess };
+  }
+}
+
+// ---- summaries ------------------------------------------------------------------------
+
+function best(by: ByConcurrency): number {
+  return Math.max(0, ...Object.values(by).map((m) => m.rps));
+}
+
+function line(m: Measurement): string {
+  return `${m.rps}/s p50 ${m.p50Ms} ms p99 ${m.p99Ms} ms (${m.ok} ok, ${m.errors} errors${m.firstError ? `: ${m.firstError}` : ''})`;
+}
+
+const mb = (bytes: number) => round(bytes / (1024 * 1024), 1);
+
+function targetsOf(report: BenchReport, kinds: readonly LabKind[]): BenchReport['targets'] {
+  const mode = report.settings.headlineMode;
+  const out: BenchReport['targets'] = [];
+  for (const kind of kinds) {
+    const r = report.nameservers[kind]!.ratios[mode]!;
+    out.push({ name: 'change path / batched raw capacity', nameserver: kind, value: r.changeVsRawBatched!, target: '≥ 0.8', met: r.changeVsRawBatched! >= 0.8 });
+    out.push({ name: 'nochg path / HTTP ceiling', nameserver: kind, value: r.nochgVsHttpCeiling!, target: '≥ 0.8', met: r.nochgVsHttpCeiling! >= 0.8 });
+    out.push({ name: 'p50 at c=1 minus raw UPDATE p50 (ms)', nameserver: kind, value: r.p50C1MinusRawMs!, target: '≤ 1', met: r.p50C1MinusRawMs! <= 1 });
+    out.push({ name: `change rps at ${report.redisMemory.large.hosts} / ${report.redisMemory.small.hosts} hosts`, nameserver: kind, value: r.changeLargeVsSmall!, target: '≥ 0.9', met: r.changeLargeVsSmall! >= 0.9 });
+    out.push({ name: `nochg rps at ${report.redisMemory.large.hosts} / ${report.redisMemory.small.hosts} hosts`, nameserver: kind, value: r.nochgLargeVsSmall!, target: '≥ 0.9', met: r.nochgLargeVsSmall! >= 0.9 });
+  }
+  const rss = report.bridgeRss[mode]!;
+  out.push({ name: `bridge RSS, largest process (${mode}), MB`, value: mb(rss.maxProcessBytes), target: '≤ 150', met: mb(rss.maxProcessBytes) <= 150 });
+  const perHost = report.redisMemory.large.bytesPerHost;
+  out.push({ name: `Redis bytes per host at ${report.redisMemory.large.hosts} hosts`, value: perHost, target: '≤ 300', met: perHost <= 300 });
+  return out;
+}
+
+async function machineInfo(loadAverageAtStart: number[]): Promise<Omit<BenchReport['machine'], 'loadAverageAtEnd'>> {
+  const cpuinfo = await readFile('/proc/cpuinfo', 'utf8').catch(() => '');
+  const cpu = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim() ?? os.cpus()[0]?.model ?? 'unknown';
+  const version = (binary: string, args: string[]) => {
+    const path = findBinary(binary);
+    return path ? versionOf(path, args) : Promise.resolve('not installed');
+  };
+  const nproc = os.availableParallelism();
+  return {
+    nproc,
+    cpu,
+    node: process.version,
+    knot: await version('knotd', ['--version']),
+    bind: await version('named', ['-v']),
+    redis: await version('redis-server', ['--version']),
+    loadAverageAtStart: loadAverageAtStart.map((x) => round(x, 2)),
+    // A machine at rest sits well below 0.5 runnable processes.
+    otherLoad: loadAverageAtStart[0]! > 0.5,
+  };
+}

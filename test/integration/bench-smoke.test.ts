@@ -1,0 +1,107 @@
+/**
+ * `ddns-bridge bench --quick`: the whole benchmark with small counts, as CI runs it. Asserts
+ * that every section is there with positive figures and no errors — never a speed.
+ */
+import { expect } from 'chai';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { runCli } from '../support/bridge.js';
+import { findBinary, makeTempDir, removeDir } from '../../src/lab/index.js';
+
+interface M {
+  ok: number;
+  errors: number;
+  seconds: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  firstError?: string;
+}
+
+function expectMeasurement(m: M | undefined, where: string): void {
+  expect(m, where).to.be.an('object');
+  expect(m!.errors, `${where}: ${m!.firstError}`).to.equal(0);
+  for (const f of ['ok', 'seconds', 'rps', 'p50Ms', 'p99Ms'] as const) expect(m![f], `${where}.${f}`).to.be.a('number').above(0);
+  expect(m!.p99Ms, `${where}: p99 ≥ p50`).to.be.at.least(m!.p50Ms);
+}
+
+function expectByConcurrency(by: Record<string, M> | undefined, where: string, concurrencies: number[]): void {
+  expect(Object.keys(by ?? {}).sort(), where).to.deep.equal(concurrencies.map(String).sort());
+  for (const c of concurrencies) expectMeasurement(by![String(c)], `${where}[c=${c}]`);
+}
+
+describe('bench --quick (CI smoke)', function () {
+  this.timeout(180000);
+  let dir: string;
+
+  before(async function () {
+    const missing = ['redis-server', 'knotd', 'named', 'nsupdate', 'dig'].filter((b) => !findBinary(b));
+    if (missing.length > 0) {
+      if (process.env.CI === 'true') throw new Error(`missing in CI: ${missing.join(', ')}`);
+      this.skip();
+    }
+    dir = await makeTempDir('ddns-bench-smoke-');
+  });
+  after(async () => {
+    if (dir) await removeDir(dir);
+  });
+
+  it('reports every section for Knot and BIND with positive numbers, as JSON and markdown', async () => {
+    const json = path.join(dir, 'bench.json');
+    const markdown = path.join(dir, 'bench.md');
+    const r = await runCli(['bench', '--quick', '--json', json, '--markdown', markdown]);
+    expect(r.code, r.stderr.slice(-3000)).to.equal(0);
+    const report = JSON.parse(await readFile(json, 'utf8'));
+
+    expect(report.profile).to.equal('quick');
+    const conc: number[] = report.settings.concurrencies;
+    expect(conc).to.deep.equal([1, 16, 64]);
+    const modes: string[] = report.settings.modes;
+    expect(modes).to.deep.equal(['in-process', 'workers-2']);
+    expect(modes).to.include(report.settings.headlineMode);
+    expect(report.machine.nproc).to.be.above(0);
+    for (const v of ['cpu', 'node', 'knot', 'bind', 'redis']) expect(report.machine[v], v).to.be.a('string').and.not.equal('');
+
+    for (const mode of modes) expectByConcurrency(report.httpCeiling[mode], `httpCeiling.${mode}`, conc);
+    for (const kind of ['knot', 'bind']) {
+      const ns = report.nameservers[kind];
+      expectByConcurrency(ns.rawSingle, `${kind}.rawSingle`, conc);
+      expectByConcurrency(ns.rawBatched, `${kind}.rawBatched`, conc);
+      expectMeasurement(ns.nsupdate, `${kind}.nsupdate`);
+      for (const mode of modes) {
+        expectByConcurrency(ns.bridge[mode].change, `${kind}.bridge.${mode}.change`, conc);
+        expectByConcurrency(ns.bridge[mode].nochg, `${kind}.bridge.${mode}.nochg`, conc);
+        const ratios = ns.ratios[mode];
+        expect(ratios.changeVsRawBatched, 'changeVsRawBatched').to.be.above(0);
+        expect(ratios.nochgVsHttpCeiling, 'nochgVsHttpCeiling').to.be.above(0);
+        expect(ratios.p50C1MinusRawMs, 'p50C1MinusRawMs').to.be.a('number').and.satisfy(Number.isFinite);
+      }
+      expect(ns.bridge['in-process'].hostsPerMessage['1'], 'hosts per message').to.be.at.least(1);
+      expect(ns.large.hosts).to.equal(10000);
+      expectMeasurement(ns.large.change, `${kind}.large.change`);
+      expectMeasurement(ns.large.nochg, `${kind}.large.nochg`);
+      expect(ns.ratios[report.settings.headlineMode].changeLargeVsSmall).to.be.above(0);
+      expect(ns.ratios[report.settings.headlineMode].nochgLargeVsSmall).to.be.above(0);
+    }
+    expect(report.redisMemory.small).to.include({ hosts: 1000 });
+    expect(report.redisMemory.large).to.include({ hosts: 10000 });
+    expect(report.redisMemory.small.bytesPerHost).to.be.above(0);
+    expect(report.redisMemory.large.bytesPerHost).to.be.above(0);
+    expect(report.redisMemory.large.importRate).to.be.above(0);
+    for (const mode of modes) {
+      expect(report.bridgeRss[mode].maxProcessBytes, `rss ${mode}`).to.be.above(0);
+      expect(report.bridgeRss[mode].maxTotalBytes, `rss ${mode}`).to.be.at.least(report.bridgeRss[mode].maxProcessBytes);
+    }
+    expect(report.bridgeRss['workers-2'].processes, 'primary + 2 workers').to.equal(3);
+    // 5 per nameserver + RSS + Redis bytes per host
+    expect(report.targets).to.have.length(12);
+    for (const t of report.targets) expect(t.value, t.name).to.be.a('number').and.satisfy(Number.isFinite);
+
+    const md = await readFile(markdown, 'utf8');
+    expect(md).to.include('| path | c | Knot /s | p50 ms | p99 ms | BIND /s | p50 ms | p99 ms |');
+    for (const row of ['raw UPDATE, 1 name/message', 'raw UPDATE, 50 names/message', 'nsupdate process per update', 'HTTP ceiling', 'bridge change path', 'bridge nochg path', 'at 10,000 hosts']) {
+      expect(md, row).to.include(row);
+    }
+    expect(md).to.match(/Redis: [\d.]+ bytes per registered host/);
+  });
+});

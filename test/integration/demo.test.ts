@@ -1,0 +1,293 @@
+/**
+ * `ddns-bridge demo` as a user runs it: a real process that starts its own redis-server and
+ * knotd/named, prints what to try, serves updates, and on SIGINT/SIGTERM leaves nothing behind
+ * (processes, listeners, temp dir).
+ */
+import { expect } from 'chai';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { access, readFile, readdir } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { CLI, parseHttp, rawRequest, runCli } from '../support/bridge.js';
+import { freePort, makeTempDir, removeDir, requireBinariesOrSkip, requireBinary, writeKeyFile, type LabKind } from '../../src/lab/index.js';
+
+const UA = 'ddns-bridge-demo-tests/1.0 tests@example.test';
+const READY_TIMEOUT_MS = 60000;
+const STOP_TIMEOUT_MS = 5000;
+
+interface DemoInfo {
+  url: string;
+  config: string;
+  zone: string;
+  nameserver: { kind: LabKind; host: string; port: number; key: { name: string; algorithm: string; secret: string } };
+  account: { name: string; password: string };
+  hostname: string;
+}
+
+class DemoProcess {
+  stdout = '';
+  stderr = '';
+  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  readonly exited: Promise<void>;
+
+  constructor(readonly child: ChildProcess) {
+    child.stdout!.on('data', (d: Buffer) => (this.stdout += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()));
+    this.exited = new Promise((resolve) => child.once('exit', (code, signal) => ((this.exit = { code, signal }), resolve())));
+  }
+
+  static start(args: string[]): DemoProcess {
+    const child = spawn(process.execPath, [CLI, 'demo', ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, DDNS_BRIDGE_CONFIG: '' },
+    });
+    return new DemoProcess(child);
+  }
+
+  /** Resolves once stdout holds `done(stdout)`; fails if the demo exits first or takes too long. */
+  async waitForStdout(done: (stdout: string) => boolean, timeoutMs = READY_TIMEOUT_MS): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    while (!done(this.stdout)) {
+      if (this.exit) throw new Error(`demo exited (${JSON.stringify(this.exit)}) before it was ready:\n${this.stderr}`);
+      if (Date.now() > deadline) throw new Error(`demo not ready after ${timeoutMs} ms:\n${this.stderr}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return this.stdout;
+  }
+
+  /** Send `signal`; resolves with how long the demo took to exit (throws past `timeoutMs`). */
+  async stop(signal: NodeJS.Signals, timeoutMs = STOP_TIMEOUT_MS): Promise<number> {
+    const started = Date.now();
+    if (!this.exit) this.child.kill(signal);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timeoutMs)));
+    const outcome = await Promise.race([this.exited, late]);
+    clearTimeout(timer);
+    if (outcome === 'late') throw new Error(`demo still running ${timeoutMs} ms after ${signal}:\n${this.stderr}`);
+    return Date.now() - started;
+  }
+
+  /** Last resort for after(): never leave a demo running. */
+  async kill(): Promise<void> {
+    if (this.exit) return;
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+}
+
+/** Direct children of `pid` (Linux /proc), with their command names. */
+async function childrenOf(pid: number): Promise<{ pid: number; comm: string }[]> {
+  const found: { pid: number; comm: string }[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const close = stat.lastIndexOf(')');
+    if (close === -1) continue;
+    const ppid = Number(stat.slice(close + 2).split(' ')[1]);
+    if (ppid === pid) found.push({ pid: Number(entry), comm: stat.slice(stat.indexOf('(') + 1, close) });
+  }
+  return found;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+}
+
+function acceptsTcp(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    socket.setTimeout(1000, () => (socket.destroy(), resolve(false)));
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+  });
+}
+
+const exists = (p: string) => access(p).then(
+  () => true,
+  () => false,
+);
+
+function run(cmd: string, args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(cmd, args, { timeout: 20000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin!.end(input ?? '');
+  });
+}
+
+const dig = (host: string, port: number, name: string, type: string) =>
+  run(requireBinary('dig'), [`@${host}`, '-p', String(port), '+tcp', '+short', '+time=3', '+tries=1', name, type]);
+
+const basicAuth = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+
+for (const kind of ['knot', 'bind'] as const) {
+  describe(`demo --json (${kind})`, function () {
+    this.timeout(120000);
+    let demo: DemoProcess | undefined;
+    let scratch: string | undefined;
+
+    before(function () {
+      requireBinariesOrSkip(this, ['redis-server', kind === 'knot' ? 'knotd' : 'named', 'dig', 'nsupdate']);
+    });
+    after(async () => {
+      await demo?.kill();
+      if (scratch) await removeDir(scratch);
+    });
+
+    it('prints one JSON line, serves updates with it, and on SIGINT removes everything', async () => {
+      demo = DemoProcess.start(['--json', ...(kind === 'bind' ? ['--nameserver', 'bind'] : [])]);
+      const line = (await demo.waitForStdout((s) => s.includes('\n'))).split('\n')[0]!;
+      const info = JSON.parse(line) as DemoInfo;
+
+      // The promised shape, exactly.
+      expect(info).to.have.all.keys('url', 'config', 'zone', 'nameserver', 'account', 'hostname');
+      expect(info.nameserver).to.have.all.keys('kind', 'host', 'port', 'key');
+      expect(info.nameserver.key).to.have.all.keys('name', 'algorithm', 'secret');
+      expect(info.account).to.have.all.keys('name', 'password');
+      expect(info.nameserver.kind).to.equal(kind);
+      expect(info.nameserver.host).to.equal('127.0.0.1');
+      expect(info.url).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(path.isAbsolute(info.config)).to.equal(true);
+      expect(info.hostname.endsWith(`.${info.zone}`)).to.equal(true);
+      expect(Buffer.from(info.nameserver.key.secret, 'base64').length).to.be.at.least(16);
+      expect(info.account.password.length).to.be.at.least(8);
+
+      const dir = path.dirname(info.config);
+      expect(dir.startsWith(os.tmpdir())).to.equal(true);
+      expect(await exists(dir)).to.equal(true);
+      const config = JSON.parse(await readFile(info.config, 'utf8')) as { redis: { url: string } };
+      const redisPort = Number(new URL(config.redis.url).port);
+      const httpPort = Number(new URL(info.url).port);
+      expect(await acceptsTcp('127.0.0.1', redisPort)).to.equal(true);
+      expect(await acceptsTcp(info.nameserver.host, info.nameserver.port)).to.equal(true);
+
+      // The servers it started are its own children.
+      const children = await childrenOf(demo.child.pid!);
+      const names = children.map((c) => c.comm).join(' ');
+      expect(names).to.match(/redis-server/);
+      expect(names).to.match(kind === 'knot' ? /knotd/ : /named/);
+
+      // An update through the printed url with the printed account.
+      const { hostname, account } = info;
+      const request =
+        `GET /nic/update?hostname=${hostname}&myip=203.0.113.7 HTTP/1.1\r\nHost: 127.0.0.1:${httpPort}\r\n` +
+        `User-Agent: ${UA}\r\nAuthorization: ${basicAuth(account.name, account.password)}\r\nConnection: close\r\n\r\n`;
+      const reply = parseHttp(await rawRequest('127.0.0.1', httpPort, request));
+      expect(reply.status).to.equal(200);
+      expect(reply.body).to.equal('good 203.0.113.7\n');
+      const wrong = parseHttp(
+        await rawRequest('127.0.0.1', httpPort, request.replace(basicAuth(account.name, account.password), basicAuth(account.name, 'not-it'))),
+      );
+      expect(wrong.status).to.equal(401);
+
+      // The printed nameserver publishes it.
+      const a = await dig(info.nameserver.host, info.nameserver.port, hostname, 'A');
+      expect(a.code, a.stderr).to.equal(0);
+      expect(a.stdout.trim()).to.equal('203.0.113.7');
+
+      // The printed key is the one the nameserver accepts (a signed nsupdate with it).
+      scratch = await makeTempDir('ddns-demo-test-');
+      const keyFile = await writeKeyFile(path.join(scratch, 'demo.key'), {
+        name: info.nameserver.key.name,
+        algorithm: info.nameserver.key.algorithm as 'hmac-sha256',
+        secret: info.nameserver.key.secret,
+      });
+      const probe = `probe-${process.pid}.${info.zone}`;
+      const ns = await run(
+        requireBinary('nsupdate'),
+        ['-k', keyFile, '-t', '5'],
+        `server ${info.nameserver.host} ${info.nameserver.port}\nzone ${info.zone}\nupdate add ${probe} 60 A 192.0.2.123\nsend\n`,
+      );
+      expect(ns.code, ns.stdout + ns.stderr).to.equal(0);
+      expect((await dig(info.nameserver.host, info.nameserver.port, probe, 'A')).stdout.trim()).to.equal('192.0.2.123');
+
+      // The printed config works with the CLI.
+      const shown = await runCli(['host', 'show', hostname, '--json', '--config', info.config]);
+      expect(shown.code, shown.stderr).to.equal(0);
+      const host = JSON.parse(shown.stdout) as Record<string, unknown>;
+      expect(host).to.include({ fqdn: hostname, owner: account.name, state: 'active', ipv4: '203.0.113.7' });
+      expect(host.addresses).to.deep.equal(['203.0.113.7']);
+      const check = await runCli(['check', '--config', info.config]);
+      expect(check.code, check.stderr).to.equal(0);
+      expect(check.stdout).to.include(`zone ${info.zone}`);
+
+      // mx targets inside the demo zone resolve through its own nameserver (SPEC §11).
+      const mxReply = parseHttp(
+        await rawRequest(
+          '127.0.0.1',
+          httpPort,
+          request.replace('myip=203.0.113.7', `myip=203.0.113.7&mx=mail.${info.zone}`),
+        ),
+      );
+      expect(mxReply.body).to.equal('good 203.0.113.7\n');
+      expect((await dig(info.nameserver.host, info.nameserver.port, hostname, 'MX')).stdout.trim()).to.equal(`10 mail.${info.zone}.`);
+
+      // Ctrl-C: it stops within a few seconds and leaves nothing behind.
+      await demo.stop('SIGINT');
+      expect(demo.exit!.signal, demo.stderr).to.equal(null);
+      expect(demo.exit!.code, demo.stderr).to.equal(0);
+      expect(demo.stdout).to.equal(line + '\n');
+      expect(await exists(dir), `${dir} removed`).to.equal(false);
+      for (const c of children) expect(isAlive(c.pid), `${c.comm} (pid ${c.pid}) stopped`).to.equal(false);
+      expect(await acceptsTcp('127.0.0.1', redisPort), 'redis port closed').to.equal(false);
+      expect(await acceptsTcp(info.nameserver.host, info.nameserver.port), 'nameserver port closed').to.equal(false);
+      expect(await acceptsTcp('127.0.0.1', httpPort), 'bridge port closed').to.equal(false);
+      // The secrets it printed on stdout are not repeated on stderr (its log).
+      expect(demo.stderr).to.not.include(info.nameserver.key.secret);
+      expect(demo.stderr).to.not.include(account.password);
+    });
+  });
+}
+
+describe('demo (plain text, --port, SIGTERM)', function () {
+  this.timeout(120000);
+  let demo: DemoProcess | undefined;
+
+  before(function () {
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig', 'curl']);
+  });
+  after(async () => demo?.kill());
+
+  it('prints a ready-to-paste curl update and dig query that work as printed; SIGTERM cleans up', async () => {
+    const port = await freePort();
+    demo = DemoProcess.start(['--port', String(port)]);
+    const text = await demo.waitForStdout((s) => /Ctrl-C/.test(s));
+    const lines = text.split('\n');
+    const curlLine = lines.find((l) => /^\s*curl .*update\?/.test(l));
+    const digLine = lines.find((l) => /^\s*dig /.test(l));
+    const configLine = lines.find((l) => /^\s*config:/.test(l));
+    expect(curlLine, text).to.be.a('string');
+    expect(digLine, text).to.be.a('string');
+    expect(configLine, text).to.be.a('string');
+    expect(curlLine).to.include(`http://127.0.0.1:${port}/`);
+    const configPath = configLine!.replace(/^\s*config:\s*/, '').trim();
+    const dir = path.dirname(configPath);
+    expect(await exists(configPath)).to.equal(true);
+
+    // Pasted into a shell, as the user would.
+    const curl = await run('/bin/sh', ['-c', curlLine!.trim() + ' -sS']);
+    expect(curl.code, curl.stderr).to.equal(0);
+    expect(curl.stdout).to.equal('good 203.0.113.7\n');
+    const digged = await run('/bin/sh', ['-c', digLine!.trim()]);
+    expect(digged.code, digged.stderr).to.equal(0);
+    expect(digged.stdout.trim()).to.equal('203.0.113.7');
+    const again = await run('/bin/sh', ['-c', curlLine!.trim() + ' -sS']);
+    expect(again.stdout).to.equal('nochg 203.0.113.7\n');
+
+    const children = await childrenOf(demo.child.pid!);
+    expect(children.length).to.be.at.least(2);
+    await demo.stop('SIGTERM');
+    expect(demo.exit!.code, demo.stderr).to.equal(0);
+    expect(await exists(dir)).to.equal(false);
+    for (const c of children) expect(isAlive(c.pid), `${c.comm} (pid ${c.pid}) stopped`).to.equal(false);
+    expect(await acceptsTcp('127.0.0.1', port)).to.equal(false);
+  });
+});

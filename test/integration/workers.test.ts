@@ -1,0 +1,186 @@
+/**
+ * `serve --workers 2`: one command, two node:cluster workers on the same port, state shared
+ * through Redis. Concurrent requests for one host are counted exactly by the frequency rule;
+ * concurrent changes of many hosts are all published; a dead worker is replaced (within a
+ * bound); SIGTERM stops everything gracefully.
+ */
+import { expect } from 'chai';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { BridgeEnv, CLI, ZONE, sleep } from '../support/bridge.js';
+import { findBinary } from '../../src/lab/index.js';
+
+const UA = 'ddns-bridge-tests/1.0 tests@example.test';
+
+interface Cluster {
+  child: ChildProcess;
+  port: number;
+  /** Everything the primary and its workers wrote on stderr so far. */
+  log(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Spawn `serve --workers N` (as BridgeEnv.startServe does) and wait for the primary's "listening". */
+async function startCluster(env: BridgeEnv, workers: number): Promise<Cluster> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--config', env.configPath, '--workers', String(workers)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, DDNS_BRIDGE_CONFIG: '' },
+  });
+  let buf = '';
+  child.stderr!.on('data', (d: Buffer) => (buf += d.toString()));
+  child.stdout!.resume();
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve --workers did not start: ${buf.slice(-2000)}`)), 20000);
+    const poll = setInterval(() => {
+      const line = logLines(buf).find((l) => l.msg === 'listening');
+      if (line) {
+        clearInterval(poll);
+        clearTimeout(timer);
+        resolve(Number(line.port));
+      }
+    }, 20);
+    void exited.then(({ code }) => {
+      clearInterval(poll);
+      clearTimeout(timer);
+      reject(new Error(`serve --workers exited with ${code}: ${buf.slice(-2000)}`));
+    });
+  });
+  return { child, port, log: () => buf, exited };
+}
+
+function logLines(text: string): Record<string, unknown>[] {
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+const workerPids = (c: Cluster): number[] =>
+  logLines(c.log())
+    .filter((l) => l.msg === 'worker listening')
+    .map((l) => Number(l.pid));
+
+async function waitFor(cond: () => boolean, ms: number, what: string): Promise<void> {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('serve --workers 2 (node:cluster)', function () {
+  this.timeout(120000);
+  let env: BridgeEnv;
+  let cluster: Cluster | undefined;
+
+  before(async function () {
+    const missing = ['redis-server', 'knotd', 'dig'].filter((b) => !findBinary(b));
+    if (missing.length > 0) {
+      if (process.env.CI === 'true') throw new Error(`missing in CI: ${missing.join(', ')}`);
+      this.skip();
+    }
+    env = await BridgeEnv.start({ kind: 'knot', serves: 0, config: { log: { level: 'info' } } });
+    await env.addAccount('fred', 'fred-pw');
+    cluster = await startCluster(env, 2);
+  });
+  after(async () => {
+    if (cluster && cluster.child.exitCode === null && cluster.child.signalCode === null) {
+      cluster.child.kill('SIGKILL');
+      for (const pid of workerPids(cluster)) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    }
+    await env?.stop();
+  });
+
+  const up = (host: string, ip: string) =>
+    env.get(`/dyndns/update?hostname=${host}&myip=${ip}`, { auth: ['fred', 'fred-pw'], ua: UA, port: cluster!.port });
+
+  it('starts two workers on one port, each its own process', () => {
+    const pids = workerPids(cluster!);
+    expect(pids).to.have.length(2);
+    expect(new Set(pids).size).to.equal(2);
+    expect(pids).to.not.include(cluster!.child.pid);
+    const ports = logLines(cluster!.log())
+      .filter((l) => l.msg === 'worker listening')
+      .map((l) => l.port);
+    expect(ports).to.deep.equal([cluster!.port, cluster!.port]);
+  });
+
+  it('counts concurrent requests for one host exactly across the workers', async () => {
+    const h = `race.${ZONE}`;
+    await env.addHost(h, 'fred');
+    const n = 12;
+    const replies = await Promise.all(Array.from({ length: n }, (_, i) => up(h, `192.0.2.${100 + i}`)));
+    const bodies = replies.map((r) => r.body);
+    // the first is not frequent, the next three are frequent but served, every later one is abuse
+    expect(bodies.filter((b) => b === 'abuse\n')).to.have.length(n - 4, bodies.join(''));
+    expect(bodies.filter((b) => /^(good|nochg) /.test(b))).to.have.length(4, bodies.join(''));
+    const shown = await env.hostJson(h);
+    expect(shown.state).to.equal('blocked');
+    expect(await env.ns.query(h, 'A')).to.deep.equal([shown.ipv4]);
+  });
+
+  it('publishes concurrent changes of many hosts: every reply good, every record in DNS', async () => {
+    const hosts = Array.from({ length: 60 }, (_, i) => `many-${i}.${ZONE}`);
+    const r = await env.cli(['host', 'import', '-'], hosts.map((h) => `${h} fred`).join('\n'));
+    expect(r.code).to.equal(0, r.stderr);
+    const ip = (i: number) => `198.51.100.${i + 1}`;
+    const replies = await Promise.all(hosts.map((h, i) => up(h, ip(i))));
+    expect(replies.map((x) => x.body)).to.deep.equal(hosts.map((_, i) => `good ${ip(i)}\n`));
+    const published = await Promise.all(hosts.map((h) => env.ns.query(h, 'A')));
+    expect(published).to.deep.equal(hosts.map((_, i) => [ip(i)]));
+  });
+
+  it('replaces a worker that dies, and keeps serving', async () => {
+    const [victim] = workerPids(cluster!);
+    process.kill(victim!, 'SIGKILL');
+    await waitFor(() => workerPids(cluster!).length === 3, 15000, 'a replacement worker');
+    expect(cluster!.log()).to.include('"worker died; starting another"');
+    const h = `after-restart.${ZONE}`;
+    await env.addHost(h, 'fred');
+    for (let i = 0; i < 4; i++) expect((await up(h, `203.0.113.${i + 1}`)).body).to.equal(`good 203.0.113.${i + 1}\n`);
+  });
+
+  it('SIGTERM to the primary stops the workers gracefully: exit 0, no worker left', async () => {
+    const pids = workerPids(cluster!).filter(alive);
+    expect(pids).to.have.length(2);
+    cluster!.child.kill('SIGTERM');
+    const { code } = await cluster!.exited;
+    expect(code).to.equal(0);
+    const lines = logLines(cluster!.log());
+    expect(lines.filter((l) => l.msg === 'worker stopped').map((l) => Number(l.pid)).sort()).to.deep.equal([...pids].sort());
+    expect(lines.at(-1)?.msg).to.equal('stopped');
+    await waitFor(() => pids.every((p) => !alive(p)), 5000, 'the workers to be gone');
+  });
+
+  it('gives up with exit 1 when workers keep dying (bounded restarts per minute)', async () => {
+    cluster = await startCluster(env, 2);
+    let killed = 0;
+    while (cluster.child.exitCode === null && killed < 30) {
+      const pid = workerPids(cluster).find(alive);
+      if (pid === undefined) {
+        await sleep(25);
+        continue;
+      }
+      process.kill(pid, 'SIGKILL');
+      killed++;
+      await waitFor(() => !alive(pid), 5000, 'the killed worker to be gone');
+    }
+    const { code } = await cluster.exited;
+    expect(code).to.equal(1);
+    expect(cluster.log()).to.include('"workers keep dying; giving up"');
+    // 10 restarts allowed, the 11th death ends it.
+    expect(logLines(cluster.log()).filter((l) => l.msg === 'worker died; starting another')).to.have.length(10);
+    await waitFor(() => workerPids(cluster!).every((p) => !alive(p)), 5000, 'the workers to be gone');
+  });
+});
