@@ -6,7 +6,7 @@ import { DnsUpdateError, StoreUnavailableError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { formatAddresses, parseUpdateParams, type ParamMap, type UpdateParams } from '../core/params.js';
 import { tokenIsJunk, type HostToken, type RequestToken } from '../core/tokens.js';
-import { expectationsFor, targetState, type HostRecord, type RequestedSettings } from '../core/types.js';
+import { expectationsFor, targetState, type HostRecord, type RequestedSettings, type ResolvedMx } from '../core/types.js';
 import { parseAddress, type AddressPair } from '../core/addresses.js';
 import type {
   AccountView,
@@ -73,7 +73,9 @@ export class UpdateService {
   async update(req: UpdateRequest): Promise<UpdateReply> {
     try {
       const reply = await this.run(req);
-      if (isJunkReply(reply) && req.userAgent) {
+      // A request without credentials is the first half of a challenge-driven client's
+      // normal exchange (wget, uclient-fetch): never junk.
+      if (isJunkReply(reply) && req.userAgent && req.credentials !== 'missing') {
         await this.deps.clientPolicy.recordJunk(req.userAgent, req.clientIp).catch(() => undefined);
       }
       return reply;
@@ -221,14 +223,15 @@ export function requestedAddresses(params: UpdateParams, clientIp: string): Addr
 
 /** Resolve the `mx` parameter at most once per request, only when a host needs it. */
 class MxCheck {
-  private pending: Promise<string | null> | undefined;
+  private pending: Promise<ResolvedMx> | undefined;
   constructor(
     private readonly params: UpdateParams,
     private readonly resolver: MxResolver,
   ) {}
-  result(): Promise<string | null> {
+  result(): Promise<ResolvedMx> {
     const mx = this.params.mx;
     if (mx === undefined) return Promise.resolve(null);
+    if (mx === 'keep') return Promise.resolve('keep');
     this.pending ??= this.resolver.resolves(mx).then((ok) => (ok ? mx : null), () => null);
     return this.pending;
   }

@@ -120,6 +120,13 @@ export async function redisUsedMemory(store: Store): Promise<number> {
   return Number(m[1]);
 }
 
+/** CPU seconds redis-server has used (INFO cpu: user + system, main thread and children). */
+export async function redisCpuSeconds(store: Store): Promise<number> {
+  const info = await store.redis.info('cpu');
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return field('used_cpu_sys') + field('used_cpu_user');
+}
+
 /** Calls per command from INFO commandstats (commands run inside Lua scripts included). */
 export async function redisCommandCalls(store: Store): Promise<Map<string, number>> {
   const info = await store.redis.info('commandstats');

@@ -13,7 +13,7 @@ import { JsonLogger } from '../cli/logger.js';
 import { importLines, outcomeHandler, type ImportSummary, type Rejection } from '../cli/commands/import.js';
 import { BulkHostImporter } from '../store/index.js';
 import { CEILING_BODY } from './ceiling-server.js';
-import { BENCH_ACCOUNT, redisCommandCalls, redisUsedMemory, startLab, versionOf, type BenchLab } from './lab.js';
+import { BENCH_ACCOUNT, redisCommandCalls, redisCpuSeconds, redisUsedMemory, startLab, versionOf, type BenchLab } from './lab.js';
 import { runHttpLoad, updateRequest } from './load.js';
 import { runNsupdate } from './nsupdate.js';
 import { FULL_PROFILE, QUICK_PROFILE, type BenchProfile } from './profile.js';
@@ -198,15 +198,17 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
         const request = updateRequest(`ceiling.${lab.zoneOf(kinds[0]!)}`, '192.0.2.1', lab.authorization);
         await runHttpLoad({ host: '127.0.0.1', port: ceiling.port, concurrency: 16, requests: profile.warmupRequests, maxSeconds: 5, request: () => request, expect: () => true });
         for (const c of conc) {
-          const m = await runHttpLoad({
-            host: '127.0.0.1',
-            port: ceiling.port,
-            concurrency: c,
-            requests: profile.httpRequests,
-            maxSeconds: profile.httpSeconds,
-            request: () => request,
-            expect: (_i, _s, body) => body === CEILING_BODY,
-          });
+          const m = await withCpu(lab, ceiling, () =>
+            runHttpLoad({
+              host: '127.0.0.1',
+              port: ceiling.port,
+              concurrency: c,
+              requests: profile.httpRequests,
+              maxSeconds: profile.httpSeconds,
+              request: () => request,
+              expect: (_i, _s, body) => body === CEILING_BODY,
+            }),
+          );
           httpCeiling[mode][String(c)] = m;
           progress(`http ceiling (${mode}) c=${c}: ${line(m)}`);
         }
@@ -377,18 +379,20 @@ async function changeRun(
 ): Promise<Measurement> {
   const addresses: string[] = [];
   const first = cursor.next;
-  const m = await runHttpLoad({
-    host: '127.0.0.1',
-    port: target.port,
-    concurrency,
-    requests,
-    maxSeconds,
-    request: (i) => {
-      addresses[i] = nextAddress();
-      return updateRequest(hostName(lab, kind, cursor.from + ((first + i) % cursor.count)), addresses[i]!, lab.authorization);
-    },
-    expect: (i, _s, body) => body === `good ${addresses[i]}\n`,
-  });
+  const m = await withCpu(lab, target, () =>
+    runHttpLoad({
+      host: '127.0.0.1',
+      port: target.port,
+      concurrency,
+      requests,
+      maxSeconds,
+      request: (i) => {
+        addresses[i] = nextAddress();
+        return updateRequest(hostName(lab, kind, cursor.from + ((first + i) % cursor.count)), addresses[i]!, lab.authorization);
+      },
+      expect: (i, _s, body) => body === `good ${addresses[i]}\n`,
+    }),
+  );
   cursor.next = first + m.ok + m.errors;
   return m;
 }
@@ -421,16 +425,31 @@ async function nochgRun(
   });
   if (primed.errors > 0) throw new Error(`bench: setting up the nochg hosts failed: ${primed.firstError}`);
   const before = onCommandCalls ? await redisCommandCalls(lab.store) : undefined;
-  const m = await runHttpLoad({
-    host: '127.0.0.1',
-    port: target.port,
-    concurrency,
-    requests,
-    maxSeconds,
-    request: (_i, s) => requestOf[s]!,
-    expect: (_i, s, body) => body === `nochg ${addressOf[s]}\n`,
-  });
+  const m = await withCpu(lab, target, () =>
+    runHttpLoad({
+      host: '127.0.0.1',
+      port: target.port,
+      concurrency,
+      requests,
+      maxSeconds,
+      request: (_i, s) => requestOf[s]!,
+      expect: (_i, s, body) => body === `nochg ${addressOf[s]}\n`,
+    }),
+  );
   if (onCommandCalls && before) onCommandCalls({ before, after: await redisCommandCalls(lab.store) }, m.ok + m.errors);
+  return m;
+}
+
+/** Run one measurement and add the CPU time per request of the target and of redis-server. */
+async function withCpu(lab: BenchLab, target: Target, run: () => Promise<Measurement>): Promise<Measurement> {
+  const [cpu0, redis0] = await Promise.all([target.cpuSeconds(), redisCpuSeconds(lab.store)]);
+  const m = await run();
+  const [cpu1, redis1] = await Promise.all([target.cpuSeconds(), redisCpuSeconds(lab.store)]);
+  const n = m.ok + m.errors;
+  if (n > 0) {
+    m.cpuMsPerRequest = round(((cpu1 - cpu0) * 1000) / n, 3);
+    m.redisCpuMsPerRequest = round(((redis1 - redis0) * 1000) / n, 3);
+  }
   return m;
 }
 
@@ -498,7 +517,8 @@ function best(by: ByConcurrency): number {
 }
 
 function line(m: Measurement): string {
-  return `${m.rps}/s p50 ${m.p50Ms} ms p99 ${m.p99Ms} ms (${m.ok} ok, ${m.errors} errors${m.firstError ? `: ${m.firstError}` : ''})`;
+  const cpu = m.cpuMsPerRequest === undefined ? '' : `, cpu ${m.cpuMsPerRequest} ms/req, redis cpu ${m.redisCpuMsPerRequest} ms/req`;
+  return `${m.rps}/s p50 ${m.p50Ms} ms p99 ${m.p99Ms} ms (${m.ok} ok, ${m.errors} errors${m.firstError ? `: ${m.firstError}` : ''})${cpu}`;
 }
 
 const mb = (bytes: number) => round(bytes / (1024 * 1024), 1);

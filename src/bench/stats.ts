@@ -13,6 +13,10 @@ export interface Measurement {
   p99Ms: number;
   /** The first unexpected answer, to explain errors. */
   firstError?: string;
+  /** CPU time of the server's processes per request, ms (in-process: the bench process, load generator included). */
+  cpuMsPerRequest?: number;
+  /** CPU time of redis-server per request, ms. */
+  redisCpuMsPerRequest?: number;
 }
 
 export function percentile(sorted: ArrayLike<number>, p: number): number {

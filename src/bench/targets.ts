@@ -18,6 +18,8 @@ export interface Target {
   port: number;
   /** Resident memory in bytes: per process (pid → rss) at this moment. */
   rss(): Promise<Map<number, number>>;
+  /** CPU time (user + system) its processes have used so far, seconds. In-process: this whole process. */
+  cpuSeconds(): Promise<number>;
   /** The in-process bridge (for sender statistics); undefined for child processes. */
   bridge?: Bridge;
   stop(): Promise<void>;
@@ -33,7 +35,7 @@ export async function startBridgeTarget(mode: BridgeMode, config: Config, config
   if (mode === 'in-process') {
     const bridge = buildBridge(config, logger);
     const port = await bridge.http.listen('127.0.0.1', 0);
-    return { port, bridge, rss: ownRss, stop: () => bridge.close() };
+    return { port, bridge, rss: ownRss, cpuSeconds: ownCpu, stop: () => bridge.close() };
   }
   const child = spawn(process.execPath, [CLI, 'serve', '--config', configPath, '--port', '0', '--workers', String(workersOf(mode))], {
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -42,7 +44,7 @@ export async function startBridgeTarget(mode: BridgeMode, config: Config, config
   const lines = await waitForLog(child, (l) => l.msg === 'listening', 30_000);
   const port = Number(lines.find((l) => l.msg === 'listening')!.port);
   const pids = [child.pid!, ...lines.filter((l) => l.msg === 'worker listening').map((l) => Number(l.pid))];
-  return { port, rss: () => procRss(pids), stop: () => stopChild(child) };
+  return { port, rss: () => procRss(pids), cpuSeconds: () => procCpu(pids), stop: () => stopChild(child) };
 }
 
 export async function startCeilingTarget(mode: BridgeMode): Promise<Target> {
@@ -51,6 +53,7 @@ export async function startCeilingTarget(mode: BridgeMode): Promise<Target> {
     return {
       port,
       rss: ownRss,
+      cpuSeconds: ownCpu,
       stop: () =>
         new Promise<void>((resolve) => {
           server.close(() => resolve());
@@ -76,7 +79,42 @@ export async function startCeilingTarget(mode: BridgeMode): Promise<Target> {
       reject(new Error(`the ceiling server exited with ${code}`));
     });
   });
-  return { port, rss: () => procRss([child.pid!]), stop: () => stopChild(child) };
+  // The primary and its cluster workers: the workers are the primary's children.
+  const pids = async () => [child.pid!, ...(await childrenOf(child.pid!))];
+  return { port, rss: async () => procRss(await pids()), cpuSeconds: async () => procCpu(await pids()), stop: () => stopChild(child) };
+}
+
+async function ownCpu(): Promise<number> {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
+const CLOCK_TICKS = 100; // USER_HZ on Linux
+
+/** utime + stime of each pid from /proc/PID/stat, summed, seconds (gone pids count 0). */
+export async function procCpu(pids: readonly number[]): Promise<number> {
+  const ticks = await Promise.all(
+    pids.map(async (pid) => {
+      try {
+        const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+        // Fields after the command name (which may hold spaces) start after the last ')'.
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        return Number(fields[11]) + Number(fields[12]);
+      } catch {
+        return 0;
+      }
+    }),
+  );
+  return ticks.reduce((a, b) => a + b, 0) / CLOCK_TICKS;
+}
+
+async function childrenOf(pid: number): Promise<number[]> {
+  try {
+    const text = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8');
+    return text.split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
 }
 
 async function ownRss(): Promise<Map<number, number>> {

@@ -22,10 +22,11 @@ export interface UpdateParams {
   tooManyHosts: boolean;
   addresses: AddressPair;
   wildcard: boolean | 'keep';
-  mx: string | undefined;
+  /** `keep` = NOCHG (Dyn's "leave as it is"); undefined when absent or empty. */
+  mx: string | 'keep' | undefined;
   /** `mx` was given but is not a valid host name: treated as unresolvable. */
   mxInvalid: boolean;
-  backmx: boolean;
+  backmx: boolean | 'keep';
   offline: boolean;
   /** `system` is absent or one of dyndns/statdns/custom. */
   systemSupported: boolean;
@@ -54,7 +55,8 @@ export function parseUpdateParams(params: ParamMap): UpdateParams {
   const wildcard = wildcardValue === 'ON' ? true : wildcardValue === 'NOCHG' ? 'keep' : false;
 
   const mxValue = first(params, 'mx')?.trim() ?? '';
-  const mx = mxValue === '' ? undefined : normalizeHostname(mxValue);
+  const mx = mxValue === '' ? undefined : mxValue.toUpperCase() === 'NOCHG' ? 'keep' : normalizeHostname(mxValue);
+  const backmxValue = first(params, 'backmx')?.trim().toUpperCase();
 
   const system = first(params, 'system')?.trim().toLowerCase();
 
@@ -65,7 +67,7 @@ export function parseUpdateParams(params: ParamMap): UpdateParams {
     wildcard,
     mx,
     mxInvalid: mxValue !== '' && mx === undefined,
-    backmx: yesNo(first(params, 'backmx')),
+    backmx: backmxValue === 'NOCHG' ? 'keep' : yesNo(backmxValue),
     offline: yesNo(first(params, 'offline')),
     systemSupported: system === undefined || system === '' || SUPPORTED_SYSTEMS.has(system),
   };

@@ -48,9 +48,8 @@ export interface RequestedSettings {
   ipv6?: string;
   /** `keep` = NOCHG (OPNsense): leave the wildcard flag as it is. */
   wildcard: boolean | 'keep';
-  /** The `mx` parameter as sent (normalised), before resolution; undefined when absent. */
-  mx?: string;
-  backmx: boolean;
+  /** `keep` = NOCHG: leave the backup-MX flag as it is. */
+  backmx: boolean | 'keep';
   offline: boolean;
 }
 
@@ -60,25 +59,28 @@ export interface TargetState extends HostDnsState {
 }
 
 /**
- * Merge the current state with what a request asks (mx already resolved: null when
- * absent or unresolvable). Going offline removes addresses and keeps MX; coming back
- * sets only the requested families.
+ * The `mx` of a request after resolution: the name when it resolves, null when absent or
+ * unresolvable (→ MX deleted), `keep` for NOCHG.
  */
-export function targetState(
-  current: HostRecord,
-  req: RequestedSettings,
-  resolvedMx: string | null,
-): TargetState {
+export type ResolvedMx = string | null | 'keep';
+
+/**
+ * Merge the current state with what a request asks. Going offline removes addresses and
+ * keeps MX; coming back sets only the requested families.
+ */
+export function targetState(current: HostRecord, req: RequestedSettings, resolvedMx: ResolvedMx): TargetState {
   if (req.offline) {
     return { ...pickDns(current), ipv4: null, ipv6: null, offline: true };
   }
   const wasOffline = current.state === 'offline';
+  const mx = resolvedMx === 'keep' ? current.mx : resolvedMx;
+  const backmx = req.backmx === 'keep' ? current.backmx : req.backmx;
   return {
     ipv4: req.ipv4 ?? (wasOffline ? null : current.ipv4),
     ipv6: req.ipv6 ?? (wasOffline ? null : current.ipv6),
     wildcard: req.wildcard === 'keep' ? current.wildcard : req.wildcard,
-    mx: resolvedMx,
-    backmx: resolvedMx === null ? false : req.backmx,
+    mx,
+    backmx: mx === null ? false : backmx,
     offline: false,
   };
 }
@@ -108,13 +110,15 @@ export const flag = (b: boolean): '1' | '0' => (b ? '1' : '0');
  * The request's settings as stored-field expectations (see app/ports Expectations):
  * the request is `nochg` iff every one holds. Mirrors `targetState` + `sameState`.
  */
-export function expectationsFor(req: RequestedSettings, resolvedMx: string | null): Record<string, string> {
+export function expectationsFor(req: RequestedSettings, resolvedMx: ResolvedMx): Record<string, string> {
   if (req.offline) return { state: 'offline' };
   const out: Record<string, string> = { state: 'active' };
   if (req.ipv4 !== undefined) out.ipv4 = req.ipv4;
   if (req.ipv6 !== undefined) out.ipv6 = req.ipv6;
   if (req.wildcard !== 'keep') out.wildcard = flag(req.wildcard);
-  out.mx = resolvedMx ?? '';
-  out.backmx = flag(resolvedMx !== null && req.backmx);
+  if (resolvedMx !== 'keep') out.mx = resolvedMx ?? '';
+  // With the MX kept, its flag is compared only when the request names one (an MX that
+  // turns out absent makes the flag moot; the change path then rewrites it harmlessly).
+  if (req.backmx !== 'keep') out.backmx = flag(resolvedMx !== null && req.backmx);
   return out;
 }

@@ -119,10 +119,9 @@ describe('curl (preemptive auth) and router-style requests', function () {
   });
 
   // Dyn's documented "keep" values, sent by DNS-O-Matic clients and many scripts:
-  // `wildcard=NOCHG&mx=NOCHG&backmx=NOCHG`. SPEC §2 only defines wildcard=NOCHG; today the
-  // bridge takes `NOCHG` for an MX host name, cannot resolve it and deletes the MX.
-  // Pending a SPEC decision (reported to the lead); enable with the fix.
-  it.skip('Dyn style mx=NOCHG&backmx=NOCHG keeps the MX (pending SPEC decision)', async () => {
+  // `wildcard=NOCHG&mx=NOCHG&backmx=NOCHG`. SPEC §2 only defines wildcard=NOCHG; the bridge
+  // extends the same "keep" meaning to mx and backmx (README, compatibility notes).
+  it('Dyn style mx=NOCHG&backmx=NOCHG keeps the MX', async () => {
     const h = await host('dynnochg');
     await curl(`/nic/update?hostname=${h}&myip=192.0.2.115&mx=${MAIL}&backmx=YES`);
     const serial = await env.ns.serial();

@@ -205,7 +205,7 @@ export const MAIL = `mail.${ZONE}`;
 export function startInteropEnv(kind: LabKind, config: Record<string, unknown> = {}): Promise<BridgeEnv> {
   return BridgeEnv.start({
     kind,
-    config: deepMerge({ frequency: { minInterval: 0.05, donatorMinInterval: 0.05, echoMinInterval: 0.05 }, dns: { timeout: 2 } }, config),
+    config: deepMerge({ frequency: { minInterval: 0.05, donatorMinInterval: 0.05, echoMinInterval: 0.05 }, dns: { timeout: 5 } }, config),
     records: [`${MAIL}. 60 IN A 192.0.2.25`],
   });
 }

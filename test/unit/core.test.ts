@@ -109,15 +109,23 @@ describe('core/types: target state and nochg expectations agree', () => {
     { ipv4: '192.0.2.1', wildcard: false as const, backmx: false, offline: false },
     { ipv4: '192.0.2.1', wildcard: true as const, backmx: true, offline: false },
     { ipv4: '192.0.2.1', wildcard: true as const, backmx: false, offline: true },
+    { ipv4: '192.0.2.1', wildcard: true as const, backmx: 'keep' as const, offline: false },
   ];
   for (const [i, req] of cases.entries()) {
     for (const h of [host(), host({ state: 'offline', ipv4: null, ipv6: null })]) {
       it(`case ${i} from ${h.state}`, () => {
-        const mx = i === 4 ? 'mx.example.org' : null;
+        const mx = i === 4 ? 'mx.example.org' : i === 6 ? ('keep' as const) : null;
         expect(holds(h, expectationsFor(req, mx))).to.equal(sameState(h, targetState(h, req, mx)));
       });
     }
   }
+  it('mx=NOCHG and backmx=NOCHG keep what is stored', () => {
+    const h = host({ mx: 'mx.example.org', backmx: true });
+    const req = { ipv4: '192.0.2.1', wildcard: true as const, backmx: 'keep' as const, offline: false };
+    expect(targetState(h, req, 'keep')).to.include({ mx: 'mx.example.org', backmx: true });
+    expect(expectationsFor(req, 'keep')).to.not.have.any.keys('mx', 'backmx');
+    expect(sameState(h, targetState(h, req, 'keep'))).to.equal(true);
+  });
   it('coming back from offline sets only the requested family', () => {
     const t = targetState(host({ state: 'offline', ipv4: null, ipv6: null }), { ipv4: '192.0.2.5', wildcard: false, backmx: false, offline: false }, null);
     expect(t).to.include({ ipv4: '192.0.2.5', ipv6: null, offline: false });
