@@ -56,6 +56,8 @@ async function main(): Promise<void> {
   cluster.on('message', (_w, m: { listening?: number }) => {
     if (m.listening !== undefined && ++ready === workers) process.stdout.write(`listening ${m.listening}\n`);
   });
+  // The same connection distribution as `serve --workers N` (see useKernelScheduling there).
+  if (process.env.NODE_CLUSTER_SCHED_POLICY === undefined) cluster.schedulingPolicy = cluster.SCHED_NONE;
   for (let i = 0; i < workers; i++) cluster.fork();
   const stop = () => {
     for (const w of Object.values(cluster.workers ?? {})) w?.kill();

@@ -3,6 +3,7 @@
  * for its own zone; a bridge config with both zones; the bench account.
  */
 import { execFile } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { hashPassword } from '../auth/index.js';
@@ -52,9 +53,13 @@ export async function startLab(kinds: readonly LabKind[]): Promise<BenchLab> {
   requireBinary('nsupdate');
   const dir = await makeTempDir('ddns-bench-');
   const started: { stop(): Promise<void> }[] = [];
+  // An early exit (Ctrl-C): the lab kills its servers on exit; the directory goes too.
+  const removeOnExit = () => rmSync(dir, { recursive: true, force: true });
+  process.on('exit', removeOnExit);
   const cleanup = async () => {
     for (const s of started.reverse()) await s.stop().catch(() => undefined);
     await removeDir(dir);
+    process.off('exit', removeOnExit);
   };
   try {
     await mkdir(path.join(dir, 'redis'));

@@ -19,13 +19,14 @@ export function renderMarkdown(r: BenchReport): string {
   out.push(`Profile \`${r.profile}\`, ${r.durationSeconds} s. Headline bridge layout: **${mode}** — ${r.settings.headlineReason}.`);
   out.push('');
 
-  const header = ['path', 'c', ...kinds.flatMap((k) => [`${NAMES[k]} /s`, 'p50 ms', 'p99 ms'])];
+  const header = ['path', 'c', ...kinds.flatMap((k) => [`${NAMES[k]} /s`, 'p50 ms', 'p99 ms', 'cpu ms/req'])];
   out.push(`| ${header.join(' | ')} |`);
   out.push(`|${header.map((_, i) => (i < 2 ? '---' : '---:')).join('|')}|`);
   const row = (label: string, c: string, get: (k: LabKind) => Measurement | undefined): void => {
     const cells = kinds.flatMap((k) => {
       const x = get(k);
-      return x ? [fmt(x.rps), fmt(x.p50Ms), fmt(x.p99Ms)] : ['–', '–', '–'];
+      const cpu = x?.cpuMsPerRequest === undefined ? '–' : `${fmt(x.cpuMsPerRequest)} + ${fmt(x.redisCpuMsPerRequest ?? NaN)}`;
+      return x ? [fmt(x.rps), fmt(x.p50Ms), fmt(x.p99Ms), cpu] : ['–', '–', '–', '–'];
     });
     out.push(`| ${label} | ${c} | ${cells.join(' | ')} |`);
   };
@@ -53,6 +54,8 @@ export function renderMarkdown(r: BenchReport): string {
   });
   if (perHost.length > 0) out.push(`Hosts per UPDATE message sent by the bridge (in-process, group commit): ${perHost.join('; ')}.`, '');
 
+  const bound = kinds.map((k) => `${NAMES[k]} ${fmt(r.nameservers[k]!.ratios[mode]?.httpCeilingVsRawBatched ?? NaN)}`).join(', ');
+  out.push(`HTTP ceiling / batched raw capacity (${mode}): ${bound} — the change path cannot exceed the HTTP ceiling.`, '');
   out.push('| target | value | goal | met |');
   out.push('|---|---:|---:|---|');
   for (const t of r.targets) {
@@ -69,6 +72,7 @@ export function renderMarkdown(r: BenchReport): string {
     .join('; ');
   out.push(`Bridge RSS (maximum during the runs): ${rss}.`);
   out.push('');
+  out.push('`cpu ms/req`: CPU time per request of the server processes + of redis-server (in-process: the bench process, load generator included).', '');
   out.push('Notes:');
   for (const n of r.settings.notes) out.push(`- ${n}`);
   return out.join('\n') + '\n';

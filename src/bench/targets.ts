@@ -27,6 +27,18 @@ export interface Target {
 
 const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 
+/** Children still running: killed if the bench exits early (Ctrl-C) so nothing is left behind. */
+const children = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+});
+
+function track(child: ChildProcess): ChildProcess {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
 export function workersOf(mode: BridgeMode): number {
   return mode === 'in-process' ? 0 : Number(mode.slice('workers-'.length));
 }
@@ -37,10 +49,12 @@ export async function startBridgeTarget(mode: BridgeMode, config: Config, config
     const port = await bridge.http.listen('127.0.0.1', 0);
     return { port, bridge, rss: ownRss, cpuSeconds: ownCpu, stop: () => bridge.close() };
   }
-  const child = spawn(process.execPath, [CLI, 'serve', '--config', configPath, '--port', '0', '--workers', String(workersOf(mode))], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, DDNS_BRIDGE_CONFIG: '' },
-  });
+  const child = track(
+    spawn(process.execPath, [CLI, 'serve', '--config', configPath, '--port', '0', '--workers', String(workersOf(mode))], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, DDNS_BRIDGE_CONFIG: '' },
+    }),
+  );
   const lines = await waitForLog(child, (l) => l.msg === 'listening', 30_000);
   const port = Number(lines.find((l) => l.msg === 'listening')!.port);
   const pids = [child.pid!, ...lines.filter((l) => l.msg === 'worker listening').map((l) => Number(l.pid))];
@@ -62,7 +76,7 @@ export async function startCeilingTarget(mode: BridgeMode): Promise<Target> {
     };
   }
   const workers = workersOf(mode);
-  const child = spawn(process.execPath, [CEILING_SCRIPT, '0', String(workers)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = track(spawn(process.execPath, [CEILING_SCRIPT, '0', String(workers)], { stdio: ['ignore', 'pipe', 'inherit'] }));
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error('the ceiling server did not start')), 15_000);

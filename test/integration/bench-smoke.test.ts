@@ -75,6 +75,13 @@ describe('bench --quick (CI smoke)', function () {
         expect(ratios.changeVsRawBatched, 'changeVsRawBatched').to.be.above(0);
         expect(ratios.nochgVsHttpCeiling, 'nochgVsHttpCeiling').to.be.above(0);
         expect(ratios.p50C1MinusRawMs, 'p50C1MinusRawMs').to.be.a('number').and.satisfy(Number.isFinite);
+        expect(ratios.httpCeilingVsRawBatched, 'httpCeilingVsRawBatched').to.be.above(0);
+        for (const path of ['change', 'nochg'] as const) {
+          const m = ns.bridge[mode][path]['64'];
+          expect(m.cpuMsPerRequest, `${kind}.${mode}.${path} cpu`).to.be.a('number').and.at.least(0);
+          expect(m.redisCpuMsPerRequest, `${kind}.${mode}.${path} redis cpu`).to.be.a('number').and.at.least(0);
+          expect(ns.bridge[mode].redisCommandsPerRequest[path].evalsha, `${kind}.${mode}.${path} evalsha/request`).to.be.at.least(1);
+        }
       }
       expect(ns.bridge['in-process'].hostsPerMessage['1'], 'hosts per message').to.be.at.least(1);
       expect(ns.large.hosts).to.equal(10000);
@@ -98,7 +105,7 @@ describe('bench --quick (CI smoke)', function () {
     for (const t of report.targets) expect(t.value, t.name).to.be.a('number').and.satisfy(Number.isFinite);
 
     const md = await readFile(markdown, 'utf8');
-    expect(md).to.include('| path | c | Knot /s | p50 ms | p99 ms | BIND /s | p50 ms | p99 ms |');
+    expect(md).to.include('| path | c | Knot /s | p50 ms | p99 ms | cpu ms/req | BIND /s | p50 ms | p99 ms | cpu ms/req |');
     for (const row of ['raw UPDATE, 1 name/message', 'raw UPDATE, 50 names/message', 'nsupdate process per update', 'HTTP ceiling', 'bridge change path', 'bridge nochg path', 'at 10,000 hosts']) {
       expect(md, row).to.include(row);
     }

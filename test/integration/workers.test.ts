@@ -8,6 +8,8 @@ import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { BridgeEnv, CLI, ZONE, sleep } from '../support/bridge.js';
 import { findBinary } from '../../src/lab/index.js';
+import { runHttpLoad } from '../../src/bench/load.js';
+import { procCpu } from '../../src/bench/targets.js';
 
 const UA = 'ddns-bridge-tests/1.0 tests@example.test';
 
@@ -114,6 +116,26 @@ describe('serve --workers 2 (node:cluster)', function () {
       .filter((l) => l.msg === 'worker listening')
       .map((l) => l.port);
     expect(ports).to.deep.equal([cluster!.port, cluster!.port]);
+  });
+
+  it('spreads connections over both workers (each spends CPU on them)', async () => {
+    const pids = workerPids(cluster!);
+    const before = await Promise.all(pids.map((p) => procCpu([p])));
+    const m = await runHttpLoad({
+      host: '127.0.0.1',
+      port: cluster!.port,
+      concurrency: 16,
+      requests: 2000,
+      maxSeconds: 20,
+      request: () => 'GET /no-such-path HTTP/1.0\r\n\r\n',
+      expect: (_i, _s, body) => body.length > 0,
+    });
+    expect(m.errors, m.firstError).to.equal(0);
+    const after = await Promise.all(pids.map((p) => procCpu([p])));
+    const used = after.map((a, i) => a - before[i]!);
+    const total = used[0]! + used[1]!;
+    // Neither worker idles while the other does the work.
+    for (const u of used) expect(u, `per-worker CPU seconds ${used.join(' / ')}`).to.be.at.least(total * 0.15);
   });
 
   it('counts concurrent requests for one host exactly across the workers', async () => {
