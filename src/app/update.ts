@@ -2,11 +2,11 @@
  * The update use case: agent → credentials → per host name: syntax, registry, ownership,
  * type, state, frequency → DNS → commit. Returns outcomes; the HTTP adapter writes bytes.
  */
-import { DnsUpdateError, StoreUnavailableError } from '../core/errors.js';
+import { StoreUnavailableError, tokenForError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { formatAddresses, parseUpdateParams, type ParamMap, type UpdateParams } from '../core/params.js';
 import { tokenIsJunk, type HostToken, type RequestToken } from '../core/tokens.js';
-import { expectationsFor, targetState, type HostRecord, type RequestedSettings, type ResolvedMx } from '../core/types.js';
+import { expectationsFor, targetState, type RequestedSettings, type ResolvedMx } from '../core/types.js';
 import { parseAddress, type AddressPair } from '../core/addresses.js';
 import type {
   AccountView,
@@ -171,7 +171,7 @@ export class UpdateService {
       await this.deps.publisher.publish({ fqdn, zone, previous: admission.host, target });
     } catch (err) {
       await this.deps.hosts.release(admission.lease).catch(() => undefined);
-      if (err instanceof DnsUpdateError) return { token: 'dnserr' };
+      if (tokenForError(err) === 'dnserr') return { token: 'dnserr' };
       throw err;
     }
     try {
@@ -242,4 +242,3 @@ function isJunkReply(reply: UpdateReply): boolean {
   return reply.lines.some((l) => tokenIsJunk(l.token));
 }
 
-export type { HostRecord };

@@ -54,7 +54,7 @@ const cli = yargs(hideBin(process.argv))
       )
       .command(
         'donator <name>',
-        'mark an account as paying (or not, with --no-donator... use --off)',
+        'mark an account as paying (--off: no longer paying)',
         (a) => a.positional('name', { type: 'string', demandOption: true }).option('off', { type: 'boolean', default: false }),
         async (argv) => admin.accountDonator(await ctx(argv), argv.name, !argv.off, out),
       )

@@ -18,7 +18,8 @@ export const HOST_TOKENS = [
   'dnserr',
 ] as const;
 
-export const REQUEST_TOKENS = ['badauth', 'badagent', 'numhost', '911', 'notfqdn', 'badsys'] as const;
+/** Account-level results: sent once, not per host name (SPEC §3). */
+export const REQUEST_TOKENS = ['badauth', 'badagent', 'numhost', '911'] as const;
 
 export type HostToken = (typeof HOST_TOKENS)[number];
 export type RequestToken = (typeof REQUEST_TOKENS)[number];
@@ -53,7 +54,3 @@ export function tokenIsJunk(token: Token): boolean {
   }
 }
 
-/** Tokens that are our fault: the frequency rule does not count them. */
-export function tokenIsServiceFault(token: Token): boolean {
-  return token === 'dnserr' || token === '911';
-}

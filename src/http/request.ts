@@ -1,4 +1,5 @@
 /** Request parsing: parameters (query + form body), Basic credentials, client address. */
+import basicAuth from 'basic-auth';
 import { cidrContains, normalizePeer, parseCidr, type Cidr } from '../core/addresses.js';
 import type { ParamMap } from '../core/params.js';
 import type { Credentials } from '../app/ports.js';
@@ -24,20 +25,15 @@ export function paramsOf(query: string, body: string | undefined): ParamMap {
 }
 
 /**
- * `Authorization: Basic <base64(user:pass)>`, scheme case-insensitive, split at the first
- * colon. 'missing' when there is no header, 'malformed' when it cannot be read.
+ * `Authorization: Basic <base64(user:pass)>` (basic-auth: scheme case-insensitive, split at
+ * the first colon). 'missing' when there is no header, 'malformed' when it cannot be read
+ * or names no user.
  */
 export function parseBasicAuth(header: string | undefined): Credentials | 'missing' | 'malformed' {
   if (header === undefined || header.trim() === '') return 'missing';
-  const m = /^\s*basic\s+([A-Za-z0-9+/=._~-]+)\s*$/i.exec(header);
-  if (!m) return 'malformed';
-  const encoded = m[1]!;
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded) && !/^[A-Za-z0-9_-]+={0,2}$/.test(encoded)) return 'malformed';
-  const decoded = Buffer.from(encoded, encoded.includes('-') || encoded.includes('_') ? 'base64url' : 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  if (colon <= 0) return 'malformed';
-  const user = decoded.slice(0, colon);
-  const password = decoded.slice(colon + 1);
+  const parsed = basicAuth.parse(header);
+  if (!parsed || parsed.name === '') return 'malformed';
+  const { name: user, pass: password } = parsed;
   if (/[\x00-\x1f\x7f]/.test(user) || user.length > 256 || password.length > 1024) return 'malformed';
   return { user, password };
 }

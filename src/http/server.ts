@@ -4,6 +4,7 @@
  */
 import http from 'node:http';
 import type { Socket } from 'node:net';
+import { tokenForError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { UpdateService } from '../app/update.js';
 import type { EchoService } from '../app/echo.js';
@@ -90,7 +91,7 @@ export class HttpFrontend {
     this.handle(req)
       .catch((err: unknown) => {
         this.logger.error('request failed', { error: err instanceof Error ? err.message : String(err) });
-        return tokenReply('911', this.settings.realm);
+        return tokenReply(tokenForError(err), this.settings.realm);
       })
       .then((reply) => this.write(req.socket, res, reply))
       .finally(() => {

@@ -421,3 +421,70 @@ describe('frequency rule and states (knot)', function () {
     expect((await env.raw('GET /checkip HTTP/1.0\r\n\r\n')).toString()).to.match(/\r\n\r\nCurrent IP Address: 127\.0\.0\.1\n$/);
   });
 });
+
+describe('throttles and blocks through the running service (knot)', function () {
+  this.timeout(60000);
+  let env: BridgeEnv;
+  before(async function () {
+    requireServers(this, 'knot');
+    env = await BridgeEnv.start({
+      kind: 'knot',
+      config: {
+        junk: { threshold: 3, window: 60, block: 1.5 },
+        credentials: { maxFailures: 3, window: 60, cooldown: 1.5 },
+        frequency: { minInterval: 5, echoMinInterval: 0.001 },
+      },
+    });
+    await env.addAccount('tess', 'tess-pw');
+  });
+  after(async () => env?.stop());
+
+  it('junk: a (source, agent) pair sending failing requests gets badagent for the block time', async () => {
+    const ua = 'JunkySender/0.1';
+    const send = (q: string) => env.get(`/nic/update?${q}`, { auth: ['tess', 'tess-pw'], ua });
+    for (let i = 0; i < 3; i++) expect((await send(`hostname=nope${i}.${ZONE}`)).body).to.equal('nohost\n');
+    const h = uniq('junk');
+    await env.addHost(h, 'tess');
+    expect((await send(`hostname=${h}&myip=192.0.2.70`)).raw.toString()).to.equal(OK('badagent\n'));
+    // another agent from the same address is not affected
+    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.70`, { auth: ['tess', 'tess-pw'], ua: UA })).body).to.equal('good 192.0.2.70\n');
+    await sleep(1700);
+    expect((await send(`hostname=${h}&myip=192.0.2.70`)).body).to.match(/^(good|nochg) 192\.0\.2\.70\n$/);
+  });
+
+  it('credential guessing: past the threshold even the right password gets badauth, until the cool-down ends', async () => {
+    const h = uniq('guess');
+    await env.addHost(h, 'tess');
+    // a new agent per attempt, so the junk rule (also 3) does not answer first
+    let attempt = 0;
+    const send = (pw: string) => env.get(`/nic/update?hostname=${h}&myip=192.0.2.71`, { auth: ['tess', pw], ua: `Guesser/${++attempt}` });
+    for (let i = 0; i < 3; i++) expect((await send(`wrong-${i}`)).raw.toString()).to.equal(BADAUTH);
+    expect((await send('tess-pw')).raw.toString()).to.equal(BADAUTH);
+    expect(await env.ns.query(h, 'A')).to.deep.equal([]);
+    await sleep(1700);
+    expect((await send('tess-pw')).body).to.equal('good 192.0.2.71\n');
+  });
+
+  it('the address echo with credentials and a hostname applies the host frequency rule', async () => {
+    const h = uniq('echohost');
+    await env.addHost(h, 'tess');
+    const bodies: string[] = [];
+    for (let i = 0; i < 5; i++) bodies.push((await env.get(`/checkip?hostname=${h}`, { auth: ['tess', 'tess-pw'], ua: UA })).body);
+    expect(bodies.slice(0, 4)).to.deep.equal(Array(4).fill('Current IP Address: 127.0.0.1\n'));
+    expect(bodies[4]).to.equal('abuse\n');
+    expect((await env.hostJson(h)).state).to.equal('blocked');
+  });
+
+  it('a POST body over the cap gets 413 and changes nothing', async () => {
+    const h = uniq('big');
+    await env.addHost(h, 'tess');
+    const body = `hostname=${h}&myip=192.0.2.72&pad=${'x'.repeat(5000)}`;
+    const creds = Buffer.from('tess:tess-pw').toString('base64');
+    const r = await env.raw(
+      `POST /nic/update HTTP/1.0\r\nUser-Agent: ${UA}\r\nAuthorization: Basic ${creds}\r\n` +
+        `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
+    expect(r.toString()).to.equal(expectedReply(413, 'Payload Too Large', 'payload too large\n'));
+    expect(await env.ns.query(h, 'A')).to.deep.equal([]);
+  });
+});
