@@ -76,7 +76,8 @@ export class UpdateService {
       // A request without credentials is the first half of a challenge-driven client's
       // normal exchange (wget, uclient-fetch): never junk.
       if (isJunkReply(reply) && req.userAgent && req.credentials !== 'missing') {
-        await this.deps.clientPolicy.recordJunk(req.userAgent, req.clientIp).catch(() => undefined);
+        // Not awaited: counting junk must not delay (or fail) the reply.
+        this.deps.clientPolicy.recordJunk(req.userAgent, req.clientIp).catch(() => undefined);
       }
       return reply;
     } catch (err) {
@@ -170,7 +171,10 @@ export class UpdateService {
     try {
       await this.deps.publisher.publish({ fqdn, zone, previous: admission.host, target });
     } catch (err) {
-      await this.deps.hosts.release(admission.lease).catch(() => undefined);
+      // dnserr promises Redis untouched: if the count and lease cannot be undone, say 911.
+      await this.deps.hosts.release(admission.lease).catch((releaseErr: unknown) => {
+        throw new ServiceFault(`release failed: ${(releaseErr as Error).message}`);
+      });
       if (tokenForError(err) === 'dnserr') return { token: 'dnserr' };
       throw err;
     }

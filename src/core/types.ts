@@ -117,8 +117,7 @@ export function expectationsFor(req: RequestedSettings, resolvedMx: ResolvedMx):
   if (req.ipv6 !== undefined) out.ipv6 = req.ipv6;
   if (req.wildcard !== 'keep') out.wildcard = flag(req.wildcard);
   if (resolvedMx !== 'keep') out.mx = resolvedMx ?? '';
-  // With the MX kept, its flag is compared only when the request names one (an MX that
-  // turns out absent makes the flag moot; the change path then rewrites it harmlessly).
+  // The store ignores this flag while the host has no MX (it means nothing then).
   if (req.backmx !== 'keep') out.backmx = flag(resolvedMx !== null && req.backmx);
   return out;
 }

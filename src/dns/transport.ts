@@ -35,6 +35,9 @@ interface Request {
 
 /** How long the ID of an abandoned (timed-out) request stays reserved: a late answer must not match a new request. */
 const ABANDONED_ID_HOLD_MS = 60_000;
+const ID_SPACE = 0x10000;
+/** Free IDs kept so that a random pick succeeds within a few tries. */
+const ID_HEADROOM = 4096;
 
 export class TcpTransport {
   private socket: net.Socket | undefined;
@@ -121,12 +124,24 @@ export class TcpTransport {
     socket.write(frame);
   }
 
-  /** A random 16-bit ID not in flight and not recently abandoned. */
+  /**
+   * A random 16-bit ID not in flight and not recently abandoned. Held IDs are kept in
+   * insertion (= expiry) order, so the sweep stops at the first live one. When nearly all
+   * IDs are taken (a primary that silently drops a flood), the connection is dropped:
+   * late answers cannot arrive on a new one, so its held IDs are free again.
+   */
   private freeId(): number {
     const now = Date.now();
-    for (const [id, until] of this.abandoned) if (until <= now) this.abandoned.delete(id);
+    for (const [id, until] of this.abandoned) {
+      if (until > now) break;
+      this.abandoned.delete(id);
+    }
+    if (this.inFlight.size + this.abandoned.size > ID_SPACE - ID_HEADROOM) {
+      this.socket?.destroy();
+      this.abandoned.clear();
+    }
     for (;;) {
-      const id = randomInt(0, 0x10000);
+      const id = randomInt(0, ID_SPACE);
       if (!this.inFlight.has(id) && !this.abandoned.has(id)) return id;
     }
   }

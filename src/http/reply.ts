@@ -27,7 +27,8 @@ export interface RawReply {
   headers?: ReadonlyArray<readonly [string, string]>;
 }
 
-export function encodeReply(reply: RawReply): Buffer {
+/** `headOnly`: a HEAD request gets the headers (with the body's length) and no body. */
+export function encodeReply(reply: RawReply, headOnly = false): Buffer {
   const body = Buffer.from(reply.body, 'utf8');
   let head =
     `HTTP/1.0 ${reply.status} ${REASONS[reply.status] ?? 'Error'}\r\n` +
@@ -35,7 +36,8 @@ export function encodeReply(reply: RawReply): Buffer {
     `Content-Length: ${body.length}\r\n` +
     'Connection: close\r\n';
   for (const [name, value] of reply.headers ?? []) head += `${name}: ${value}\r\n`;
-  return Buffer.concat([Buffer.from(head + '\r\n', 'latin1'), body]);
+  const headBytes = Buffer.from(head + '\r\n', 'latin1');
+  return headOnly ? headBytes : Buffer.concat([headBytes, body]);
 }
 
 function line(token: Token, addresses?: string): string {

@@ -33,6 +33,7 @@ export class HttpFrontend {
   private readonly routes = new Map<string, Route>();
   private readonly clientAddress: ClientAddressResolver;
   private inFlight = 0;
+  private readonly answering = new WeakSet<Socket>();
   private idleWaiters: Array<() => void> = [];
 
   constructor(
@@ -87,13 +88,20 @@ export class HttpFrontend {
   }
 
   private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+    // One request per connection: every reply closes it. A request pipelined behind the
+    // first is never processed (its client gets no reply, so it must change nothing).
+    if (this.answering.has(req.socket)) {
+      req.resume();
+      return;
+    }
+    this.answering.add(req.socket);
     this.inFlight++;
     this.handle(req)
       .catch((err: unknown) => {
         this.logger.error('request failed', { error: err instanceof Error ? err.message : String(err) });
         return tokenReply(tokenForError(err), this.settings.realm);
       })
-      .then((reply) => this.write(req.socket, res, reply))
+      .then((reply) => this.write(req.socket, res, reply, req.method === 'HEAD'))
       .finally(() => {
         if (--this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
       });
@@ -125,10 +133,10 @@ export class HttpFrontend {
     return updateReply(reply, this.settings.realm);
   }
 
-  private write(socket: Socket, res: http.ServerResponse, reply: RawReply): void {
+  private write(socket: Socket, res: http.ServerResponse, reply: RawReply, headOnly: boolean): void {
     // Bypass ServerResponse (it always says HTTP/1.1); mark it done so node does not add its own.
     res.detachSocket(socket);
-    if (!socket.destroyed) socket.end(encodeReply(reply));
+    if (!socket.destroyed) socket.end(encodeReply(reply, headOnly));
   }
 
   private onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
@@ -165,8 +173,10 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<string | 't
     let size = 0;
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
+      // Past the cap: answer now, keep reading and dropping the rest (closing with unread
+      // input would reset the connection and lose the 413); requestTimeout bounds it.
       if (size > limit) {
-        req.pause();
+        chunks.length = 0;
         resolve('too-large');
         return;
       }

@@ -65,7 +65,10 @@ if ARGV[6] == 'expect' then
     local f = ARGV[i]
     local v = h[f] or ''
     if (f == 'w' or f == 'b') and v == '0' then v = '' end
-    if v ~= ARGV[i + 1] then changed = true; break end
+    -- The backup-MX flag means nothing without an MX (mx=NOCHG on a host that has none);
+    -- a request that names a new MX already differs on m.
+    local moot = f == 'b' and (h['m'] or '') == ''
+    if v ~= ARGV[i + 1] and not moot then changed = true; break end
   end
 end
 if not changed then
