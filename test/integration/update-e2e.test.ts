@@ -3,19 +3,23 @@
  * and named. Replies are checked byte for byte; DNS as the primary answers; state via the CLI.
  */
 import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { BridgeEnv, ZONE, expectedReply, sleep } from '../support/bridge.js';
-import { findBinary, type LabKind } from '../../src/lab/index.js';
+import { requireBinariesOrSkip, type LabKind } from '../../src/lab/index.js';
 
 const UA = 'ddns-bridge-tests/1.0 tests@example.test';
 const OK = (body: string) => expectedReply(200, 'OK', body);
 const BADAUTH = expectedReply(401, 'Unauthorized', 'badauth\n', ['WWW-Authenticate: Basic realm="ddns-bridge"']);
 
 function requireServers(ctx: Mocha.Context, kind: LabKind): void {
-  const bins = ['redis-server', kind === 'knot' ? 'knotd' : 'named', 'dig'];
-  const missing = bins.filter((b) => !findBinary(b));
-  if (missing.length === 0) return;
-  if (process.env.CI === 'true') throw new Error(`missing in CI: ${missing.join(', ')}`);
-  ctx.skip();
+  requireBinariesOrSkip(ctx, ['redis-server', kind === 'knot' ? 'knotd' : 'named', 'dig']);
+}
+
+/** `name TTL class type rdata` lines as the primary answers them (dig +short hides the TTL). */
+async function answers(env: BridgeEnv, name: string, type: string): Promise<string[]> {
+  const { stdout } = await promisify(execFile)('dig', ['@127.0.0.1', '-p', String(env.ns.port), '+tcp', '+norec', '+noall', '+answer', name, type]);
+  return stdout.split('\n').filter(Boolean).map((l) => l.split(/\s+/).join(' '));
 }
 
 let seq = 0;
@@ -54,6 +58,7 @@ for (const kind of ['knot', 'bind'] as const) {
       const r = await update(`hostname=${h}&myip=203.0.113.7`);
       expect(r.raw.toString()).to.equal(OK('good 203.0.113.7\n'));
       expect(await env.ns.query(h, 'A')).to.deep.equal(['203.0.113.7']);
+      expect(await answers(env, h, 'A')).to.deep.equal([`${h}. 60 IN A 203.0.113.7`]);
       const shown = await env.hostJson(h);
       expect(shown).to.include({ ipv4: '203.0.113.7', ipv6: null, state: 'active', owner: 'alice', type: 'dynamic', wildcard: false, mx: null });
     });
@@ -86,6 +91,8 @@ for (const kind of ['knot', 'bind'] as const) {
       expect(badB64.raw.toString()).to.equal(BADAUTH);
       const none = await env.get(`/dyndns/update?hostname=${h}`, { ua: UA });
       expect(none.raw.toString()).to.equal(BADAUTH);
+      // an account-level result is one line, however many names were asked for
+      expect((await update(`hostname=${h},${h}&myip=192.0.2.1`, ['alice', 'wrong'])).raw.toString()).to.equal(BADAUTH);
       expect(await env.ns.query(h, 'A')).to.deep.equal([]);
     });
 
@@ -102,6 +109,8 @@ for (const kind of ['knot', 'bind'] as const) {
     it('badagent: missing, empty, and placeholder User-Agents; an operator block via the CLI', async () => {
       const h = await host();
       expect((await update(`hostname=${h}&myip=192.0.2.2`, auth, null)).raw.toString()).to.equal(OK('badagent\n'));
+      // badagent is decided before the credentials, and sent once for several names
+      expect((await update(`hostname=${h},${h}&myip=192.0.2.2`, ['alice', 'wrong'], null)).raw.toString()).to.equal(OK('badagent\n'));
       expect((await update(`hostname=${h}&myip=192.0.2.2`, auth, '')).raw.toString()).to.equal(OK('badagent\n'));
       expect((await update(`hostname=${h}&myip=192.0.2.2`, auth, 'Company - Device - Version Number')).body).to.equal('badagent\n');
       await env.cliOk(['agent', 'block', 'EvilClient/*']);
@@ -135,10 +144,14 @@ for (const kind of ['knot', 'bind'] as const) {
       expect((await update(`system=webhop&hostname=${h}&myip=192.0.2.5`)).body).to.equal('badsys\n');
       // order: !yours is decided before badsys
       expect((await update(`system=webhop&hostname=${bobs}&myip=192.0.2.5`)).body).to.equal('!yours\n');
-      for (const sys of ['dyndns', 'statdns', 'custom']) {
+      for (const [i, sys] of ['dyndns', 'statdns', 'custom', ''].entries()) {
         await sleep(60);
-        expect((await update(`system=${sys}&hostname=${h}&myip=192.0.2.5`)).body).to.match(/^(good|nochg) 192\.0\.2\.5\n$/);
+        expect((await update(`system=${sys}&hostname=${h}&myip=192.0.2.${50 + i}`)).body).to.equal(`good 192.0.2.${50 + i}\n`);
+        expect(await env.ns.query(h, 'A')).to.deep.equal([`192.0.2.${50 + i}`]);
       }
+      // badsys (type) comes before !active (state)
+      await env.cliOk(['host', 'close', stat]);
+      expect((await update(`hostname=${stat}&myip=192.0.2.5`)).body).to.equal('badsys\n');
       expect(await env.ns.query(bobs, 'A')).to.deep.equal([]);
       expect(await env.ns.query(stat, 'A')).to.deep.equal([]);
     });
@@ -173,6 +186,7 @@ for (const kind of ['knot', 'bind'] as const) {
       expect(await env.ns.query(h, 'A')).to.deep.equal([]);
       expect(await env.ns.query(h, 'AAAA')).to.deep.equal([]);
       expect(await env.ns.query(`x.${h}`, 'A')).to.deep.equal([]);
+      expect(await env.ns.query(`x.${h}`, 'AAAA')).to.deep.equal([]);
       expect(await env.ns.query(h, 'MX')).to.deep.equal([`10 mail.${ZONE}.`]);
       expect((await env.hostJson(h)).state).to.equal('offline');
       await sleep(60);
@@ -217,6 +231,14 @@ for (const kind of ['knot', 'bind'] as const) {
       expect(await env.ns.query(b, 'A')).to.deep.equal(['192.0.2.13']);
     });
 
+    it('host names are trimmed, lowercased and lose a trailing dot; ::ffff: addresses are unmapped', async () => {
+      const h = await host();
+      const r = await update(`hostname=%20${h.toUpperCase()}.%20&myip=::ffff:192.0.2.21`);
+      expect(r.body).to.equal('good 192.0.2.21\n');
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.21']);
+      expect(await env.ns.query(h, 'AAAA')).to.deep.equal([]);
+    });
+
     it('wildcard ON publishes *.host (a random name resolves); OFF removes it', async () => {
       const h = await host();
       await update(`hostname=${h}&myip=192.0.2.14,2001:db8::14&wildcard=ON`);
@@ -229,7 +251,9 @@ for (const kind of ['knot', 'bind'] as const) {
       await sleep(60);
       expect((await update(`hostname=${h}&myip=192.0.2.14,2001:db8::14`)).body).to.equal('good 192.0.2.14,2001:db8::14\n');
       expect(await env.ns.query(random, 'A')).to.deep.equal([]);
+      expect(await env.ns.query(random, 'AAAA')).to.deep.equal([]);
       expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.14']);
+      expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::14']);
     });
 
     it('MX: mx alone, with backmx=YES, and an unresolvable mx deletes the MX', async () => {
@@ -271,6 +295,22 @@ for (const kind of ['knot', 'bind'] as const) {
       expect(put.toString()).to.equal(expectedReply(405, 'Method Not Allowed', 'method not allowed\n', ['Allow: GET, POST']));
       const missing = await env.raw(`GET /nope HTTP/1.0\r\n\r\n`);
       expect(missing.toString()).to.equal(expectedReply(404, 'Not Found', 'not found\n'));
+      const head = await env.raw(`HEAD /nic/update?${body} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      expect(head.toString()).to.equal(expectedReply(405, 'Method Not Allowed', 'method not allowed\n', ['Allow: GET, POST']).replace(/method not allowed\n$/, ''));
+    });
+
+    it('HTTP/1.1 keep-alive clients get one reply and a closed connection; broken requests get exact 400/431', async () => {
+      const h = await host();
+      const creds = Buffer.from(auth.join(':')).toString('base64');
+      const one = `GET /nic/update?hostname=${h}&myip=192.0.2.22 HTTP/1.1\r\nHost: x\r\nUser-Agent: ${UA}\r\nAuthorization: Basic ${creds}\r\n\r\n`;
+      // two pipelined requests without Connection: close: the first is answered, then the server closes
+      const r = await env.raw(one + one.replace('192.0.2.22', '192.0.2.23'));
+      expect(r.toString()).to.equal(OK('good 192.0.2.22\n'));
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.22']);
+      const bad = await env.raw('GARBAGE\r\n\r\n');
+      expect(bad.toString()).to.equal(expectedReply(400, 'Bad Request', 'bad request\n'));
+      const big = await env.raw(`GET /nic/update HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(10000)}\r\n\r\n`);
+      expect(big.toString()).to.equal(expectedReply(431, 'Request Header Fields Too Large', 'request header fields too large\n'));
     });
 
     it('address echo: /checkip, /ip and /nic/checkip answer the caller address', async () => {
@@ -372,12 +412,30 @@ describe('frequency rule and states (knot)', function () {
 
   it('a non-frequent request resets the count', async () => {
     const h = uniq('reset');
-    await env.addHost(h, 'dana');
-    const creds: [string, string] = ['dana', 'dana-pw'];
+    await env.addHost(h, 'fred');
     for (let round = 0; round < 2; round++) {
-      for (let i = 0; i < 4; i++) expect((await up(h, `192.0.2.${70 + round * 4 + i}`, creds)).body).to.match(/^good /);
-      await sleep(450);
+      for (let i = 0; i < 4; i++) expect((await up(h, `192.0.2.${70 + round * 4 + i}`)).body).to.match(/^good /);
+      if (round === 0) await sleep(2200); // longer than minInterval (2 s): the next one resets the run
     }
+    // control: the requests above really were frequent — one more right away is the 4th in a row
+    expect((await up(h, '192.0.2.79')).body).to.equal('abuse\n');
+  });
+
+  it('a closed host stays !active however often it is asked (no abuse), a blocked one stays abuse', async () => {
+    const h = uniq('closedfreq');
+    await env.addHost(h, 'fred');
+    await env.cliOk(['host', 'close', h]);
+    for (let i = 0; i < 6; i++) expect((await up(h, '192.0.2.90')).body).to.equal('!active\n');
+    expect((await env.hostJson(h)).state).to.equal('closed');
+  });
+
+  it('abuse comes before !donator: a non-paying account repeating offline=YES gets blocked', async () => {
+    const h = uniq('offfreq');
+    await env.addHost(h, 'fred');
+    const bodies: string[] = [];
+    for (let i = 0; i < 5; i++) bodies.push((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.91&offline=YES`, { auth: ['fred', 'fred-pw'], ua: UA })).body);
+    expect(bodies).to.deep.equal([...Array(4).fill('!donator\n'), 'abuse\n']);
+    expect((await env.hostJson(h)).state).to.equal('blocked');
   });
 
   it('dnserr does not count towards the limit', async () => {
@@ -433,6 +491,8 @@ describe('throttles and blocks through the running service (knot)', function () 
         junk: { threshold: 3, window: 60, block: 1.5 },
         credentials: { maxFailures: 3, window: 60, cooldown: 1.5 },
         frequency: { minInterval: 5, echoMinInterval: 0.001 },
+        basePath: '/ddns',
+        dns: { ttl: 120 },
       },
     });
     await env.addAccount('tess', 'tess-pw');
@@ -473,6 +533,15 @@ describe('throttles and blocks through the running service (knot)', function () 
     expect(bodies.slice(0, 4)).to.deep.equal(Array(4).fill('Current IP Address: 127.0.0.1\n'));
     expect(bodies[4]).to.equal('abuse\n');
     expect((await env.hostJson(h)).state).to.equal('blocked');
+  });
+
+  it('basePath prefixes the update path (aliases stay at the root) and dns.ttl sets the TTL', async () => {
+    const h = uniq('base');
+    await env.addHost(h, 'tess');
+    const q = `hostname=${h}&myip=192.0.2.73`;
+    expect((await env.get(`/dyndns/update?${q}`, { auth: ['tess', 'tess-pw'], ua: UA })).status).to.equal(404);
+    expect((await env.get(`/ddns/dyndns/update?${q}`, { auth: ['tess', 'tess-pw'], ua: UA })).body).to.equal('good 192.0.2.73\n');
+    expect(await answers(env, h, 'A')).to.deep.equal([`${h}. 120 IN A 192.0.2.73`]);
   });
 
   it('a POST body over the cap gets 413 and changes nothing', async () => {

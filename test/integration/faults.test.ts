@@ -1,0 +1,654 @@
+/**
+ * Faults (issue 5, items 1–3 and 9) through the real `serve` process: a silent primary, a
+ * primary that refuses (unknown key, wrong secret, unserved zone, clock skew), a Redis with
+ * AOF killed -9, the bridge killed -9 during a stream of changes, and spoofed DNS answers from
+ * a fake primary. Each case checks the reply token, the time to answer, Redis and DNS
+ * afterwards, and recovery.
+ */
+import { expect } from 'chai';
+import { writeFile, chmod, readFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { BridgeEnv, ZONE, deepMerge, expectedReply, parseHttp, sleep, type HttpResult } from '../support/bridge.js';
+import { generateTsigKey, makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
+import { encodeTsigRecord, extractTsig, readName, signMessage } from '../../src/dns/index.js';
+import type { TsigKeyConfig } from '../../src/config/schema.js';
+
+const UA = 'faults-tests/1.0 tests@example.test';
+const OK = (body: string) => expectedReply(200, 'OK', body);
+const DNSERR = OK('dnserr\n');
+/** What a reply may take beyond dns.timeout (scheduling, Redis round trips, process start). */
+const SLACK_MS = 1000;
+
+let seq = 0;
+const uniq = (label: string) => `${label}-${process.pid}-${++seq}.${ZONE}`;
+
+/** Rewrite the env's config with `patch` deep-merged over the original, and restart its serve processes. */
+async function reconfigure(env: BridgeEnv, patch: Record<string, unknown>): Promise<number> {
+  await writeFile(env.configPath, JSON.stringify(deepMerge(env.config, patch), null, 2));
+  await chmod(env.configPath, 0o600);
+  await env.stopServes('SIGTERM');
+  return env.startServe();
+}
+
+async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
+  const t0 = Date.now();
+  const r = await fn();
+  return [r, Date.now() - t0];
+}
+
+/** A host's Redis hash as stored, without `fs` (a sequence number every admission bumps by design). */
+async function hostHash(url: string, fqdn: string): Promise<Record<string, string>> {
+  const r = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
+  r.on('error', () => undefined);
+  try {
+    await r.connect();
+    const h = await r.hgetall(`ddns:h:${fqdn}`);
+    delete h.fs;
+    return h;
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** Every key under the prefix: hashes as objects, sets sorted (the whole persistent state). */
+async function dumpState(url: string): Promise<Record<string, unknown>> {
+  const r = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
+  r.on('error', () => undefined);
+  try {
+    await r.connect();
+    const out: Record<string, unknown> = {};
+    for (const key of (await r.keys('ddns:*')).sort()) {
+      const type = await r.type(key);
+      if (type === 'hash') out[key] = await r.hgetall(key);
+      else if (type === 'set') out[key] = (await r.smembers(key)).sort();
+      else if (type === 'string') out[key] = await r.get(key);
+      else out[key] = type;
+    }
+    return out;
+  } finally {
+    r.disconnect();
+  }
+}
+
+function logsSince(env: BridgeEnv, mark: number): string {
+  return env.logs.slice(mark).join('');
+}
+
+// ---- DNS over TCP helpers for the fake primaries ---------------------------------------
+
+function framed(message: Buffer): Buffer {
+  const len = Buffer.alloc(2);
+  len.writeUInt16BE(message.length);
+  return Buffer.concat([len, message]);
+}
+
+function frameReader(onMessage: (message: Buffer) => void): (chunk: Buffer) => void {
+  let buf = Buffer.alloc(0);
+  return (chunk) => {
+    buf = Buffer.concat([buf, chunk]);
+    while (buf.length >= 2) {
+      const n = buf.readUInt16BE(0);
+      if (buf.length < 2 + n) break;
+      onMessage(Buffer.from(buf.subarray(2, 2 + n)));
+      buf = buf.subarray(2 + n);
+    }
+  };
+}
+
+/** A NOERROR UPDATE response to `request` (header + its zone section), unsigned, with `id`. */
+function bareResponse(request: Buffer, id: number, rcode = 0): Buffer {
+  const zoneEnd = readName(request, 12).next + 4;
+  const out = Buffer.concat([Buffer.alloc(12), request.subarray(12, zoneEnd)]);
+  out.writeUInt16BE(id, 0);
+  out.writeUInt16BE(0x8000 | (5 << 11) | rcode, 2); // QR, opcode UPDATE
+  out.writeUInt16BE(1, 4); // ZOCOUNT
+  return out;
+}
+
+/** Append a TSIG record as given (no signing) and bump ARCOUNT. */
+function withTsig(message: Buffer, tsig: Parameters<typeof encodeTsigRecord>[0]): Buffer {
+  const out = Buffer.concat([message, encodeTsigRecord(tsig)]);
+  out.writeUInt16BE(out.readUInt16BE(10) + 1, 10);
+  return out;
+}
+
+type SpoofMode =
+  | 'valid'
+  | 'wrong-id'
+  | 'unsigned'
+  | 'other-secret'
+  | 'other-key-name'
+  | 'request-mac-copy'
+  | 'garbage-mac'
+  | 'not-bound-to-request';
+
+/** How the fake primary answers one UPDATE in each mode. */
+function spoofedAnswer(mode: SpoofMode, request: Buffer, key: TsigKeyConfig): Buffer {
+  const id = request.readUInt16BE(0);
+  const requestMac = extractTsig(request)!.tsig.mac;
+  const now = Math.floor(Date.now() / 1000);
+  const sign = (msg: Buffer, k: TsigKeyConfig, mac: Buffer | undefined) => signMessage(msg, k, { timeSigned: now, fudge: 300, requestMac: mac }).message;
+  const plain = bareResponse(request, id);
+  const rawTsig = (mac: Buffer) => ({ keyName: key.name, algorithm: 'hmac-sha256', timeSigned: now, fudge: 300, mac, originalId: id, error: 0, otherData: Buffer.alloc(0) });
+  switch (mode) {
+    case 'valid':
+      return sign(plain, key, requestMac);
+    case 'wrong-id':
+      return sign(bareResponse(request, (id + 1) & 0xffff), key, requestMac);
+    case 'unsigned':
+      return plain;
+    case 'other-secret':
+      return sign(plain, { ...key, secret: randomBytes(32) }, requestMac);
+    case 'other-key-name':
+      return sign(plain, { ...key, name: 'attacker-key' }, requestMac);
+    case 'request-mac-copy':
+      return withTsig(plain, rawTsig(requestMac));
+    case 'garbage-mac':
+      return withTsig(plain, rawTsig(randomBytes(32)));
+    case 'not-bound-to-request':
+      // Right key, right ID, but the MAC does not cover our request MAC (a replayed/forged answer).
+      return sign(plain, key, undefined);
+  }
+}
+
+/** A TCP "primary" that answers every UPDATE according to `mode` (mutable). */
+class FakePrimary {
+  mode: SpoofMode = 'valid';
+  readonly seen: Buffer[] = [];
+  private readonly server: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+
+  constructor(private readonly key: TsigKeyConfig) {
+    this.server = net.createServer((s) => {
+      this.sockets.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => this.sockets.delete(s));
+      s.on(
+        'data',
+        frameReader((request) => {
+          this.seen.push(request);
+          s.write(framed(spoofedAnswer(this.mode, request, this.key)));
+        }),
+      );
+    });
+  }
+
+  async listen(): Promise<number> {
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    return (this.server.address() as net.AddressInfo).port;
+  }
+
+  close(): void {
+    for (const s of this.sockets) s.destroy();
+    this.server.close();
+  }
+}
+
+/** A TCP relay to the real primary that can swallow the primary's answers (applied, never acknowledged). */
+class RelayPrimary {
+  holdAnswers = false;
+  answersSwallowed = 0;
+  private readonly server: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+
+  constructor(private readonly upstreamPort: number) {
+    this.server = net.createServer((client) => {
+      const upstream = net.connect({ host: '127.0.0.1', port: this.upstreamPort });
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('error', () => undefined);
+        s.on('close', () => {
+          this.sockets.delete(s);
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.on('data', (d) => upstream.write(d));
+      upstream.on('data', (d) => {
+        if (this.holdAnswers) this.answersSwallowed++;
+        else client.write(d);
+      });
+    });
+  }
+
+  async listen(): Promise<number> {
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    return (this.server.address() as net.AddressInfo).port;
+  }
+
+  close(): void {
+    for (const s of this.sockets) s.destroy();
+    this.server.close();
+  }
+}
+
+function zonesWithPrimary(port: number, key: Record<string, unknown> = {}): Record<string, unknown> {
+  return { zones: [{ name: ZONE, primary: `127.0.0.1:${port}`, key: { name: 'ddns-key', algorithm: 'hmac-sha256', secretFile: 'tsig.secret', ...key } }] };
+}
+
+// ---- 1. a primary that accepts TCP and never answers -----------------------------------
+
+describe('fault: primary not answering at all (knot)', function () {
+  this.timeout(60000);
+  let env: BridgeEnv;
+  let blackHole: net.Server;
+  const sockets: net.Socket[] = [];
+  const auth: [string, string] = ['nora', 'nora-pw'];
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
+    blackHole = net.createServer((s) => sockets.push(s.on('error', () => undefined)));
+    await new Promise<void>((r) => blackHole.listen(0, '127.0.0.1', r));
+    env = await BridgeEnv.start({ kind: 'knot', config: { dns: { timeout: 1.5 }, frequency: { minInterval: 60, maxFrequent: 3 } } });
+    await env.addAccount(...auth);
+  });
+  after(async () => {
+    for (const s of sockets) s.destroy();
+    blackHole?.close();
+    await env?.stop();
+  });
+
+  it('dnserr within dns.timeout + 1 s, Redis and the frequency counter unchanged, good after recovery', async () => {
+    const h = uniq('silent');
+    await env.addHost(h, auth[0]);
+    const up = (ip: string) => env.get(`/nic/update?hostname=${h}&myip=${ip}`, { auth, ua: UA });
+    expect((await up('192.0.2.10')).body).to.equal('good 192.0.2.10\n');
+    const before = await hostHash(env.redis.url, h);
+    expect(before).to.include({ '4': '192.0.2.10', fc: '0', s: 'active' });
+
+    await reconfigure(env, zonesWithPrimary((blackHole.address() as net.AddressInfo).port));
+    const mark = env.logs.length;
+    for (let i = 0; i < 4; i++) {
+      const [r, ms] = await timed(() => up(`192.0.2.${11 + i}`));
+      expect(r.raw.toString(), `attempt ${i}`).to.equal(DNSERR);
+      expect(ms, `attempt ${i} took ${ms} ms`).to.be.within(1400, 1500 + SLACK_MS);
+    }
+    expect(sockets.length, 'the bridge did reach the silent primary').to.be.above(0);
+    expect(await hostHash(env.redis.url, h)).to.deep.equal(before);
+    expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.10']);
+    expect(logsSince(env, mark)).to.match(/dns update failed[^\n]*zone dyn\.example\.test[^\n]*no answer from the primary/);
+
+    // Recovery: back to the real primary. Had the 4 dnserr counted, the next request would be
+    // the 5th frequent one (abuse); instead three quick requests are frequent #1..#3 and served.
+    await reconfigure(env, {});
+    for (let i = 0; i < 3; i++) expect((await up(`192.0.2.${20 + i}`)).body).to.equal(`good 192.0.2.${20 + i}\n`);
+    expect(await hostHash(env.redis.url, h)).to.include({ '4': '192.0.2.22', fc: '3', s: 'active' });
+    expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.22']);
+  });
+});
+
+// ---- 2./3. a primary that refuses: unknown key, wrong secret, unserved zone, clock skew ---
+
+for (const kind of ['knot', 'bind'] as const) {
+  describe(`fault: the primary refuses the update (${kind})`, function () {
+    this.timeout(90000);
+    let env: BridgeEnv;
+    const auth: [string, string] = ['rita', 'rita-pw'];
+    const OTHER_ZONE = 'unserved.example.test';
+
+    before(async function () {
+      requireBinariesOrSkip(this, ['redis-server', kind === 'knot' ? 'knotd' : 'named', 'dig']);
+      env = await BridgeEnv.start({ kind, config: { dns: { timeout: 2 }, frequency: { minInterval: 0.001 } } });
+      await env.addAccount(...auth);
+      await writeFile(path.join(env.dir, 'wrong.secret'), generateTsigKey().secret + '\n', { mode: 0o600 });
+    });
+    after(async () => env?.stop());
+
+    const cases: Array<{ title: string; patch: () => Record<string, unknown>; log: RegExp }> = [
+      {
+        title: 'a key name the primary does not know',
+        patch: () => zonesWithPrimary(env.ns.port, { name: 'unknown-key' }),
+        log: /dns update failed[^\n]*zone dyn\.example\.test[^\n]*(BADKEY|NOTAUTH)[^\n]*(key|policy)/,
+      },
+      {
+        title: 'a wrong secret',
+        patch: () => zonesWithPrimary(env.ns.port, { secretFile: 'wrong.secret' }),
+        log: /dns update failed[^\n]*zone dyn\.example\.test[^\n]*BADSIG[^\n]*secret/,
+      },
+      {
+        title: 'a clock one hour ahead (dns.clockOffset 3600)',
+        patch: () => ({ dns: { clockOffset: 3600 } }),
+        log: /dns update failed[^\n]*zone dyn\.example\.test[^\n]*BADTIME[^\n]*clock skew/,
+      },
+    ];
+
+    for (const c of cases) {
+      it(`${c.title}: dnserr in bounded time, a log line naming the zone, Redis and DNS unchanged, good after the fix`, async () => {
+        const h = uniq('refused');
+        await env.addHost(h, auth[0]);
+        const up = (ip: string) => env.get(`/nic/update?hostname=${h}&myip=${ip}`, { auth, ua: UA });
+        expect((await up('192.0.2.30')).body).to.equal('good 192.0.2.30\n');
+        const before = await hostHash(env.redis.url, h);
+
+        await reconfigure(env, c.patch());
+        const mark = env.logs.length;
+        const [r, ms] = await timed(() => up('192.0.2.31'));
+        expect(r.raw.toString()).to.equal(DNSERR);
+        // a refusal is final (no retry): far below the 2 s budget
+        expect(ms).to.be.below(SLACK_MS);
+        expect(logsSince(env, mark)).to.match(c.log);
+        expect(await hostHash(env.redis.url, h)).to.deep.equal(before);
+        expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.30']);
+
+        await reconfigure(env, {});
+        expect((await up('192.0.2.31')).body).to.equal('good 192.0.2.31\n');
+        expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.31']);
+        expect((await env.hostJson(h)).ipv4).to.equal('192.0.2.31');
+      });
+    }
+
+    it('a zone the primary does not serve: dnserr for its host only, the served zone stays good', async () => {
+      const patch = {
+        zones: [
+          (env.config.zones as unknown[])[0],
+          { name: OTHER_ZONE, primary: `127.0.0.1:${env.ns.port}`, key: { name: 'ddns-key', algorithm: 'hmac-sha256', secretFile: 'tsig.secret' } },
+        ],
+      };
+      await reconfigure(env, patch);
+      const stray = `h-${process.pid}.${OTHER_ZONE}`;
+      const h = uniq('served');
+      await env.addHost(stray, auth[0]);
+      await env.addHost(h, auth[0]);
+      const before = await hostHash(env.redis.url, stray);
+      const mark = env.logs.length;
+      const [r, ms] = await timed(() => env.get(`/nic/update?hostname=${stray},${h}&myip=192.0.2.33`, { auth, ua: UA }));
+      expect(r.raw.toString()).to.equal(OK('dnserr\ngood 192.0.2.33\n'));
+      expect(ms).to.be.below(2000 + SLACK_MS);
+      expect(logsSince(env, mark)).to.match(/dns update failed[^\n]*zone unserved\.example\.test[^\n]*(NOTAUTH|REFUSED|NOTZONE)/);
+      expect(await hostHash(env.redis.url, stray)).to.deep.equal(before);
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.33']);
+      await env.cliOk(['host', 'remove', stray, '--keep-dns']);
+      await reconfigure(env, {});
+    });
+  });
+}
+
+// ---- 4. Redis with AOF killed -9 and restarted -----------------------------------------
+
+describe('fault: Redis (AOF) killed -9 and restarted (knot)', function () {
+  this.timeout(60000);
+  let env: BridgeEnv;
+  let aof: RedisServer;
+  let aofDir: string;
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
+    env = await BridgeEnv.start({ kind: 'knot', config: { frequency: { minInterval: 0.001 } }, serves: 0 });
+    aofDir = await makeTempDir('ddns-aof-');
+    aof = await startRedis({ dir: aofDir, appendonly: true });
+    await writeFile(env.configPath, JSON.stringify(deepMerge(env.config, { redis: { url: aof.url } }), null, 2));
+    await env.startServe();
+  });
+  after(async () => {
+    await env?.stop();
+    await aof?.stop().catch(() => undefined);
+    if (aofDir) await removeDir(aofDir);
+  });
+
+  it('accounts, hosts and their states (active, blocked, closed, offline) survive; 911 meanwhile; recovers by itself', async () => {
+    const alice: [string, string] = ['alice', 'alice-pw'];
+    const dora: [string, string] = ['dora', 'dora-pw'];
+    await env.addAccount(...alice);
+    await env.addAccount(dora[0], dora[1], true);
+    const [active, blocked, closed, offline] = ['active', 'blocked', 'closed', 'offline'].map((s) => uniq(s));
+    for (const h of [active, blocked, closed]) await env.addHost(h!, 'alice');
+    await env.addHost(offline!, 'dora');
+    const up = (h: string, q: string, creds = alice) => env.get(`/nic/update?hostname=${h}&${q}`, { auth: creds, ua: UA });
+    for (const h of [active, blocked, closed]) expect((await up(h!, 'myip=192.0.2.40')).body).to.equal('good 192.0.2.40\n');
+    expect((await up(offline!, 'myip=192.0.2.41', dora)).body).to.equal('good 192.0.2.41\n');
+    expect((await up(offline!, 'myip=192.0.2.41&offline=YES', dora)).body).to.match(/^good/);
+    await env.cliOk(['host', 'block', blocked!]);
+    await env.cliOk(['host', 'close', closed!]);
+    await env.cliOk(['agent', 'block', 'FaultBot/*']);
+    const states = async () => Promise.all([active, blocked, closed, offline].map(async (h) => (await env.hostJson(h!)).state));
+    expect(await states()).to.deep.equal(['active', 'blocked', 'closed', 'offline']);
+    const accounts = [await env.cliOk(['account', 'show', 'alice', '--json']), await env.cliOk(['account', 'show', 'dora', '--json'])];
+    const hosts = await Promise.all([active, blocked, closed, offline].map((h) => env.hostJson(h!)));
+    const state = await dumpState(aof.url);
+    expect(Object.keys(state).length).to.be.at.least(7);
+
+    await aof.kill();
+    const [r, ms] = await timed(() => up(active!, 'myip=192.0.2.42'));
+    expect(r.raw.toString()).to.equal(OK('911\n'));
+    expect(ms).to.be.below(3000);
+    expect(env.serves[0]!.exitCode, 'serve is still running').to.equal(null);
+    await aof.start();
+
+    expect(await dumpState(aof.url)).to.deep.equal(state);
+    expect([await env.cliOk(['account', 'show', 'alice', '--json']), await env.cliOk(['account', 'show', 'dora', '--json'])]).to.deep.equal(accounts);
+    expect(await Promise.all([active, blocked, closed, offline].map((h) => env.hostJson(h!)))).to.deep.equal(hosts);
+
+    // the running serve reconnects by itself; the states still rule
+    let body = '';
+    for (let i = 0; i < 50 && !body.startsWith('good'); i++) {
+      if (i) await sleep(200);
+      body = (await up(active!, 'myip=192.0.2.42')).body;
+    }
+    expect(body).to.equal('good 192.0.2.42\n');
+    expect((await up(blocked!, 'myip=192.0.2.43')).body).to.equal('abuse\n');
+    expect((await up(closed!, 'myip=192.0.2.43')).body).to.equal('!active\n');
+    expect((await up(active!, 'myip=192.0.2.44', alice)).body).to.equal('good 192.0.2.44\n');
+    expect((await env.get(`/nic/update?hostname=${active}&myip=192.0.2.45`, { auth: alice, ua: 'FaultBot/1' })).body).to.equal('badagent\n');
+    expect(await env.ns.query(active!, 'A')).to.deep.equal(['192.0.2.44']);
+    expect(await env.ns.query(offline!, 'A')).to.deep.equal([]);
+    expect(await env.ns.query(blocked!, 'A')).to.deep.equal(['192.0.2.40']);
+  });
+});
+
+// ---- 5. the bridge killed -9 -------------------------------------------------------------
+
+describe('fault: kill -9 of the bridge during a stream of changes (knot)', function () {
+  this.timeout(60000);
+  let env: BridgeEnv;
+  const auth: [string, string] = ['kim', 'kim-pw'];
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
+    env = await BridgeEnv.start({ kind: 'knot', config: { frequency: { minInterval: 0.001 }, dns: { timeout: 2 } } });
+    await env.addAccount(...auth);
+  });
+  after(async () => env?.stop());
+
+  interface Outcome {
+    host: string;
+    dns: string[];
+    redis: unknown;
+    /** The last acknowledged (`good`) address, then the unacknowledged one in flight, if any. */
+    allowed: string[];
+  }
+  const outcomes: Outcome[] = [];
+
+  it('zero acknowledged changes lost: DNS and Redis hold the last good address or the later one in flight', async () => {
+    const N = 16;
+    const hosts = Array.from({ length: N }, () => uniq('stream'));
+    for (const h of hosts) await env.addHost(h, auth[0]);
+    const port = env.port;
+    const serve = env.serves[0]!;
+    const lastGood = new Array<number>(N).fill(0);
+    const lastSent = new Array<number>(N).fill(0);
+    const unexpected: string[] = [];
+    let killed = false;
+    const ip = (i: number, k: number) => `10.${i}.${k >> 8}.${k & 255}`;
+    // warm up: the first request of each client (credential check, first publish) before the stream
+    await Promise.all(hosts.map(async (h, i) => expect((await env.get(`/nic/update?hostname=${h}&myip=${ip(i, 0)}`, { auth, ua: UA, port })).body).to.equal(`good ${ip(i, 0)}\n`)));
+    const client = async (i: number) => {
+      for (let k = 1; !killed && k < 60000; k++) {
+        lastSent[i] = k;
+        let r: HttpResult;
+        try {
+          r = await env.get(`/nic/update?hostname=${hosts[i]}&myip=${ip(i, k)}`, { auth, ua: UA, port });
+        } catch {
+          return; // connection refused/reset: the process is gone
+        }
+        if (r.body === `good ${ip(i, k)}\n`) lastGood[i] = k;
+        else if (r.raw.length === 0) return; // no reply: the request died with the process
+        else unexpected.push(r.body);
+      }
+    };
+    const clients = hosts.map((_, i) => client(i));
+    await sleep(2000);
+    killed = true;
+    serve.kill('SIGKILL');
+    await Promise.all(clients);
+    expect(unexpected, 'replies before the kill').to.deep.equal([]);
+    expect(Math.min(...lastGood), `every client got good during the stream: ${lastGood.join(' ')}`).to.be.above(0);
+
+    await env.startServe();
+    const problems: string[] = [];
+    const read = await Promise.all(
+      hosts.map(async (host, i): Promise<Outcome> => ({
+        host,
+        dns: await env.ns.query(host, 'A'),
+        redis: (await env.hostJson(host)).ipv4,
+        allowed: [ip(i, lastGood[i]!), ...(lastSent[i]! > lastGood[i]! ? [ip(i, lastSent[i]!)] : [])],
+      })),
+    );
+    for (const o of read) {
+      const host = o.host;
+      outcomes.push(o);
+      if (o.dns.length !== 1 || !o.allowed.includes(o.dns[0]!)) problems.push(`${host}: DNS ${o.dns.join(',')} not in ${o.allowed.join('|')}`);
+      if (!o.allowed.includes(String(o.redis))) problems.push(`${host}: Redis ${o.redis} not in ${o.allowed.join('|')}`);
+    }
+    expect(problems).to.deep.equal([]);
+  });
+
+  it('a host whose request got no reply is fully old or fully new: DNS == Redis for every host', function () {
+    if (outcomes.length === 0) this.skip();
+    const split = outcomes.filter((o) => o.dns[0] !== o.redis).map((o) => `${o.host}: DNS ${o.dns.join(',')} != Redis ${o.redis} (last good ${o.allowed[0]})`);
+    expect(split).to.deep.equal([]);
+  });
+});
+
+describe('fault: kill -9 after the primary applied a change but before the bridge recorded it (knot)', function () {
+  this.timeout(60000);
+  let env: BridgeEnv;
+  let relay: RelayPrimary;
+  const auth: [string, string] = ['kurt', 'kurt-pw'];
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
+    env = await BridgeEnv.start({ kind: 'knot', config: { frequency: { minInterval: 0.001 } }, serves: 0 });
+    relay = new RelayPrimary(env.ns.port);
+    const relayPort = await relay.listen();
+    await writeFile(env.configPath, JSON.stringify(deepMerge(env.config, { dns: { timeout: 5 }, ...zonesWithPrimary(relayPort) }), null, 2));
+    await env.addAccount(...auth);
+  });
+  after(async () => {
+    relay?.close();
+    await env?.stop();
+  });
+
+  /**
+   * The primary's NOERROR never reaches the bridge (lost, or the bridge dies first): the
+   * change is in DNS, the client got no reply. Returns the host and the port of the restarted serve.
+   */
+  async function crashAfterApply(): Promise<{ h: string; port: number }> {
+    const port = await env.startServe();
+    const h = uniq('crash');
+    await env.addHost(h, auth[0]);
+    relay.holdAnswers = false;
+    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.70`, { auth, ua: UA, port })).body).to.equal('good 192.0.2.70\n');
+    relay.holdAnswers = true;
+    const pending = env.get(`/nic/update?hostname=${h}&myip=192.0.2.71`, { auth, ua: UA, port }).catch(() => undefined);
+    for (let i = 0; i < 50 && (await env.ns.query(h, 'A'))[0] !== '192.0.2.71'; i++) await sleep(50);
+    expect(await env.ns.query(h, 'A'), 'the primary applied the change').to.deep.equal(['192.0.2.71']);
+    await env.stopServes('SIGKILL');
+    const reply = await pending;
+    expect(reply === undefined || reply.raw.length === 0, 'the client got no reply').to.equal(true);
+    relay.holdAnswers = false;
+    return { h, port: await env.startServe() };
+  }
+
+  it('after restart the host is fully old or fully new (DNS == Redis)', async () => {
+    const { h } = await crashAfterApply();
+    const dns = await env.ns.query(h, 'A');
+    const redis = (await env.hostJson(h)).ipv4;
+    expect(dns, `DNS ${dns} vs Redis ${redis}`).to.deep.equal([redis]);
+    await env.stopServes();
+  });
+
+  it('the client retrying the unacknowledged address gets good; DNS == Redis', async () => {
+    const { h, port } = await crashAfterApply();
+    const r = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.71`, { auth, ua: UA, port });
+    expect(r.body).to.match(/^(good|nochg) 192\.0\.2\.71\n$/);
+    expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.71']);
+    expect((await env.hostJson(h)).ipv4).to.equal('192.0.2.71');
+    await env.stopServes();
+  });
+
+  it('a request for the previous address is not answered nochg while DNS still holds the unacknowledged one', async () => {
+    const { h, port } = await crashAfterApply();
+    const r = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.70`, { auth, ua: UA, port });
+    expect(r.body).to.match(/^(good|nochg) 192\.0\.2\.70\n$/);
+    expect(await env.ns.query(h, 'A'), `after ${r.body.trim()}`).to.deep.equal(['192.0.2.70']);
+    expect((await env.hostJson(h)).ipv4).to.equal('192.0.2.70');
+    await env.stopServes();
+  });
+});
+
+// ---- 6. spoofed answers from a fake primary over a real socket ---------------------------
+
+describe('fault: spoofed DNS answers from a fake primary (real socket)', function () {
+  this.timeout(60000);
+  let env: BridgeEnv;
+  let fake: FakePrimary;
+  const auth: [string, string] = ['sven', 'sven-pw'];
+  const TIMEOUT_S = 1.5;
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
+    env = await BridgeEnv.start({ kind: 'knot', config: { frequency: { minInterval: 0.001 } }, serves: 0 });
+    const secret = (await readFile(path.join(env.dir, 'tsig.secret'), 'utf8')).trim();
+    fake = new FakePrimary({ name: 'ddns-key', algorithm: 'hmac-sha256', secret: Buffer.from(secret, 'base64') });
+    const fakePort = await fake.listen();
+    await writeFile(env.configPath, JSON.stringify(deepMerge(env.config, { dns: { timeout: TIMEOUT_S }, ...zonesWithPrimary(fakePort) }), null, 2));
+    await env.startServe();
+    await env.addAccount(...auth);
+  });
+  after(async () => {
+    fake?.close();
+    await env?.stop();
+  });
+
+  it('control: a correctly signed NOERROR from the fake primary is taken as applied (good)', async () => {
+    const h = uniq('spoof-control');
+    await env.addHost(h, auth[0]);
+    fake.mode = 'valid';
+    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.50`, { auth, ua: UA })).raw.toString()).to.equal(OK('good 192.0.2.50\n'));
+    expect((await env.hostJson(h)).ipv4).to.equal('192.0.2.50');
+  });
+
+  const spoofs: Array<{ mode: SpoofMode; what: string; log: RegExp }> = [
+    { mode: 'wrong-id', what: 'a wrong message ID (ignored: the request times out)', log: /no answer from the primary/ },
+    { mode: 'unsigned', what: 'NOERROR unsigned', log: /TSIG verification: unsigned/ },
+    { mode: 'other-secret', what: 'NOERROR signed with another secret under our key name', log: /bad-mac/ },
+    { mode: 'other-key-name', what: 'NOERROR signed with another key', log: /key-mismatch/ },
+    { mode: 'request-mac-copy', what: 'a copy of the request MAC as the answer MAC', log: /bad-mac/ },
+    { mode: 'garbage-mac', what: 'a random MAC', log: /bad-mac/ },
+    { mode: 'not-bound-to-request', what: 'signed with our key but not over our request MAC', log: /bad-mac/ },
+  ];
+  for (const s of spoofs) {
+    it(`${s.what} → dnserr, Redis unchanged`, async () => {
+      const h = uniq(`spoof-${s.mode}`);
+      await env.addHost(h, auth[0]);
+      const up = (ip: string) => env.get(`/nic/update?hostname=${h}&myip=${ip}`, { auth, ua: UA });
+      fake.mode = 'valid';
+      expect((await up('192.0.2.51')).body).to.equal('good 192.0.2.51\n');
+      const before = await hostHash(env.redis.url, h);
+      fake.mode = s.mode;
+      const seen = fake.seen.length;
+      const mark = env.logs.length;
+      const [r, ms] = await timed(() => up('192.0.2.52'));
+      expect(r.raw.toString()).to.equal(DNSERR);
+      expect(ms).to.be.below(TIMEOUT_S * 1000 + SLACK_MS);
+      expect(fake.seen.length, 'the fake primary was asked').to.be.above(seen);
+      expect(logsSince(env, mark)).to.match(s.log);
+      expect(await hostHash(env.redis.url, h)).to.deep.equal(before);
+      fake.mode = 'valid';
+      expect((await up('192.0.2.52')).body).to.equal('good 192.0.2.52\n');
+    });
+  }
+});
