@@ -22,10 +22,8 @@ export interface UpdateParams {
   tooManyHosts: boolean;
   addresses: AddressPair;
   wildcard: boolean | 'keep';
-  /** `keep` = NOCHG (Dyn's "leave as it is"); undefined when absent or empty. */
+  /** `keep` = NOCHG (Dyn's "leave as it is"); undefined when absent, empty or not a host name (→ MX deleted). */
   mx: string | 'keep' | undefined;
-  /** `mx` was given but is not a valid host name: treated as unresolvable. */
-  mxInvalid: boolean;
   backmx: boolean | 'keep';
   offline: boolean;
   /** `system` is absent or one of dyndns/statdns/custom. */
@@ -66,7 +64,6 @@ export function parseUpdateParams(params: ParamMap): UpdateParams {
     addresses,
     wildcard,
     mx,
-    mxInvalid: mxValue !== '' && mx === undefined,
     backmx: backmxValue === 'NOCHG' ? 'keep' : yesNo(backmxValue),
     offline: yesNo(first(params, 'offline')),
     systemSupported: system === undefined || system === '' || SUPPORTED_SYSTEMS.has(system),

@@ -366,7 +366,8 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       expect(await env.ns.query(below, 'AAAA')).to.deep.equal([]);
       expect(await env.ns.query(h, 'MX')).to.deep.equal([]);
       expectFailure(await env.cli(['host', 'show', h, '--json']), 1, h);
-      expect((await env.cliOk(['host', 'list', '--account', owner])).split('\t')).to.not.include(h);
+      const listed = JSON.parse(await env.cliOk(['host', 'list', '--account', owner, '--json'])) as Array<{ fqdn: string }>;
+      expect(listed.map((x) => x.fqdn)).to.not.include(h);
       expect((await update(`hostname=${h}&myip=192.0.2.92`, [owner, ownerPw])).body).to.equal('nohost\n');
       expect(await env.ns.query(h, 'A')).to.deep.equal([]);
 

@@ -73,8 +73,11 @@ async function dumpState(url: string): Promise<Record<string, unknown>> {
   }
 }
 
+/** The serve log lines written since `mark` (printed with FAULTS_VERBOSE=1, to see what the primary said). */
 function logsSince(env: BridgeEnv, mark: number): string {
-  return env.logs.slice(mark).join('');
+  const text = env.logs.slice(mark).join('');
+  if (process.env.FAULTS_VERBOSE) for (const l of text.split('\n')) if (/failed/.test(l)) console.log(`      log: ${l.slice(0, 400)}`);
+  return text;
 }
 
 // ---- DNS over TCP helpers for the fake primaries ---------------------------------------
@@ -533,7 +536,7 @@ describe('fault: kill -9 after the primary applied a change but before the bridg
     env = await BridgeEnv.start({ kind: 'knot', config: { frequency: { minInterval: 0.001 } }, serves: 0 });
     relay = new RelayPrimary(env.ns.port);
     const relayPort = await relay.listen();
-    await writeFile(env.configPath, JSON.stringify(deepMerge(env.config, { dns: { timeout: 5 }, ...zonesWithPrimary(relayPort) }), null, 2));
+    await writeFile(env.configPath, JSON.stringify(deepMerge(env.config, { dns: { timeout: 3 }, ...zonesWithPrimary(relayPort) }), null, 2));
     await env.addAccount(...auth);
   });
   after(async () => {

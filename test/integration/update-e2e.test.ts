@@ -554,6 +554,75 @@ describe('throttles and blocks through the running service (knot)', function () 
         `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
     );
     expect(r.toString()).to.equal(expectedReply(413, 'Payload Too Large', 'payload too large\n'));
+    // the same when the body is streamed (chunked, no Content-Length)
+    const chunked = await env.raw(
+      `POST /nic/update HTTP/1.1\r\nHost: x\r\nUser-Agent: ${UA}\r\nAuthorization: Basic ${creds}\r\n` +
+        `Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n` +
+        `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+    );
+    expect(chunked.toString()).to.equal(expectedReply(413, 'Payload Too Large', 'payload too large\n'));
     expect(await env.ns.query(h, 'A')).to.deep.equal([]);
   });
 });
+
+describe('DNS traffic as the primary sees it (counting relay, knot)', function () {
+  this.timeout(60000);
+  let env: BridgeEnv;
+  before(async function () {
+    requireServers(this, 'knot');
+    env = await BridgeEnv.start({
+      kind: 'knot',
+      countDns: true,
+      config: { frequency: { minInterval: 0.01 } },
+      records: [`mail.${ZONE}. 60 IN A 192.0.2.25`],
+    });
+    await env.addAccount('nico', 'nico-pw');
+  });
+  after(async () => env?.stop());
+  const up = (q: string) => env.get(`/nic/update?${q}`, { auth: ['nico', 'nico-pw'], ua: UA });
+
+  it('good sends exactly one UPDATE; nochg sends none at all', async () => {
+    const h = uniq('traffic');
+    await env.addHost(h, 'nico');
+    const n0 = env.dnsMessages();
+    expect((await up(`hostname=${h}&myip=192.0.2.80&mx=mail.${ZONE}&wildcard=ON`)).body).to.equal('good 192.0.2.80\n');
+    expect(env.dnsMessages()).to.equal(n0 + 1);
+    for (let i = 0; i < 3; i++) {
+      await sleep(20);
+      expect((await up(`hostname=${h}&myip=192.0.2.80&mx=mail.${ZONE}&wildcard=ON`)).body).to.equal('nochg 192.0.2.80\n');
+    }
+    expect(env.dnsMessages()).to.equal(n0 + 1);
+  });
+
+  it('mx=NOCHG&backmx=YES on a host without MX is nochg, not a republish every time', async () => {
+    const h = uniq('nochgmx');
+    await env.addHost(h, 'nico');
+    expect((await up(`hostname=${h}&myip=192.0.2.81&mx=NOCHG&backmx=YES`)).body).to.equal('good 192.0.2.81\n');
+    const n1 = env.dnsMessages();
+    await sleep(20);
+    expect((await up(`hostname=${h}&myip=192.0.2.81&mx=NOCHG&backmx=YES`)).body).to.equal('nochg 192.0.2.81\n');
+    expect(env.dnsMessages()).to.equal(n1);
+    expect(await env.ns.query(h, 'MX')).to.deep.equal([]);
+  });
+});
+
+for (const kind of ['knot', 'bind'] as const) {
+  for (const algorithm of ['hmac-sha1', 'hmac-sha224', 'hmac-sha384', 'hmac-sha512'] as const) {
+    describe(`TSIG ${algorithm} through the running service (${kind})`, function () {
+      this.timeout(60000);
+      let env: BridgeEnv;
+      before(async function () {
+        requireServers(this, kind);
+        env = await BridgeEnv.start({ kind, algorithm });
+        await env.addAccount('alg', 'alg-pw');
+      });
+      after(async () => env?.stop());
+      it('an update is signed, accepted, verified: good and the record on the primary', async () => {
+        const h = uniq('alg');
+        await env.addHost(h, 'alg');
+        expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.82`, { auth: ['alg', 'alg-pw'], ua: UA })).body).to.equal('good 192.0.2.82\n');
+        expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.82']);
+      });
+    });
+  }
+}

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { BridgeEnv, CLI, ZONE, sleep } from '../support/bridge.js';
-import { findBinary } from '../../src/lab/index.js';
+import { requireBinariesOrSkip } from '../../src/lab/index.js';
 import { runHttpLoad } from '../../src/bench/load.js';
 import { procCpu } from '../../src/bench/targets.js';
 
@@ -87,11 +87,7 @@ describe('serve --workers 2 (node:cluster)', function () {
   let cluster: Cluster | undefined;
 
   before(async function () {
-    const missing = ['redis-server', 'knotd', 'dig'].filter((b) => !findBinary(b));
-    if (missing.length > 0) {
-      if (process.env.CI === 'true') throw new Error(`missing in CI: ${missing.join(', ')}`);
-      this.skip();
-    }
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
     env = await BridgeEnv.start({ kind: 'knot', serves: 0, config: { log: { level: 'info' } } });
     await env.addAccount('fred', 'fred-pw');
     cluster = await startCluster(env, 2);

@@ -19,6 +19,7 @@ import {
   type NameServer,
   type RedisServer,
 } from '../../src/lab/index.js';
+import type { TsigAlgorithm } from '../../src/config/schema.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const CLI = path.join(ROOT, 'dist/src/cli/main.js');
@@ -46,6 +47,10 @@ export interface BridgeEnvOptions {
   serves?: number;
   /** Extra zone-file lines for the nameserver. */
   records?: string[];
+  /** TSIG algorithm of the zone key (default hmac-sha256). */
+  algorithm?: TsigAlgorithm;
+  /** Put a counting TCP proxy between the bridge and the primary (see `dnsMessages`). */
+  countDns?: boolean;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -68,7 +73,14 @@ export class BridgeEnv {
     readonly ns: NameServer,
     readonly configPath: string,
     readonly config: Record<string, unknown>,
+    private readonly proxy?: DnsCountingProxy,
   ) {}
+
+  /** DNS messages (by opcode: 'update', 'query') the bridge sent to the primary (needs countDns). */
+  dnsMessages(opcode: 'update' | 'query' = 'update'): number {
+    if (!this.proxy) throw new Error('start the env with countDns: true');
+    return this.proxy.counts[opcode];
+  }
 
   get port(): number {
     return this.ports[0]!;
@@ -77,14 +89,15 @@ export class BridgeEnv {
   static async start(opts: BridgeEnvOptions = {}): Promise<BridgeEnv> {
     const dir = await makeTempDir('ddns-e2e-');
     const redis = await startRedis({ dir, appendonly: false });
-    const key = generateTsigKey();
+    const key = generateTsigKey('ddns-key', opts.algorithm ?? 'hmac-sha256');
     const ns = await startNameServer(opts.kind ?? 'knot', { dir, zone: ZONE, key, records: opts.records });
     await writeFile(path.join(dir, 'tsig.secret'), key.secret + '\n');
     await chmod(path.join(dir, 'tsig.secret'), 0o600);
+    const proxy = opts.countDns ? await DnsCountingProxy.start(ns.port) : undefined;
     const base: Record<string, unknown> = {
       listen: ['127.0.0.1:0'],
       redis: { url: redis.url, keyPrefix: 'ddns:' },
-      zones: [{ name: ZONE, primary: `127.0.0.1:${ns.port}`, key: { name: key.name, algorithm: key.algorithm, secretFile: 'tsig.secret' } }],
+      zones: [{ name: ZONE, primary: `127.0.0.1:${proxy?.port ?? ns.port}`, key: { name: key.name, algorithm: key.algorithm, secretFile: 'tsig.secret' } }],
       mx: { resolvers: [`127.0.0.1:${ns.port}`], timeout: 1 },
       log: { level: 'debug' },
     };
@@ -92,7 +105,7 @@ export class BridgeEnv {
     const configPath = path.join(dir, 'config.json');
     await writeFile(configPath, JSON.stringify(config, null, 2));
     await chmod(configPath, 0o600);
-    const env = new BridgeEnv(dir, redis, ns, configPath, config);
+    const env = new BridgeEnv(dir, redis, ns, configPath, config, proxy);
     for (let i = 0; i < (opts.serves ?? 1); i++) await env.startServe();
     return env;
   }
@@ -143,6 +156,7 @@ export class BridgeEnv {
 
   async stop(): Promise<void> {
     await this.stopServes('SIGKILL');
+    this.proxy?.close();
     await this.ns.stop().catch(() => undefined);
     await this.redis.stop().catch(() => undefined);
     await removeDir(this.dir);
@@ -240,9 +254,49 @@ export function expectedReply(status: number, reason: string, body: string, extr
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** CI must not silently skip: a missing binary there is a failure. */
-export function requireOrSkip(ctx: Mocha.Context, binary: string, found: boolean): void {
-  if (found) return;
-  if (process.env.CI === 'true') throw new Error(`${binary} is required in CI but not installed`);
-  ctx.skip();
+/**
+ * A TCP relay in front of the primary that counts the DNS messages passing towards it (by
+ * opcode), so a test can tell "no DNS traffic" apart from "an UPDATE that changed nothing".
+ */
+export class DnsCountingProxy {
+  private constructor(
+    private readonly server: net.Server,
+    readonly port: number,
+    readonly counts: { update: number; query: number },
+  ) {}
+
+  static async start(targetPort: number): Promise<DnsCountingProxy> {
+    const counts = { update: 0, query: 0 };
+    const sockets = new Set<net.Socket>();
+    const server = net.createServer((client) => {
+      const upstream = net.connect({ host: '127.0.0.1', port: targetPort });
+      for (const s of [client, upstream]) {
+        sockets.add(s);
+        s.on('error', () => undefined);
+        s.on('close', () => sockets.delete(s));
+      }
+      let pending = Buffer.alloc(0);
+      client.on('data', (d: Buffer) => {
+        pending = Buffer.concat([pending, d]);
+        while (pending.length >= 2 && pending.length >= 2 + pending.readUInt16BE(0)) {
+          const msg = pending.subarray(2, 2 + pending.readUInt16BE(0));
+          const opcode = ((msg[2] ?? 0) >> 3) & 0xf;
+          if (opcode === 5) counts.update++;
+          else if (opcode === 0) counts.query++;
+          pending = pending.subarray(2 + msg.length);
+        }
+        upstream.write(d);
+      });
+      upstream.on('data', (d: Buffer) => client.write(d));
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    server.on('close', () => sockets.forEach((s) => s.destroy()));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return new DnsCountingProxy(server, (server.address() as net.AddressInfo).port, counts);
+  }
+
+  close(): void {
+    this.server.close();
+  }
 }

@@ -1,8 +1,9 @@
 /** Operator commands on accounts, hosts and User-Agent blocks (Redis only, except host remove). */
 import { hashPassword } from '../../auth/index.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../../core/errors.js';
-import { normalizeHostname, zoneOf } from '../../core/names.js';
-import { HOST_TYPES, type HostRecord, type HostType } from '../../core/types.js';
+import { normalizeHostname } from '../../core/names.js';
+import { checkRegistration } from '../../core/registration.js';
+import type { HostRecord } from '../../core/types.js';
 import { DnsPublisher } from '../../dns/index.js';
 import { openStore, type Store } from '../../store/index.js';
 import type { CommandContext } from '../context.js';
@@ -104,14 +105,10 @@ function hostView(h: HostRecord) {
 }
 
 export async function hostAdd(ctx: CommandContext, name: string, account: string, type: string, out: Out): Promise<void> {
-  const fqdn = hostName(name);
-  if (!(HOST_TYPES as readonly string[]).includes(type)) throw new InvalidInputError(`invalid type "${type}": one of ${HOST_TYPES.join(', ')}`);
-  if (ctx.config.zones.some((z) => z.name === fqdn)) throw new InvalidInputError(`${fqdn} is a zone apex: only names below it can be hosts`);
-  if (!zoneOf(fqdn, ctx.config.zones.map((z) => z.name))) {
-    throw new InvalidInputError(`${fqdn} is not below any configured zone (${ctx.config.zones.map((z) => z.name).join(', ')})`);
-  }
-  await withStore(ctx, (s) => s.hosts.add(fqdn, accountName(account), type as HostType));
-  out(`host ${fqdn} added to ${account} (${type})`);
+  const checked = checkRegistration(name, type, ctx.config.zones.map((z) => z.name));
+  if ('problem' in checked) throw new InvalidInputError(checked.problem);
+  await withStore(ctx, (s) => s.hosts.add(checked.fqdn, accountName(account), checked.type));
+  out(`host ${checked.fqdn} added to ${account} (${checked.type})`);
 }
 
 /** Remove the host from Redis after deleting its records from DNS (so nothing is left behind). */

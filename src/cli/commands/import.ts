@@ -7,8 +7,8 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
-import { normalizeHostname, zoneOf } from '../../core/names.js';
-import { HOST_TYPES, type HostType } from '../../core/types.js';
+import { type HostType } from '../../core/types.js';
+import { checkRegistration } from '../../core/registration.js';
 import { BulkHostImporter, openStore, type BulkImportOptions } from '../../store/index.js';
 import type { CommandContext } from '../context.js';
 
@@ -87,12 +87,8 @@ export function parseLine(raw: string, zones: readonly string[]): { fqdn: string
   const fields = text.split(/\s+/);
   if (fields.length < 2 || fields.length > 3) return `expected "FQDN ACCOUNT [TYPE]", got ${fields.length} field${fields.length === 1 ? '' : 's'}`;
   const [name, account, type = DEFAULT_TYPE] = fields as [string, string, string?];
-  const fqdn = normalizeHostname(name);
-  if (fqdn === undefined) return `not a valid host name: ${JSON.stringify(name)}`;
-  if (zones.includes(fqdn)) return `${fqdn} is a zone apex`;
-  if (zoneOf(fqdn, zones) === undefined) return `${fqdn} is not below any configured zone (${zones.join(', ')})`;
-  if (!(HOST_TYPES as readonly string[]).includes(type)) return `unknown type ${JSON.stringify(type)} (one of ${HOST_TYPES.join(', ')})`;
-  return { fqdn, account, type: type as HostType };
+  const checked = checkRegistration(name, type, zones);
+  return 'problem' in checked ? checked.problem : { ...checked, account };
 }
 
 /** The command: read FILE (or stdin for `-`), import, print the summary; false when a line was rejected. */
