@@ -18,11 +18,16 @@ export interface Credentials {
 
 export type AuthResult =
   | { ok: true; account: AccountView }
-  | { ok: false; reason: 'unknown-user' | 'bad-password' | 'throttled' };
+  /** `refused`: `proceed` said no; nothing was checked or counted. */
+  | { ok: false; reason: 'unknown-user' | 'bad-password' | 'throttled' | 'refused' };
 
 export interface Authenticator {
-  /** Verify credentials from `sourceIp`; counts failures and applies the cool-down. */
-  authenticate(credentials: Credentials, sourceIp: string): Promise<AuthResult>;
+  /**
+   * Verify credentials from `sourceIp`; counts failures and applies the cool-down. The
+   * account lookup starts at once, but nothing is decided, verified or counted before
+   * `proceed` resolves true (the caller's earlier check, e.g. the User-Agent gate).
+   */
+  authenticate(credentials: Credentials, sourceIp: string, proceed?: Promise<boolean>): Promise<AuthResult>;
   /** A malformed or missing Authorization counts as a failure from `sourceIp`. */
   recordMalformed(sourceIp: string): Promise<void>;
 }
@@ -37,10 +42,13 @@ export interface AccountStore {
   list(): Promise<Account[]>;
 }
 
+/** An account and whether the source or the account is in cool-down: one read. */
+export interface LoginLookup {
+  getForLogin(name: string, sourceIp: string): Promise<{ account: Account | undefined; throttled: boolean }>;
+}
+
 /** Failure counters for credential guessing (shared across frontends). */
 export interface FailureCounter {
-  /** True when `sourceIp` or `account` is in cool-down. */
-  isThrottled(sourceIp: string, account: string | undefined): Promise<boolean>;
   /** Count one failure for both keys; starts the cool-down past the threshold. */
   recordFailure(sourceIp: string, account: string | undefined): Promise<void>;
 }
@@ -101,6 +109,10 @@ export interface HostGate {
   commit(lease: Lease, target: TargetState): Promise<void>;
   /** Drop the lease and undo this request's frequency count (dnserr / 911 do not count). */
   release(lease: Lease): Promise<void>;
+  /** Hosts whose change lease has expired: their holder died between DNS and Redis. */
+  staleLeases(limit: number): Promise<string[]>;
+  /** Take over an expired lease, with the stored state; undefined when there is none to take. */
+  reclaim(fqdn: string, leaseMs: number): Promise<{ host: HostRecord; lease: Lease } | undefined>;
 }
 
 /** Frequency rule for the address echo, per requesting address. */

@@ -93,7 +93,15 @@ export class UpdateService {
     const { authenticator, clientPolicy } = this.deps;
     const ua = req.userAgent?.trim();
     if (!ua) return { kind: 'request', token: 'badagent' };
-    if (await clientPolicy.isBlocked(ua, req.clientIp)) return { kind: 'request', token: 'badagent' };
+    // The agent check and the account lookup go to Redis together; the authenticator
+    // decides (verifies, counts) only once the agent is known to be allowed.
+    const blocked = clientPolicy.isBlocked(ua, req.clientIp);
+    const login =
+      typeof req.credentials === 'object'
+        ? authenticator.authenticate(req.credentials, req.clientIp, blocked.then((b) => !b, () => false))
+        : undefined;
+    login?.catch(() => undefined); // awaited below unless the agent is refused first
+    if (await blocked) return { kind: 'request', token: 'badagent' };
 
     // A missing header is the normal first step of challenge-driven clients (wget,
     // uclient-fetch): answer the challenge without counting it as a failure.
@@ -102,7 +110,7 @@ export class UpdateService {
       await authenticator.recordMalformed(req.clientIp);
       return { kind: 'request', token: 'badauth' };
     }
-    const auth = await authenticator.authenticate(req.credentials, req.clientIp);
+    const auth = await login!;
     if (!auth.ok) return { kind: 'request', token: 'badauth' };
 
     const params = parseUpdateParams(req.params);

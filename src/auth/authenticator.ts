@@ -3,21 +3,13 @@
  * throttled? → refuse without looking at the password; unknown user → a dummy scrypt
  * (the reply takes about as long as for a real account) and count; wrong password →
  * count; else the account. Verified credentials are cached briefly (CredentialCache).
+ * The account and the cool-down markers come from one LoginLookup read.
  */
 import { randomBytes } from 'node:crypto';
-import type { AccountStore, AuthResult, Authenticator, Credentials, FailureCounter } from '../app/ports.js';
+import type { AuthResult, Authenticator, Credentials, FailureCounter, LoginLookup } from '../app/ports.js';
 import type { Config } from '../config/schema.js';
-import type { Account } from '../core/types.js';
 import { CredentialCache } from './credential-cache.js';
 import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword, type ScryptCost } from './password.js';
-
-/**
- * Optional on an AccountStore: the account and the cool-down state in one round trip.
- * The Redis account store has it; any other store falls back to two parallel calls.
- */
-export interface LoginLookup {
-  getForLogin(name: string, sourceIp: string): Promise<{ account: Account | undefined; throttled: boolean }>;
-}
 
 export interface AuthenticatorOptions {
   /** Milliseconds clock for the credential cache. */
@@ -34,7 +26,7 @@ export class PasswordAuthenticator implements Authenticator {
   private dummyHash: Promise<string> | undefined;
 
   constructor(
-    private readonly accounts: AccountStore,
+    private readonly logins: LoginLookup,
     private readonly failures: FailureCounter,
     cfg: Pick<Config['credentials'], 'cacheTtlMs' | 'cacheSize'>,
     private readonly options: AuthenticatorOptions = {},
@@ -43,9 +35,13 @@ export class PasswordAuthenticator implements Authenticator {
     this.verify = options.verify ?? verifyPassword;
   }
 
-  async authenticate(credentials: Credentials, sourceIp: string): Promise<AuthResult> {
+  async authenticate(credentials: Credentials, sourceIp: string, proceed: Promise<boolean> = Promise.resolve(true)): Promise<AuthResult> {
     const { user, password } = credentials;
-    const { account, throttled } = await this.lookup(user, sourceIp);
+    // Read while the caller's earlier check is still in flight: one round trip for both.
+    const lookup = this.logins.getForLogin(user, sourceIp);
+    lookup.catch(() => undefined); // awaited below, or dropped when refused
+    if (!(await proceed)) return { ok: false, reason: 'refused' };
+    const { account, throttled } = await lookup;
     if (throttled) return { ok: false, reason: 'throttled' };
 
     if (account === undefined) {
@@ -69,14 +65,6 @@ export class PasswordAuthenticator implements Authenticator {
 
   async recordMalformed(sourceIp: string): Promise<void> {
     await this.failures.recordFailure(sourceIp, undefined);
-  }
-
-  private lookup(user: string, sourceIp: string): Promise<{ account: Account | undefined; throttled: boolean }> {
-    const combined = this.accounts as AccountStore & Partial<LoginLookup>;
-    if (typeof combined.getForLogin === 'function') return combined.getForLogin(user, sourceIp);
-    return Promise.all([this.accounts.get(user), this.failures.isThrottled(sourceIp, user)]).then(
-      ([account, throttled]) => ({ account, throttled }),
-    );
   }
 
   private dummy(): Promise<string> {

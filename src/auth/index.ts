@@ -8,4 +8,4 @@ export {
   type ScryptCost,
 } from './password.js';
 export { CredentialCache, type CredentialCacheOptions } from './credential-cache.js';
-export { PasswordAuthenticator, type AuthenticatorOptions, type LoginLookup } from './authenticator.js';
+export { PasswordAuthenticator, type AuthenticatorOptions } from './authenticator.js';

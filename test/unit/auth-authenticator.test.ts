@@ -1,15 +1,19 @@
 import { expect } from 'chai';
-import type { AccountStore, FailureCounter } from '../../src/app/ports.js';
+import type { AccountStore, FailureCounter, LoginLookup } from '../../src/app/ports.js';
 import { PasswordAuthenticator, hashPassword, verifyPassword } from '../../src/auth/index.js';
 import type { Account } from '../../src/core/types.js';
 
 const FAST = { ln: 10, r: 8, p: 1 };
 const CFG = { cacheTtlMs: 60_000, cacheSize: 100 };
 
-/** In-memory AccountStore (no getForLogin: the authenticator falls back to two calls). */
-class FakeAccounts implements AccountStore {
+/** In-memory AccountStore + LoginLookup; cool-downs come from the fake failure counter. */
+class FakeAccounts implements AccountStore, LoginLookup {
   readonly byName = new Map<string, Account>();
   gets = 0;
+  constructor(private readonly failures?: FakeFailures) {}
+  async getForLogin(name: string, sourceIp: string) {
+    return { account: await this.get(name), throttled: (await this.failures?.isThrottled(sourceIp, name)) ?? false };
+  }
   async get(name: string) {
     this.gets++;
     const a = this.byName.get(name);
@@ -47,8 +51,8 @@ class FakeFailures implements FailureCounter {
 }
 
 async function setup(opts: { clock?: () => number } = {}) {
-  const accounts = new FakeAccounts();
   const failures = new FakeFailures();
+  const accounts = new FakeAccounts(failures);
   await accounts.create({ name: 'alice', passwordHash: await hashPassword('right', FAST), donator: false, createdAt: 1 });
   const verified: string[] = [];
   const auth = new PasswordAuthenticator(accounts, failures, CFG, {
@@ -142,13 +146,21 @@ describe('auth/authenticator', () => {
     expect(verified).to.have.length(4);
   });
 
+  it('refused by the caller\'s gate: no verification, nothing counted (the lookup was already under way)', async () => {
+    const { auth, failures, verified } = await setup();
+    const r = await auth.authenticate({ user: 'alice', password: 'wrong' }, '192.0.2.1', Promise.resolve(false));
+    expect(r).to.deep.equal({ ok: false, reason: 'refused' });
+    expect(verified).to.deep.equal([]);
+    expect(failures.recorded).to.deep.equal([]);
+  });
+
   it('recordMalformed counts a failure for the source', async () => {
     const { auth, failures } = await setup();
     await auth.recordMalformed('2001:db8::1');
     expect(failures.recorded).to.deep.equal([['2001:db8::1', undefined]]);
   });
 
-  it('uses the combined login lookup when the account store offers one', async () => {
+  it('decides on the one login lookup: account and cool-down from a single read', async () => {
     const { failures } = await setup();
     const calls: [string, string][] = [];
     const hash = await hashPassword('pw', FAST);
