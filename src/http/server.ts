@@ -55,6 +55,9 @@ export class HttpFrontend {
       headersTimeout: settings.headersTimeoutMs,
       requestTimeout: settings.requestTimeoutMs,
       keepAliveTimeout: settings.keepAliveTimeoutMs,
+      // node checks the two timeouts above only this often (default 30 s): keep it a
+      // fraction of the shorter one so slow clients are cut off on time.
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.min(settings.headersTimeoutMs, settings.requestTimeoutMs) / 4)),
     });
     server.maxConnections = settings.maxConnections;
     server.on('request', (req, res) => this.onRequest(req, res));
