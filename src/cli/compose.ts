@@ -6,6 +6,7 @@ import type { Config } from '../config/schema.js';
 import type { Logger } from '../core/log.js';
 import { UpdateService } from '../app/update.js';
 import { EchoService } from '../app/echo.js';
+import { Reconciler } from '../app/reconcile.js';
 import { openStore, type Store } from '../store/index.js';
 import { PasswordAuthenticator } from '../auth/index.js';
 import { DnsMxResolver, DnsPublisher } from '../dns/index.js';
@@ -17,6 +18,8 @@ export interface Bridge {
   http: HttpFrontend;
   close(): Promise<void>;
 }
+
+const RECONCILE_INTERVAL_MS = 1000;
 
 /** Lease on a host while its change is in DNS: the whole DNS budget plus a margin. */
 export function leaseMs(config: Config): number {
@@ -52,6 +55,9 @@ export function buildBridge(config: Config, logger: Logger): Bridge {
     leaseMs: leaseMs(config),
     logger,
   });
+  // Repairs changes a dead frontend left between DNS and Redis (see app/reconcile.ts).
+  const reconciler = new Reconciler({ hosts: store.hosts, publisher, leaseMs: leaseMs(config), logger });
+  reconciler.start(RECONCILE_INTERVAL_MS);
   const http = new HttpFrontend(
     { basePath: config.basePath, trustedProxies: config.trustedProxies, ...config.http },
     { update, echo },
@@ -63,6 +69,7 @@ export function buildBridge(config: Config, logger: Logger): Bridge {
     http,
     async close() {
       await http.close();
+      await reconciler.stop();
       await publisher.close();
       await store.close();
     },

@@ -54,7 +54,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
       req.expect === null ? 'count' : 'expect',
     ];
     if (req.expect !== null) args.push(...encodeExpectations(req.expect));
-    const reply = await storeCall('admit', () => this.scripts.admit(this.keys.host(req.fqdn), args));
+    const reply = await storeCall('admit', () => this.scripts.admit(this.keys.host(req.fqdn), this.keys.pendingChanges(), args));
     return this.admissionFromReply(req.fqdn, reply, String(args[4]));
   }
 
@@ -68,7 +68,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
       target.mx !== null && target.backmx ? '1' : '',
       flag(target.offline),
     ];
-    const status = await storeCall('commit', () => this.scripts.commit(this.keys.host(lease.fqdn), args));
+    const status = await storeCall('commit', () => this.scripts.commit(this.keys.host(lease.fqdn), this.keys.pendingChanges(), args));
     if (status === 'lost') {
       this.logger.warn('host lease expired before commit; stored the published state anyway', { host: lease.fqdn });
     } else if (status === 'gone') {
@@ -81,7 +81,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
   async release(lease: Lease): Promise<void> {
     const own = asHostLease(lease);
     await storeCall('release', () =>
-      this.scripts.release(this.keys.host(lease.fqdn), [
+      this.scripts.release(this.keys.host(lease.fqdn), this.keys.pendingChanges(), [
         lease.token,
         own?.previousLastRequest ?? '',
         own?.previousFrequentCount ?? '',
@@ -89,6 +89,23 @@ export class RedisHostStore implements HostGate, HostAdmin {
         own?.sequence ?? '-',
       ]),
     );
+  }
+
+  async staleLeases(limit: number): Promise<string[]> {
+    const keys = await storeCall('stale leases', () =>
+      this.redis.zrangebyscore(this.keys.pendingChanges(), '-inf', Date.now(), 'LIMIT', 0, limit),
+    );
+    return keys.map((k) => this.keys.fqdnOfHostKey(k)).filter((f): f is string => f !== undefined);
+  }
+
+  async reclaim(fqdn: string, leaseMs: number): Promise<{ host: HostRecord; lease: Lease } | undefined> {
+    const token = randomUUID();
+    const reply = await storeCall('reclaim', () =>
+      this.scripts.reclaim(this.keys.host(fqdn), this.keys.pendingChanges(), token, Math.max(1, Math.floor(leaseMs))),
+    );
+    if (!Array.isArray(reply) || reply[0] !== 'reclaimed') return undefined;
+    // No frequency bookkeeping: releasing this lease leaves the counters as they are.
+    return { host: decodeHost(fqdn, fieldsFromFlat(reply[1] as unknown[])), lease: new HostLease(fqdn, token, '', '', '-') };
   }
 
   // ---- HostAdmin (the CLI) ----

@@ -64,6 +64,11 @@ export class Keys {
     return this.hostPrefix + fqdn;
   }
 
+  /** Sorted set of host keys with a change lease (score: lease end, ms): changes in flight. */
+  pendingChanges(): string {
+    return `${this.prefix}pending`;
+  }
+
   /** SCAN MATCH pattern for every host key (the prefix's glob characters escaped). */
   hostScanPattern(): string {
     return `${escapeGlob(this.hostPrefix)}*`;

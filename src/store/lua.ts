@@ -32,6 +32,9 @@ local state = h['s'] or 'active'
 if state == 'closed' then return {'closed'} end
 if state == 'blocked' then return {'abuse'} end
 if h['lk'] ~= nil and h['lk'] ~= '' and (tonumber(h['lu']) or 0) > now then return {'busy'} end
+-- An expired lease: its holder died between publishing and recording, so DNS may hold a
+-- change Redis does not know. Never nochg then: this request republishes in full.
+local stale = h['lk'] ~= nil and h['lk'] ~= ''
 
 -- The frequency rule: a request sooner than minInterval after the previous one is frequent;
 -- a non-frequent one resets the run. More than maxFrequent in a row blocks the host.
@@ -59,8 +62,8 @@ local function hostFlat()
   return out
 end
 
-local changed = false
-if ARGV[6] == 'expect' then
+local changed = stale and ARGV[6] == 'expect'
+if ARGV[6] == 'expect' and not changed then
   for i = 7, #ARGV, 2 do
     local f = ARGV[i]
     local v = h[f] or ''
@@ -75,8 +78,9 @@ if not changed then
   redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'])
   return {'nochg', hostFlat()}
 end
-redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'],
-  'lk', ARGV[5], 'lu', ms(now + tonumber(ARGV[4])))
+local leaseEnd = now + tonumber(ARGV[4])
+redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'], 'lk', ARGV[5], 'lu', ms(leaseEnd))
+redis.call('ZADD', KEYS[2], leaseEnd, key)
 return {'change', hostFlat(), prevFl, prevFc, h['fs']}
 `;
 
@@ -87,7 +91,10 @@ return {'change', hostFlat(), prevFl, prevFc, h['fs']}
  */
 const COMMIT = `${NOW}
 local key = KEYS[1]
-if redis.call('HEXISTS', key, 'o') == 0 then return 'gone' end
+if redis.call('HEXISTS', key, 'o') == 0 then
+  redis.call('ZREM', KEYS[2], key)
+  return 'gone'
+end
 local status = 'ok'
 if redis.call('HGET', key, 'lk') ~= ARGV[1] then status = 'lost' end
 local fields = {'4', '6', 'w', 'm', 'b'}
@@ -100,7 +107,10 @@ if state ~= 'blocked' and state ~= 'closed' then
   if ARGV[7] == '1' then state = 'offline' else state = 'active' end
 end
 redis.call('HSET', key, 's', state, 'u', ms(now))
-if status == 'ok' then redis.call('HDEL', key, 'lk', 'lu') end
+if status == 'ok' then
+  redis.call('HDEL', key, 'lk', 'lu')
+  redis.call('ZREM', KEYS[2], key)
+end
 return status
 `;
 
@@ -112,11 +122,35 @@ const RELEASE = `
 local key = KEYS[1]
 if redis.call('HGET', key, 'lk') ~= ARGV[1] then return 0 end
 redis.call('HDEL', key, 'lk', 'lu')
+redis.call('ZREM', KEYS[2], key)
 if redis.call('HGET', key, 'fs') == ARGV[4] then
   if ARGV[2] == '' then redis.call('HDEL', key, 'fl') else redis.call('HSET', key, 'fl', ARGV[2]) end
   if ARGV[3] == '' then redis.call('HDEL', key, 'fc') else redis.call('HSET', key, 'fc', ARGV[3]) end
 end
 return 1
+`;
+
+/**
+ * reclaim(KEYS: host, pending; ARGV: token, leaseMs) → {'gone'|'clean'|'held'} |
+ * {'reclaimed', hostFlat}: take over a change lease whose holder died (expired), so the
+ * stored state can be published again. The frequency fields are left alone.
+ */
+const RECLAIM = `${NOW}
+local key = KEYS[1]
+if redis.call('HEXISTS', key, 'o') == 0 then redis.call('ZREM', KEYS[2], key); return {'gone'} end
+local lk = redis.call('HGET', key, 'lk')
+if not lk or lk == '' then redis.call('ZREM', KEYS[2], key); return {'clean'} end
+local lu = tonumber(redis.call('HGET', key, 'lu')) or 0
+if lu > now then redis.call('ZADD', KEYS[2], lu, key); return {'held'} end
+local leaseEnd = now + tonumber(ARGV[2])
+redis.call('HSET', key, 'lk', ARGV[1], 'lu', ms(leaseEnd))
+redis.call('ZADD', KEYS[2], leaseEnd, key)
+local flat = redis.call('HGETALL', key)
+local out = {}
+for i = 1, #flat, 2 do
+  if flat[i] ~= 'lk' and flat[i] ~= 'lu' then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
+end
+return {'reclaimed', out}
 `;
 
 /** hostAdd(KEYS: host, account; ARGV: owner, type) → 'ok' | 'noaccount' | 'exists'. */
@@ -226,9 +260,10 @@ return 'ok'
 `;
 
 const DEFINITIONS = {
-  ddnsAdmit: { numberOfKeys: 1, lua: ADMIT },
-  ddnsCommit: { numberOfKeys: 1, lua: COMMIT },
-  ddnsRelease: { numberOfKeys: 1, lua: RELEASE },
+  ddnsAdmit: { numberOfKeys: 2, lua: ADMIT },
+  ddnsCommit: { numberOfKeys: 2, lua: COMMIT },
+  ddnsRelease: { numberOfKeys: 2, lua: RELEASE },
+  ddnsReclaim: { numberOfKeys: 2, lua: RECLAIM },
   ddnsHostAdd: { numberOfKeys: 2, lua: HOST_ADD },
   ddnsHostRemove: { numberOfKeys: 2, lua: HOST_REMOVE },
   ddnsHostSetState: { numberOfKeys: 1, lua: HOST_SET_STATE },
@@ -245,14 +280,18 @@ type ScriptArg = string | number;
 export class StoreScripts {
   constructor(private readonly redis: Redis) {}
 
-  admit(hostKey: string, args: ScriptArg[]): Promise<unknown> {
-    return this.run('ddnsAdmit', [hostKey], args);
+  // The lease scripts also keep `pendingKey` (changes in flight) up to date.
+  admit(hostKey: string, pendingKey: string, args: ScriptArg[]): Promise<unknown> {
+    return this.run('ddnsAdmit', [hostKey, pendingKey], args);
   }
-  commit(hostKey: string, args: ScriptArg[]): Promise<unknown> {
-    return this.run('ddnsCommit', [hostKey], args);
+  commit(hostKey: string, pendingKey: string, args: ScriptArg[]): Promise<unknown> {
+    return this.run('ddnsCommit', [hostKey, pendingKey], args);
   }
-  release(hostKey: string, args: ScriptArg[]): Promise<unknown> {
-    return this.run('ddnsRelease', [hostKey], args);
+  release(hostKey: string, pendingKey: string, args: ScriptArg[]): Promise<unknown> {
+    return this.run('ddnsRelease', [hostKey, pendingKey], args);
+  }
+  reclaim(hostKey: string, pendingKey: string, token: string, leaseMs: number): Promise<unknown> {
+    return this.run('ddnsReclaim', [hostKey, pendingKey], [token, leaseMs]);
   }
   hostAdd(hostKey: string, accountKey: string, owner: string, type: string): Promise<unknown> {
     return this.run('ddnsHostAdd', [hostKey, accountKey], [owner, type]);
