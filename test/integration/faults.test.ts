@@ -518,10 +518,27 @@ describe('fault: kill -9 of the bridge during a stream of changes (knot)', funct
     expect(problems).to.deep.equal([]);
   });
 
-  it('a host whose request got no reply is fully old or fully new: DNS == Redis for every host', function () {
+  it('a host whose request got no reply is fully old or fully new: DNS == Redis for every host once the dead leases expire', async function () {
     if (outcomes.length === 0) this.skip();
-    const split = outcomes.filter((o) => o.dns[0] !== o.redis).map((o) => `${o.host}: DNS ${o.dns.join(',')} != Redis ${o.redis} (last good ${o.allowed[0]})`);
-    expect(split).to.deep.equal([]);
+    // A change cut off between DNS and Redis is repaired once its lease (dns.timeout + 2 s)
+    // has expired: until then another frontend could still be completing it.
+    const split = async () => {
+      const out: string[] = [];
+      for (const o of outcomes) {
+        const dns = await env.ns.query(o.host, 'A');
+        const redis = (await env.hostJson(o.host)).ipv4;
+        if (dns.length !== 1 || dns[0] !== redis || !o.allowed.includes(String(redis))) {
+          out.push(`${o.host}: DNS ${dns.join(',')} != Redis ${redis} (allowed ${o.allowed.join('|')})`);
+        }
+      }
+      return out;
+    };
+    let problems = await split();
+    for (let i = 0; i < 40 && problems.length > 0; i++) {
+      await sleep(250);
+      problems = await split();
+    }
+    expect(problems).to.deep.equal([]);
   });
 });
 
@@ -539,6 +556,7 @@ describe('fault: kill -9 after the primary applied a change but before the bridg
     await writeFile(env.configPath, JSON.stringify(deepMerge(env.config, { dns: { timeout: 3 }, ...zonesWithPrimary(relayPort) }), null, 2));
     await env.addAccount(...auth);
   });
+  afterEach(async () => env?.stopServes('SIGKILL'));
   after(async () => {
     relay?.close();
     await env?.stop();
@@ -565,12 +583,18 @@ describe('fault: kill -9 after the primary applied a change but before the bridg
     return { h, port: await env.startServe() };
   }
 
-  it('after restart the host is fully old or fully new (DNS == Redis)', async () => {
+  it('after restart the host becomes fully old (DNS == Redis) once the dead lease expires', async () => {
     const { h } = await crashAfterApply();
-    const dns = await env.ns.query(h, 'A');
-    const redis = (await env.hostJson(h)).ipv4;
-    expect(dns, `DNS ${dns} vs Redis ${redis}`).to.deep.equal([redis]);
-    await env.stopServes();
+    // the lease of the killed process ends dns.timeout (3 s) + 2 s after it was taken
+    let dns: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      dns = await env.ns.query(h, 'A');
+      if (dns[0] === '192.0.2.70') break;
+      await sleep(250);
+    }
+    expect(dns, 'the unacknowledged change is rolled back in DNS').to.deep.equal(['192.0.2.70']);
+    expect((await env.hostJson(h)).ipv4).to.equal('192.0.2.70');
+    expect(env.logs.join('')).to.include('republished a host whose change was interrupted');
   });
 
   it('the client retrying the unacknowledged address gets good; DNS == Redis', async () => {
@@ -579,7 +603,6 @@ describe('fault: kill -9 after the primary applied a change but before the bridg
     expect(r.body).to.match(/^(good|nochg) 192\.0\.2\.71\n$/);
     expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.71']);
     expect((await env.hostJson(h)).ipv4).to.equal('192.0.2.71');
-    await env.stopServes();
   });
 
   it('a request for the previous address is not answered nochg while DNS still holds the unacknowledged one', async () => {
@@ -588,7 +611,6 @@ describe('fault: kill -9 after the primary applied a change but before the bridg
     expect(r.body).to.match(/^(good|nochg) 192\.0\.2\.70\n$/);
     expect(await env.ns.query(h, 'A'), `after ${r.body.trim()}`).to.deep.equal(['192.0.2.70']);
     expect((await env.hostJson(h)).ipv4).to.equal('192.0.2.70');
-    await env.stopServes();
   });
 });
 
