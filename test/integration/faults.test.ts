@@ -366,6 +366,39 @@ for (const kind of ['knot', 'bind'] as const) {
       await env.cliOk(['host', 'remove', stray, '--keep-dns']);
       await reconfigure(env, {});
     });
+
+    // Knot answers an ACL denial as NOTAUTH (covered above); BIND's update-policy refuses.
+    if (kind === 'bind') {
+      it('an update-policy that does not cover the host (REFUSED): dnserr at once, Redis and DNS unchanged, good after the fix', async () => {
+        const h = uniq('policy');
+        await env.addHost(h, auth[0]);
+        const up = (ip: string) => env.get(`/nic/update?hostname=${h}&myip=${ip}`, { auth, ua: UA });
+        expect((await up('192.0.2.34')).body).to.equal('good 192.0.2.34\n');
+        const before = await hostHash(env.redis.url, h);
+        const conf = path.join(env.ns.dir, 'named.conf');
+        const original = await readFile(conf, 'utf8');
+        expect(original).to.include('zonesub A AAAA MX');
+        // the key may now update one other name only
+        await env.ns.stop();
+        await writeFile(conf, original.replace('zonesub A AAAA MX', `name only.${ZONE} A`));
+        await env.ns.start();
+        try {
+          const mark = env.logs.length;
+          const [r, ms] = await timed(() => up('192.0.2.35'));
+          expect(r.raw.toString()).to.equal(DNSERR);
+          expect(ms).to.be.below(SLACK_MS);
+          expect(logsSince(env, mark)).to.match(/dns update failed[^\n]*zone dyn\.example\.test[^\n]*REFUSED/);
+          expect(await hostHash(env.redis.url, h)).to.deep.equal(before);
+          expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.34']);
+        } finally {
+          await env.ns.stop();
+          await writeFile(conf, original);
+          await env.ns.start();
+        }
+        expect((await up('192.0.2.35')).body).to.equal('good 192.0.2.35\n');
+        expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.35']);
+      });
+    }
   });
 }
 
@@ -676,4 +709,45 @@ describe('fault: spoofed DNS answers from a fake primary (real socket)', functio
       expect((await up('192.0.2.52')).body).to.equal('good 192.0.2.52\n');
     });
   }
+});
+
+// ---- 4b. two frontends, many concurrent changes of the same hosts -----------------------
+
+describe('two serve processes, concurrent changes of the same hosts (knot)', function () {
+  this.timeout(90000);
+  let env: BridgeEnv;
+  const auth: [string, string] = ['tina', 'tina-pw'];
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
+    env = await BridgeEnv.start({ kind: 'knot', serves: 2, config: { frequency: { minInterval: 0.001 } } });
+    await env.addAccount(...auth);
+  });
+  after(async () => env?.stop());
+
+  it('final DNS == Redis == an address that was answered good, for every host', async () => {
+    const hosts = Array.from({ length: 6 }, () => uniq('twofront'));
+    for (const h of hosts) await env.addHost(h, auth[0]);
+    const goods = new Map<string, Set<string>>(hosts.map((h) => [h, new Set<string>()]));
+    const others: string[] = [];
+    // 4 clients per host, alternating between the two processes, 5 changes each
+    await Promise.all(
+      hosts.flatMap((h, hi) =>
+        Array.from({ length: 4 }, async (_, c) => {
+          for (let k = 0; k < 5; k++) {
+            const ip = `10.${hi}.${c}.${k + 1}`;
+            const r = await env.get(`/nic/update?hostname=${h}&myip=${ip}`, { auth, ua: UA, port: env.ports[(c + k) % 2] });
+            if (r.body === `good ${ip}\n`) goods.get(h)!.add(ip);
+            else if (r.body !== `nochg ${ip}\n`) others.push(r.body);
+          }
+        }),
+      ),
+    );
+    expect(others, 'every reply good or nochg').to.deep.equal([]);
+    for (const h of hosts) {
+      const redis = (await env.hostJson(h)).ipv4 as string;
+      expect(await env.ns.query(h, 'A'), h).to.deep.equal([redis]);
+      expect([...goods.get(h)!], h).to.include(redis);
+    }
+  });
 });
