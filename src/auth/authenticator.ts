@@ -11,6 +11,8 @@ import type { Config } from '../config/schema.js';
 import { CredentialCache } from './credential-cache.js';
 import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword, type ScryptCost } from './password.js';
 
+const MAX_PARALLEL_HASHES = 2;
+
 export interface AuthenticatorOptions {
   /** Milliseconds clock for the credential cache. */
   clock?: () => number;
@@ -24,6 +26,9 @@ export class PasswordAuthenticator implements Authenticator {
   private readonly cache: CredentialCache;
   private readonly verify: (password: string, storedHash: string) => Promise<boolean>;
   private dummyHash: Promise<string> | undefined;
+  private readonly verifying = new Map<string, Promise<boolean>>();
+  private hashing = 0;
+  private readonly hashQueue: Array<() => void> = [];
 
   constructor(
     private readonly logins: LoginLookup,
@@ -45,7 +50,7 @@ export class PasswordAuthenticator implements Authenticator {
     if (throttled) return { ok: false, reason: 'throttled' };
 
     if (account === undefined) {
-      await this.verify(password, await this.dummy());
+      await this.limited(async () => this.verify(password, await this.dummy()));
       // Counted per source only: per-name counters for names that do not exist would let
       // anyone fill Redis, and protect nothing.
       await this.failures.recordFailure(sourceIp, undefined);
@@ -55,12 +60,41 @@ export class PasswordAuthenticator implements Authenticator {
     const view = { name: account.name, donator: account.donator };
     // The view always comes from the record just read (donator may have changed).
     if (this.cache.get(user, password, account.passwordHash) !== undefined) return { ok: true, account: view };
-    if (!(await this.verify(password, account.passwordHash))) {
+    if (!(await this.verifyShared(user, password, account.passwordHash))) {
       await this.failures.recordFailure(sourceIp, account.name);
       return { ok: false, reason: 'bad-password' };
     }
     this.cache.set(user, password, account.passwordHash, view);
     return { ok: true, account: view };
+  }
+
+  /**
+   * One scrypt per distinct credential at a time: concurrent requests with the same (not yet
+   * cached) credentials share it — a router updating 20 names at once costs one hash.
+   */
+  private verifyShared(user: string, password: string, storedHash: string): Promise<boolean> {
+    const key = this.cache.keyOf(user, password, storedHash);
+    let pending = this.verifying.get(key);
+    if (!pending) {
+      pending = this.limited(() => this.verify(password, storedHash)).finally(() => this.verifying.delete(key));
+      this.verifying.set(key, pending);
+    }
+    return pending;
+  }
+
+  /**
+   * At most MAX_PARALLEL_HASHES scrypt runs at once (each takes 32 MiB and ~50 ms of a core):
+   * bounds memory under a burst of cold logins and slows a guessing flood, not the cache hits.
+   */
+  private async limited<T>(work: () => Promise<T>): Promise<T> {
+    while (this.hashing >= MAX_PARALLEL_HASHES) await new Promise<void>((r) => this.hashQueue.push(r));
+    this.hashing++;
+    try {
+      return await work();
+    } finally {
+      this.hashing--;
+      this.hashQueue.shift()?.();
+    }
   }
 
   async recordMalformed(sourceIp: string): Promise<void> {

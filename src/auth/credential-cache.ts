@@ -69,7 +69,8 @@ export class CredentialCache {
     return this.opts.ttlMs > 0 && this.opts.maxEntries > 0;
   }
 
-  private keyOf(user: string, password: string, storedHash: string): string {
+  /** The opaque key of a credential triple (an HMAC under a per-process secret: no password in memory maps). */
+  keyOf(user: string, password: string, storedHash: string): string {
     // Length-prefixed fields: no choice of user and password can collide with another.
     return createHmac('sha256', this.secret)
       .update(`${user.length}:${user}\0${password.length}:${password}\0${storedHash}`, 'utf8')

@@ -154,6 +154,33 @@ describe('auth/authenticator', () => {
     expect(failures.recorded).to.deep.equal([]);
   });
 
+  it('concurrent requests with the same uncached credentials share one password check', async () => {
+    const { auth, verified } = await setup();
+    const results = await Promise.all(Array.from({ length: 10 }, () => auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1')));
+    expect(results.every((r) => r.ok)).to.equal(true);
+    expect(verified).to.have.length(1);
+  });
+
+  it('no more than two password checks run at once (memory under a burst of cold logins)', async () => {
+    const failures = new FakeFailures();
+    const accounts = new FakeAccounts(failures);
+    for (let i = 0; i < 6; i++) await accounts.create({ name: `u${i}`, passwordHash: `h${i}`, donator: false, createdAt: 1 });
+    let running = 0;
+    let peak = 0;
+    const auth = new PasswordAuthenticator(accounts, failures, CFG, {
+      dummyCost: FAST,
+      verify: async () => {
+        peak = Math.max(peak, ++running);
+        await new Promise((r) => setTimeout(r, 20));
+        running--;
+        return true;
+      },
+    });
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => auth.authenticate({ user: `u${i}`, password: 'pw' }, '192.0.2.1')));
+    expect(results.every((r) => r.ok)).to.equal(true);
+    expect(peak).to.equal(2);
+  });
+
   it('recordMalformed counts a failure for the source', async () => {
     const { auth, failures } = await setup();
     await auth.recordMalformed('2001:db8::1');
