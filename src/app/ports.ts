@@ -21,6 +21,13 @@ export type AuthResult =
   /** `refused`: `proceed` said no; nothing was checked or counted. */
   | { ok: false; reason: 'unknown-user' | 'bad-password' | 'throttled' | 'refused' };
 
+/** Credentials as last verified: the account view and which stored hash they matched. */
+export interface VerifiedLogin {
+  account: AccountView;
+  /** SHA-1 hex of the stored password hash (Redis can recompute it; the hash stays out of memory). */
+  hashDigest: string;
+}
+
 export interface Authenticator {
   /**
    * Verify credentials from `sourceIp`; counts failures and applies the cool-down. The
@@ -30,6 +37,12 @@ export interface Authenticator {
   authenticate(credentials: Credentials, sourceIp: string, proceed?: Promise<boolean>): Promise<AuthResult>;
   /** A malformed or missing Authorization counts as a failure from `sourceIp`. */
   recordMalformed(sourceIp: string): Promise<void>;
+  /**
+   * These exact credentials as verified within the cache TTL, without I/O; undefined when
+   * not remembered. Not a verdict: the caller must still check, in Redis, that the account
+   * holds the same hash and that no cool-down applies (AdmitGuard).
+   */
+  recall(credentials: Credentials): VerifiedLogin | undefined;
 }
 
 /** Account records (used by the authenticator and the CLI). */
@@ -57,6 +70,11 @@ export interface FailureCounter {
 export interface ClientPolicy {
   /** Block list (config + Redis) or a junk block on (sourceIp, userAgent). */
   isBlocked(userAgent: string, sourceIp: string): Promise<boolean>;
+  /**
+   * The block list's verdict from memory: 'unknown' when the Redis list is due for a
+   * refresh. 'allowed' says nothing about junk blocks (AdmitGuard checks those).
+   */
+  listVerdict(userAgent: string): 'blocked' | 'allowed' | 'unknown';
   /** Count a malformed/failing request; past the threshold the pair is blocked for a while. */
   recordJunk(userAgent: string, sourceIp: string): Promise<void>;
 }
@@ -81,10 +99,12 @@ export type Admission =
   | { kind: 'closed' }
   /** Already blocked, or this request crossed the frequency limit and blocked it. */
   | { kind: 'abuse' }
+  /** A guard did not hold: nothing was counted or changed; take the full path. */
+  | { kind: 'unverified' }
   /** Another request holds this host's lease: try again shortly. Nothing was counted. */
   | { kind: 'busy' }
-  /** Every expectation already holds (counted by the frequency rule). */
-  | { kind: 'nochg'; host: HostRecord }
+  /** Every expectation already holds (counted by the frequency rule); nothing else to know. */
+  | { kind: 'nochg' }
   /** A change: the caller holds the lease until commit() or release(). */
   | { kind: 'change'; host: HostRecord; lease: Lease };
 
@@ -97,11 +117,25 @@ export interface AdmitRequest {
   /** What the request asks; `null` = only apply the frequency rule (echo with hostname). */
   expect: Expectations | null;
   leaseMs: number;
+  /** The fast path: the request's agent and login checks, made in the same atomic step. */
+  guard?: AdmitGuard;
+}
+
+/**
+ * What the full path would check before admitting, for a request whose credentials were
+ * verified recently: no junk block on (sourceIp, userAgent), no login cool-down of the
+ * source or the account, and the account still holds `login`'s hash and donator flag.
+ */
+export interface AdmitGuard {
+  sourceIp: string;
+  userAgent: string;
+  login: VerifiedLogin;
 }
 
 /**
  * The host registry as the update path sees it. `admit` runs the checks from nohost to
- * abuse and the frequency rule atomically (one Redis Lua call, Redis TIME).
+ * abuse and the frequency rule atomically (one Redis Lua call, Redis TIME), after the
+ * request's guard if it has one.
  */
 export interface HostGate {
   admit(req: AdmitRequest): Promise<Admission>;

@@ -10,6 +10,7 @@ import { expectationsFor, targetState, type RequestedSettings, type ResolvedMx }
 import { parseAddress, type AddressPair } from '../core/addresses.js';
 import type {
   AccountView,
+  AdmitGuard,
   Admission,
   AdmitRequest,
   Authenticator,
@@ -75,9 +76,11 @@ export class UpdateService {
       const reply = await this.run(req);
       // A request without credentials is the first half of a challenge-driven client's
       // normal exchange (wget, uclient-fetch): never junk.
-      if (isJunkReply(reply) && req.userAgent && req.credentials !== 'missing') {
-        // Not awaited: counting junk must not delay (or fail) the reply.
-        this.deps.clientPolicy.recordJunk(req.userAgent, req.clientIp).catch(() => undefined);
+      const ua = req.userAgent?.trim();
+      if (isJunkReply(reply) && ua && req.credentials !== 'missing') {
+        // Not awaited: counting junk must not delay (or fail) the reply. Counted under the
+        // trimmed agent, the one the block is looked up by.
+        this.deps.clientPolicy.recordJunk(ua, req.clientIp).catch(() => undefined);
       }
       return reply;
     } catch (err) {
@@ -93,6 +96,12 @@ export class UpdateService {
     const { authenticator, clientPolicy } = this.deps;
     const ua = req.userAgent?.trim();
     if (!ua) return { kind: 'request', token: 'badagent' };
+    // Parsed once, when first needed: a fast path that falls back hands it on (with its MX check).
+    let parsed: AskedChange | undefined;
+    const asked = (): AskedChange => (parsed ??= new AskedChange(parseUpdateParams(req.params), req.clientIp, this.deps.mxResolver));
+    const fast = await this.fastPath(req, ua, asked);
+    if (fast !== undefined) return fast;
+
     // The agent check and the account lookup go to Redis together; the authenticator
     // decides (verifies, counts) only once the agent is known to be allowed.
     const blocked = clientPolicy.isBlocked(ua, req.clientIp);
@@ -113,41 +122,59 @@ export class UpdateService {
     const auth = await login!;
     if (!auth.ok) return { kind: 'request', token: 'badauth' };
 
-    const params = parseUpdateParams(req.params);
+    const { params } = asked();
     if (params.tooManyHosts) return { kind: 'request', token: 'numhost' };
     if (params.hosts.length === 0) return { kind: 'hosts', lines: [{ token: 'notfqdn' }] };
-
-    const addresses = requestedAddresses(params, req.clientIp);
-    const mx = new MxCheck(params, this.deps.mxResolver);
-    const settings: RequestedSettings = {
-      ...addresses,
-      wildcard: params.wildcard,
-      backmx: params.backmx,
-      offline: params.offline,
-    };
 
     // Distinct names run in parallel; a repeated name waits for its earlier occurrence.
     const chains = new Map<string, Promise<unknown>>();
     const lines = params.hosts.map(({ fqdn }) => {
       if (fqdn === undefined) return Promise.resolve<HostLine>({ token: 'notfqdn' });
       const previous = chains.get(fqdn) ?? Promise.resolve();
-      const line = previous.then(() => this.updateHost(fqdn, auth.account, params, settings, addresses, mx));
+      const line = previous.then(async () => {
+        const zone = this.deps.publisher.zoneFor(fqdn);
+        if (zone === undefined) return { token: 'nohost' } as HostLine;
+        // Without a guard there is no 'unverified'.
+        return (await this.updateHost(fqdn, zone, auth.account, asked())) as HostLine;
+      });
       chains.set(fqdn, line.catch(() => undefined));
       return line;
     });
     return { kind: 'hosts', lines: await Promise.all(lines) };
   }
 
+  /**
+   * The common request in one Redis round trip: one host name in a configured zone,
+   * credentials verified within the cache TTL, the agent block list fresh in memory. The
+   * junk-block and login checks the full path makes first run in the admit script instead
+   * (AdmitGuard); when one fails nothing was written and the full path answers (undefined),
+   * so every reply from here has passed the same checks.
+   */
+  private async fastPath(req: UpdateRequest, ua: string, asked: () => AskedChange): Promise<UpdateReply | undefined> {
+    if (typeof req.credentials !== 'object') return undefined;
+    const verdict = this.deps.clientPolicy.listVerdict(ua);
+    if (verdict === 'blocked') return { kind: 'request', token: 'badagent' };
+    if (verdict === 'unknown') return undefined;
+    const login = this.deps.authenticator.recall(req.credentials);
+    if (login === undefined) return undefined;
+    const { params } = asked();
+    const fqdn = params.hosts.length === 1 ? params.hosts[0]!.fqdn : undefined;
+    if (params.tooManyHosts || fqdn === undefined || !params.systemSupported) return undefined;
+    const zone = this.deps.publisher.zoneFor(fqdn);
+    if (zone === undefined) return undefined;
+    const guard: AdmitGuard = { sourceIp: req.clientIp, userAgent: ua, login };
+    const line = await this.updateHost(fqdn, zone, login.account, asked(), guard);
+    return line === 'unverified' ? undefined : { kind: 'hosts', lines: [line] };
+  }
+
   private async updateHost(
     fqdn: string,
+    zone: string,
     account: AccountView,
-    params: UpdateParams,
-    settings: RequestedSettings,
-    addresses: AddressPair,
-    mx: MxCheck,
-  ): Promise<HostLine> {
-    const zone = this.deps.publisher.zoneFor(fqdn);
-    if (zone === undefined) return { token: 'nohost' };
+    asked: AskedChange,
+    guard?: AdmitGuard,
+  ): Promise<HostLine | 'unverified'> {
+    const { params, settings, addresses, mx } = asked;
 
     if (!params.systemSupported) {
       const host = await this.deps.registry.get(fqdn);
@@ -166,7 +193,8 @@ export class UpdateService {
     };
     // A non-donator's offline request is still counted by the frequency rule (it passed
     // the abuse check) but never changes anything.
-    const admission = await this.admit({ ...base, expect: forbiddenOffline ? null : expectationsFor(settings, resolvedMx) });
+    const admission = await this.admit({ ...base, expect: forbiddenOffline ? null : expectationsFor(settings, resolvedMx), guard });
+    if (admission.kind === 'unverified') return 'unverified';
     const rejected = rejectionToken(admission);
     if (rejected) return { token: rejected };
     if (forbiddenOffline) return { token: '!donator' };
@@ -231,6 +259,22 @@ export function requestedAddresses(params: UpdateParams, clientIp: string): Addr
   const detected = parseAddress(clientIp);
   if (!detected) return {};
   return detected.family === 4 ? { ipv4: detected.address } : { ipv6: detected.address };
+}
+
+/** What a request asks of each of its hosts (shared by the hosts of one request). */
+class AskedChange {
+  readonly addresses: AddressPair;
+  readonly settings: RequestedSettings;
+  readonly mx: MxCheck;
+  constructor(
+    readonly params: UpdateParams,
+    clientIp: string,
+    resolver: MxResolver,
+  ) {
+    this.addresses = requestedAddresses(params, clientIp);
+    this.settings = { ...this.addresses, wildcard: params.wildcard, backmx: params.backmx, offline: params.offline };
+    this.mx = new MxCheck(params, resolver);
+  }
 }
 
 /** Resolve the `mx` parameter at most once per request, only when a host needs it. */

@@ -6,7 +6,7 @@
  * The account and the cool-down markers come from one LoginLookup read.
  */
 import { randomBytes } from 'node:crypto';
-import type { AuthResult, Authenticator, Credentials, FailureCounter, LoginLookup } from '../app/ports.js';
+import type { AuthResult, Authenticator, Credentials, FailureCounter, LoginLookup, VerifiedLogin } from '../app/ports.js';
 import type { Config } from '../config/schema.js';
 import { CredentialCache } from './credential-cache.js';
 import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword, type ScryptCost } from './password.js';
@@ -59,8 +59,15 @@ export class PasswordAuthenticator implements Authenticator {
 
     const view = { name: account.name, donator: account.donator };
     // The view always comes from the record just read (donator may have changed).
-    if (this.cache.get(user, password, account.passwordHash) !== undefined) return { ok: true, account: view };
+    const cached = this.cache.get(user, password, account.passwordHash);
+    if (cached !== undefined) {
+      // Remember the new view too, or recall() would keep offering the stale one.
+      if (cached.donator !== view.donator) this.cache.set(user, password, account.passwordHash, view);
+      return { ok: true, account: view };
+    }
     if (!(await this.verifyShared(user, password, account.passwordHash))) {
+      // Credentials that stopped working (a password change) leave the cache at once.
+      this.cache.forget(user, password);
       await this.failures.recordFailure(sourceIp, account.name);
       return { ok: false, reason: 'bad-password' };
     }
@@ -73,7 +80,7 @@ export class PasswordAuthenticator implements Authenticator {
    * cached) credentials share it — a router updating 20 names at once costs one hash.
    */
   private verifyShared(user: string, password: string, storedHash: string): Promise<boolean> {
-    const key = this.cache.keyOf(user, password, storedHash);
+    const key = `${this.cache.keyOf(user, password)}\0${storedHash}`;
     let pending = this.verifying.get(key);
     if (!pending) {
       pending = this.limited(() => this.verify(password, storedHash)).finally(() => this.verifying.delete(key));
@@ -95,6 +102,10 @@ export class PasswordAuthenticator implements Authenticator {
       this.hashing--;
       this.hashQueue.shift()?.();
     }
+  }
+
+  recall(credentials: Credentials): VerifiedLogin | undefined {
+    return this.cache.recall(credentials.user, credentials.password);
   }
 
   async recordMalformed(sourceIp: string): Promise<void> {

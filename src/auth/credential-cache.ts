@@ -1,12 +1,13 @@
 /**
  * A short-lived cache of verified credentials, so a client that updates every minute costs
  * one scrypt per TTL rather than one per request. Entries are keyed by an HMAC (with a key
- * that lives only in this process) of user, password and the stored hash: nothing
- * reversible is kept, and a password change misses at once because the stored hash the
- * caller passes in is different.
+ * that lives only in this process) of user and password, and remember a SHA-1 digest of the
+ * stored hash they were verified against: nothing reversible is kept, and a password change
+ * misses at once because the stored hash the caller passes in (or the one Redis holds, for
+ * the fast path's guard) no longer matches the digest.
  */
-import { createHmac, randomBytes } from 'node:crypto';
-import type { AccountView } from '../app/ports.js';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import type { AccountView, VerifiedLogin } from '../app/ports.js';
 
 export interface CredentialCacheOptions {
   ttlMs: number;
@@ -17,7 +18,7 @@ export interface CredentialCacheOptions {
 }
 
 interface Entry {
-  account: AccountView;
+  login: VerifiedLogin;
   expiresAt: number;
 }
 
@@ -36,8 +37,14 @@ export class CredentialCache {
 
   /** The account view remembered for exactly these credentials and stored hash, if fresh. */
   get(user: string, password: string, storedHash: string): AccountView | undefined {
+    const login = this.recall(user, password);
+    return login !== undefined && login.hashDigest === hashDigest(storedHash) ? login.account : undefined;
+  }
+
+  /** What these credentials were last verified as (account view, stored-hash digest), if fresh. */
+  recall(user: string, password: string): VerifiedLogin | undefined {
     if (!this.enabled()) return undefined;
-    const key = this.keyOf(user, password, storedHash);
+    const key = this.keyOf(user, password);
     const entry = this.entries.get(key);
     if (entry === undefined) return undefined;
     if (entry.expiresAt <= this.clock()) {
@@ -47,18 +54,23 @@ export class CredentialCache {
     // Map keeps insertion order: re-inserting marks the entry most recently used.
     this.entries.delete(key);
     this.entries.set(key, entry);
-    return entry.account;
+    return entry.login;
   }
 
   set(user: string, password: string, storedHash: string, account: AccountView): void {
     if (!this.enabled()) return;
-    const key = this.keyOf(user, password, storedHash);
+    const key = this.keyOf(user, password);
     this.entries.delete(key);
-    this.entries.set(key, { account: { ...account }, expiresAt: this.clock() + this.opts.ttlMs });
+    const login = { account: { ...account }, hashDigest: hashDigest(storedHash) };
+    this.entries.set(key, { login, expiresAt: this.clock() + this.opts.ttlMs });
     while (this.entries.size > this.opts.maxEntries) {
       const oldest = this.entries.keys().next().value as string;
       this.entries.delete(oldest);
     }
+  }
+
+  forget(user: string, password: string): void {
+    this.entries.delete(this.keyOf(user, password));
   }
 
   clear(): void {
@@ -69,11 +81,14 @@ export class CredentialCache {
     return this.opts.ttlMs > 0 && this.opts.maxEntries > 0;
   }
 
-  /** The opaque key of a credential triple (an HMAC under a per-process secret: no password in memory maps). */
-  keyOf(user: string, password: string, storedHash: string): string {
+  /** The opaque key of a credential pair (an HMAC under a per-process secret: no password in memory maps). */
+  keyOf(user: string, password: string): string {
     // Length-prefixed fields: no choice of user and password can collide with another.
-    return createHmac('sha256', this.secret)
-      .update(`${user.length}:${user}\0${password.length}:${password}\0${storedHash}`, 'utf8')
-      .digest('base64');
+    return createHmac('sha256', this.secret).update(`${user.length}:${user}\0${password.length}:${password}`, 'utf8').digest('base64');
   }
+}
+
+/** SHA-1 hex of a stored password hash: what the cache keeps and Redis's guard recomputes. */
+export function hashDigest(storedHash: string): string {
+  return createHash('sha1').update(storedHash, 'utf8').digest('hex');
 }

@@ -29,6 +29,7 @@ export class RedisClientPolicy implements ClientPolicy {
   private readonly cacheMs: number;
   private shared = new AgentMatcher([]);
   private sharedFetchedAt = Number.NEGATIVE_INFINITY;
+  private refreshTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly redis: Redis,
@@ -57,6 +58,42 @@ export class RedisClientPolicy implements ClientPolicy {
     }
     if (this.shared.matches(userAgent)) return true;
     return (await storeCall('junk check', () => this.redis.exists(junkBlock))) > 0;
+  }
+
+  listVerdict(userAgent: string): 'blocked' | 'allowed' | 'unknown' {
+    if (this.configured.matches(userAgent)) return 'blocked';
+    this.keepListFresh();
+    if (this.clock() - this.sharedFetchedAt >= this.cacheMs) return 'unknown';
+    return this.shared.matches(userAgent) ? 'blocked' : 'allowed';
+  }
+
+  /** Stop the background refresh of the shared list (see keepListFresh). */
+  close(): void {
+    if (this.refreshTimer) clearInterval(this.refreshTimer);
+    this.refreshTimer = undefined;
+  }
+
+  /**
+   * Once the update path asks for verdicts from memory, refetch the shared list in the
+   * background every half cache period, so it stays fresh between sparse requests too
+   * (a router that updates every few minutes still gets the one-round-trip path).
+   */
+  private keepListFresh(): void {
+    if (this.refreshTimer) return;
+    const refresh = (): void => {
+      const started = this.clock();
+      this.redis
+        .smembers(this.keys.blockedAgents())
+        .then((patterns) => {
+          this.shared = new AgentMatcher(patterns);
+          this.sharedFetchedAt = started;
+        })
+        // A failed refresh leaves the list stale: requests take the full path (→ 911 if Redis is down).
+        .catch(() => undefined);
+    };
+    this.refreshTimer = setInterval(refresh, Math.max(100, this.cacheMs / 2));
+    this.refreshTimer.unref();
+    refresh();
   }
 
   async recordJunk(userAgent: string, sourceIp: string): Promise<void> {

@@ -54,8 +54,24 @@ export class RedisHostStore implements HostGate, HostAdmin {
       req.expect === null ? 'count' : 'expect',
     ];
     if (req.expect !== null) args.push(...encodeExpectations(req.expect));
-    const reply = await storeCall('admit', () => this.scripts.admit(this.keys.host(req.fqdn), this.keys.pendingChanges(), args));
-    return this.admissionFromReply(req.fqdn, reply, String(args[4]));
+    const token = String(args[4]);
+    const hostKey = this.keys.host(req.fqdn);
+    const { guard } = req;
+    if (guard === undefined) {
+      const reply = await storeCall('admit', () => this.scripts.admit(hostKey, this.keys.pendingChanges(), args));
+      return this.admissionFromReply(req.fqdn, reply, token);
+    }
+    const { account, hashDigest } = guard.login;
+    const guardKeys = [
+      this.keys.junkBlock(guard.sourceIp, guard.userAgent),
+      this.keys.cooldownBySource(guard.sourceIp),
+      this.keys.cooldownByAccount(account.name),
+      this.keys.account(account.name),
+    ] as const;
+    const reply = await storeCall('admit', () =>
+      this.scripts.admitGuarded(hostKey, this.keys.pendingChanges(), guardKeys, [hashDigest, account.donator ? '1' : '0', ...args]),
+    );
+    return this.admissionFromReply(req.fqdn, reply, token);
   }
 
   async commit(lease: Lease, target: TargetState): Promise<void> {
@@ -191,9 +207,9 @@ export class RedisHostStore implements HostGate, HostAdmin {
       case 'closed':
       case 'abuse':
       case 'busy':
-        return { kind };
+      case 'unverified':
       case 'nochg':
-        return { kind, host: decodeHost(fqdn, fieldsFromFlat(reply[1] as unknown[])) };
+        return { kind };
       case 'change':
         return {
           kind,

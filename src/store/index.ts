@@ -45,18 +45,22 @@ export function openStore(config: StoreConfig, logger: Logger): Store {
 /** The adapters on an existing client (tests use two clients on one server). */
 export function storeOn(redis: Redis, config: StoreConfig, logger: Logger): Store {
   const keys = new Keys(config.redis.keyPrefix);
+  const clientPolicy = new RedisClientPolicy(redis, keys, { agents: config.agents, junk: config.junk });
   return {
     redis,
     keys,
     accounts: new RedisAccountStore(redis, keys),
     hosts: new RedisHostStore(redis, keys, logger),
     failures: new RedisFailureCounter(redis, keys, config.credentials),
-    clientPolicy: new RedisClientPolicy(redis, keys, { agents: config.agents, junk: config.junk }),
+    clientPolicy,
     agents: new AgentAdmin(redis, keys),
     echoGate: new RedisEchoGate(redis, keys),
     async ping() {
       await storeCall('ping', () => redis.ping());
     },
-    close: () => closeRedis(redis),
+    close: () => {
+      clientPolicy.close();
+      return closeRedis(redis);
+    },
   };
 }

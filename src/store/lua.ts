@@ -15,18 +15,18 @@ local function ms(n) return string.format('%.0f', n) end
 `;
 
 /**
- * admit(KEYS: host; ARGV: account, minIntervalMs, maxFrequent, leaseMs, token, mode,
- * [field, value]…) → {kind} | {'nochg', hostFlat} | {'change', hostFlat, prevFl, prevFc, seq}.
+ * admit(KEYS: host, pending; ARGV: account, minIntervalMs, maxFrequent, leaseMs, token, mode,
+ * [field, value]…) → {kind} | {'change', hostFlat, prevFl, prevFc, seq}.
  * mode 'count' = only the frequency rule; 'expect' = compare the field/value pairs
- * (absent field = '', flag '0' = '').
+ * (absent field = '', flag '0' = ''). The body reads its arguments from `A` (see GUARD).
  */
-const ADMIT = `${NOW}
+const ADMIT_BODY = `
 local key = KEYS[1]
 local flat = redis.call('HGETALL', key)
 local h = {}
 for i = 1, #flat, 2 do h[flat[i]] = flat[i + 1] end
 if h['o'] == nil then return {'nohost'} end
-if h['o'] ~= ARGV[1] then return {'notyours'} end
+if h['o'] ~= A[1] then return {'notyours'} end
 if h['t'] ~= 'dynamic' then return {'badsys'} end
 local state = h['s'] or 'active'
 if state == 'closed' then return {'closed'} end
@@ -38,8 +38,8 @@ local stale = h['lk'] ~= nil and h['lk'] ~= ''
 
 -- The frequency rule: a request sooner than minInterval after the previous one is frequent;
 -- a non-frequent one resets the run. More than maxFrequent in a row blocks the host.
-local minInterval = tonumber(ARGV[2])
-local maxFrequent = tonumber(ARGV[3])
+local minInterval = tonumber(A[2])
+local maxFrequent = tonumber(A[3])
 local prevFl = h['fl'] or ''
 local prevFc = h['fc'] or ''
 local last = tonumber(prevFl)
@@ -62,27 +62,48 @@ local function hostFlat()
   return out
 end
 
-local changed = stale and ARGV[6] == 'expect'
-if ARGV[6] == 'expect' and not changed then
-  for i = 7, #ARGV, 2 do
-    local f = ARGV[i]
+local changed = stale and A[6] == 'expect'
+if A[6] == 'expect' and not changed then
+  for i = 7, #A, 2 do
+    local f = A[i]
     local v = h[f] or ''
     if (f == 'w' or f == 'b') and v == '0' then v = '' end
     -- The backup-MX flag means nothing without an MX (mx=NOCHG on a host that has none);
     -- a request that names a new MX already differs on m.
     local moot = f == 'b' and (h['m'] or '') == ''
-    if v ~= ARGV[i + 1] and not moot then changed = true; break end
+    if v ~= A[i + 1] and not moot then changed = true; break end
   end
 end
 if not changed then
   redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'])
-  return {'nochg', hostFlat()}
+  return {'nochg'}
 end
-local leaseEnd = now + tonumber(ARGV[4])
-redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'], 'lk', ARGV[5], 'lu', ms(leaseEnd))
+local leaseEnd = now + tonumber(A[4])
+redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'], 'lk', A[5], 'lu', ms(leaseEnd))
 redis.call('ZADD', KEYS[2], leaseEnd, key)
 return {'change', hostFlat(), prevFl, prevFc, h['fs']}
 `;
+
+const ADMIT = `${NOW}local A = ARGV${ADMIT_BODY}`;
+
+/**
+ * The fast path's checks, in the same script before the admission, for a request whose
+ * credentials were verified recently (the request then costs one round trip). KEYS 3–6: the
+ * junk block of its (source, User-Agent) pair, the login cool-downs of the source and the
+ * account, the account hash; ARGV 1–2: the SHA-1 (hex) of the stored password hash and the
+ * donator flag ('1'/'0') the credentials were verified against, then admit's arguments. Any check failing →
+ * {'unverified'} with nothing written: the caller takes the full path, which says why.
+ */
+const GUARD = `
+if redis.call('EXISTS', KEYS[3], KEYS[4], KEYS[5]) > 0 then return {'unverified'} end
+local login = redis.call('HMGET', KEYS[6], 'h', 'd')
+local donator = '0'
+if login[2] == '1' then donator = '1' end
+if not login[1] or redis.sha1hex(login[1]) ~= ARGV[1] or donator ~= ARGV[2] then return {'unverified'} end
+local A = {unpack(ARGV, 3)}
+`;
+
+const ADMIT_GUARDED = `${NOW}${GUARD}${ADMIT_BODY}`;
 
 /**
  * commit(KEYS: host; ARGV: token, ipv4, ipv6, wildcard, mx, backmx, offline) → 'ok' |
@@ -261,6 +282,7 @@ return 'ok'
 
 const DEFINITIONS = {
   ddnsAdmit: { numberOfKeys: 2, lua: ADMIT },
+  ddnsAdmitGuarded: { numberOfKeys: 6, lua: ADMIT_GUARDED },
   ddnsCommit: { numberOfKeys: 2, lua: COMMIT },
   ddnsRelease: { numberOfKeys: 2, lua: RELEASE },
   ddnsReclaim: { numberOfKeys: 2, lua: RECLAIM },
@@ -283,6 +305,10 @@ export class StoreScripts {
   // The lease scripts also keep `pendingKey` (changes in flight) up to date.
   admit(hostKey: string, pendingKey: string, args: ScriptArg[]): Promise<unknown> {
     return this.run('ddnsAdmit', [hostKey, pendingKey], args);
+  }
+  /** `guardKeys`: junk block, source cool-down, account cool-down, account (see GUARD). */
+  admitGuarded(hostKey: string, pendingKey: string, guardKeys: readonly [string, string, string, string], args: ScriptArg[]): Promise<unknown> {
+    return this.run('ddnsAdmitGuarded', [hostKey, pendingKey, ...guardKeys], args);
   }
   commit(hostKey: string, pendingKey: string, args: ScriptArg[]): Promise<unknown> {
     return this.run('ddnsCommit', [hostKey, pendingKey], args);

@@ -1,7 +1,8 @@
 /** HostGate and HostAdmin against a real redis-server: admit / commit / release and the frequency rule. */
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { Admission, AdmitRequest, Expectations } from '../../src/app/ports.js';
+import type { Admission, AdmitGuard, AdmitRequest, Expectations } from '../../src/app/ports.js';
 import type { Logger } from '../../src/core/log.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../../src/core/errors.js';
 import type { TargetState } from '../../src/core/types.js';
@@ -135,7 +136,7 @@ describe('store: hosts (real redis-server)', function () {
       await raw.hset(hostKey, '4', '203.0.113.7');
       const a = await store.hosts.admit(request());
       expect(a.kind).to.equal('nochg');
-      if (a.kind === 'nochg') expect(a.host).to.deep.include({ ipv4: '203.0.113.7', wildcard: false, mx: null });
+      expect(a).to.deep.equal({ kind: 'nochg' });
       expect(await raw.hexists(hostKey, 'lk')).to.equal(0);
       // A stored '0' flag equals an expected '0' as well.
       await raw.hset(hostKey, 'w', '0');
@@ -146,7 +147,7 @@ describe('store: hosts (real redis-server)', function () {
       );
     });
 
-    it('expect null only counts, answering nochg with the host', async () => {
+    it('expect null only counts, answering nochg', async () => {
       const a = await store.hosts.admit(request({ expect: null }));
       expect(a.kind).to.equal('nochg');
       expect(await raw.hmget(hostKey, 'fc', 'fs')).to.deep.equal(['0', '1']);
@@ -157,7 +158,7 @@ describe('store: hosts (real redis-server)', function () {
       await raw.hset(hostKey, 's', 'offline', 'w', '1');
       const a = await store.hosts.admit(request({ expect: { state: 'offline' } }));
       expect(a.kind).to.equal('nochg');
-      if (a.kind === 'nochg') expect(a.host).to.deep.include({ state: 'offline', wildcard: true });
+      expect(a).to.deep.equal({ kind: 'nochg' });
       expect((await store.hosts.admit(request({ minIntervalMs: 0 }))).kind).to.equal('change');
     });
 
@@ -357,6 +358,167 @@ describe('store: hosts (real redis-server)', function () {
       const results = await race(50, request({ maxFrequent: 1000 }));
       expect(tally(results)).to.deep.equal({ change: 1, busy: 49 });
       expect(await raw.hmget(hostKey, 'fc', 'fs')).to.deep.equal(['0', '1']);
+    });
+  });
+
+  describe('guarded admit', () => {
+    // A hash string with the characters real ones have ($ , = /): the guard compares its SHA-1.
+    const GINA_HASH = '$scrypt$ln=15,r=8,p=1$c2FsdC9zYWx0K3NhbHQ$aGFzaC9oYXNoK2hhc2g=';
+    const GINA_HOST = 'gina.dyn.example.org';
+    const ginaKey = PREFIX + 'h:' + GINA_HOST;
+    const SOURCE = '198.51.100.20';
+    const AGENT = 'GuardTest/1.0 guard@example.test';
+    const sha1 = (text: string) => createHash('sha1').update(text, 'utf8').digest('hex');
+
+    function guard(over: { sourceIp?: string; userAgent?: string; name?: string; donator?: boolean; digest?: string } = {}): AdmitGuard {
+      return {
+        sourceIp: over.sourceIp ?? SOURCE,
+        userAgent: over.userAgent ?? AGENT,
+        login: { account: { name: over.name ?? 'gina', donator: over.donator ?? false }, hashDigest: over.digest ?? sha1(GINA_HASH) },
+      };
+    }
+    const ginaRequest = (over: Partial<AdmitRequest> = {}) => request({ fqdn: GINA_HOST, account: 'gina', guard: guard(), ...over });
+
+    /** Every key of the database with its type and value (no TTLs): "nothing written" means equal snapshots. */
+    async function dbSnapshot(): Promise<Record<string, unknown>> {
+      const out: Record<string, unknown> = {};
+      for (const key of (await raw.keys('*')).sort()) {
+        const type = await raw.type(key);
+        if (type === 'hash') out[key] = { hash: await raw.hgetall(key) };
+        else if (type === 'string') out[key] = { string: await raw.get(key) };
+        else if (type === 'set') out[key] = { set: (await raw.smembers(key)).sort() };
+        else if (type === 'zset') out[key] = { zset: await raw.zrange(key, 0, -1, 'WITHSCORES') };
+        else out[key] = { type };
+      }
+      return out;
+    }
+
+    beforeEach(async () => {
+      await store.accounts.create({ name: 'gina', passwordHash: GINA_HASH, donator: false, createdAt: 3 });
+      await store.hosts.add(GINA_HOST, 'gina', 'dynamic');
+    });
+
+    it('a holding guard: the same change / nochg as an unguarded admit, counted the same way', async () => {
+      const a = await store.hosts.admit(ginaRequest());
+      expect(a.kind).to.equal('change');
+      if (a.kind !== 'change') return;
+      expect(a.host).to.deep.include({ fqdn: GINA_HOST, account: 'gina', type: 'dynamic', state: 'active', ipv4: null });
+      expect(await raw.hget(ginaKey, 'lk')).to.equal(a.lease.token);
+      expect(await raw.zrange(PREFIX + 'pending', 0, -1)).to.deep.equal([ginaKey]);
+      expect(await raw.hmget(ginaKey, 'fc', 'fs')).to.deep.equal(['0', '1']);
+      // busy while the lease is held, like the unguarded admit
+      expect(await store.hosts.admit(ginaRequest())).to.deep.equal({ kind: 'busy' });
+      await store.hosts.commit(a.lease, TARGET);
+      expect(await raw.zcard(PREFIX + 'pending')).to.equal(0);
+
+      const b = await store.hosts.admit(ginaRequest());
+      expect(b.kind).to.equal('nochg');
+      expect(b).to.deep.equal({ kind: 'nochg' });
+      expect(await raw.hmget(ginaKey, 'fc', 'fs', 'lk')).to.deep.equal(['1', '2', null]);
+      // and an unguarded admit of the same request agrees
+      expect((await store.hosts.admit(request({ fqdn: GINA_HOST, account: 'gina' }))).kind).to.equal('nochg');
+      expect(await raw.hmget(ginaKey, 'fc', 'fs')).to.deep.equal(['2', '3']);
+      // a differing field is a change again
+      expect((await store.hosts.admit(ginaRequest({ expect: { ...WANT, ipv4: '192.0.2.99' } }))).kind).to.equal('change');
+    });
+
+    it('a holding guard passes the other outcomes through (nohost, notyours, abuse) and the frequency rule', async () => {
+      expect(await store.hosts.admit(ginaRequest({ fqdn: 'other.dyn.example.org' }))).to.deep.equal({ kind: 'nohost' });
+      expect(await store.hosts.admit(ginaRequest({ fqdn: HOST }))).to.deep.equal({ kind: 'notyours' });
+      const kinds: string[] = [];
+      for (let i = 0; i < 5; i++) kinds.push((await store.hosts.admit(ginaRequest({ expect: null }))).kind);
+      expect(kinds).to.deep.equal(['nochg', 'nochg', 'nochg', 'nochg', 'abuse']);
+      expect(await raw.hget(ginaKey, 's')).to.equal('blocked');
+    });
+
+    it('a donator\'s guard holds when the account is a donator', async () => {
+      await store.accounts.setDonator('gina', true);
+      expect((await store.hosts.admit(ginaRequest({ guard: guard({ donator: true }) }))).kind).to.equal('change');
+    });
+
+    it('checks of other sources, agents and accounts do not apply', async () => {
+      await raw.set(store.keys.junkBlock(SOURCE, 'OtherAgent/1.0'), '1', 'PX', 60_000);
+      await raw.set(store.keys.junkBlock('198.51.100.21', AGENT), '1', 'PX', 60_000);
+      await raw.set(store.keys.cooldownBySource('198.51.100.21'), '1', 'PX', 60_000);
+      await raw.set(store.keys.cooldownByAccount('alice'), '1', 'PX', 60_000);
+      expect((await store.hosts.admit(ginaRequest())).kind).to.equal('change');
+    });
+
+    describe('a failing guard: unverified, and nothing written', () => {
+      /** Give the host some history first, so "unchanged" covers fl/fc/fs and the addresses. */
+      async function withHistory(): Promise<void> {
+        const a = await store.hosts.admit(ginaRequest({ guard: undefined }));
+        if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
+        await store.hosts.commit(a.lease, { ...TARGET, ipv4: '192.0.2.1' });
+      }
+
+      async function expectUnverified(req: AdmitRequest): Promise<void> {
+        const hostBefore = await raw.hgetall(ginaKey);
+        const dbBefore = await dbSnapshot();
+        expect(hostBefore).to.include({ 4: '192.0.2.1', fc: '0', fs: '1' });
+        expect(await store.hosts.admit(req)).to.deep.equal({ kind: 'unverified' });
+        // the same request, counting only: unverified as well
+        expect(await store.hosts.admit({ ...req, expect: null })).to.deep.equal({ kind: 'unverified' });
+        const hostAfter = await raw.hgetall(ginaKey);
+        expect(hostAfter).to.deep.equal(hostBefore);
+        expect(hostAfter).to.not.have.property('lk');
+        expect(hostAfter).to.not.have.property('lu');
+        expect(await raw.zcard(PREFIX + 'pending')).to.equal(0);
+        expect(await dbSnapshot()).to.deep.equal(dbBefore);
+      }
+
+      beforeEach(withHistory);
+
+      it('wrong hash digest (the password changed since the credentials were verified)', async () => {
+        await expectUnverified(ginaRequest({ guard: guard({ digest: sha1('$scrypt$some-other-hash') }) }));
+        await expectUnverified(ginaRequest({ guard: guard({ digest: sha1(GINA_HASH).toUpperCase() }) }));
+        await expectUnverified(ginaRequest({ guard: guard({ digest: '' }) }));
+        // and after a real password change the old digest no longer holds
+        await store.accounts.setPasswordHash('gina', '$scrypt$ln=15,r=8,p=1$bmV3$bmV3aGFzaA');
+        await expectUnverified(ginaRequest());
+      });
+
+      it('donator flag different from the account\'s (either way)', async () => {
+        await expectUnverified(ginaRequest({ guard: guard({ donator: true }) }));
+        await store.accounts.setDonator('gina', true);
+        await expectUnverified(ginaRequest({ guard: guard({ donator: false }) }));
+      });
+
+      it('account missing', async () => {
+        await raw.del(store.keys.account('gina'));
+        await expectUnverified(ginaRequest());
+        // a guard naming an account that never existed, for a host it does not own
+        await expectUnverified(ginaRequest({ account: 'ghost', guard: guard({ name: 'ghost' }) }));
+      });
+
+      it('junk block set on the (source, agent) pair', async () => {
+        await raw.set(store.keys.junkBlock(SOURCE, AGENT), '1', 'PX', 60_000);
+        await expectUnverified(ginaRequest());
+      });
+
+      it('login cool-down of the source (an IPv6 source by its /64)', async () => {
+        await raw.set(store.keys.cooldownBySource(SOURCE), '1', 'PX', 60_000);
+        await expectUnverified(ginaRequest());
+        await raw.set(store.keys.cooldownBySource('2001:db8:1:2::5'), '1', 'PX', 60_000);
+        await expectUnverified(ginaRequest({ guard: guard({ sourceIp: '2001:db8:1:2:aaaa::99' }) }));
+      });
+
+      it('login cool-down of the account', async () => {
+        await raw.set(store.keys.cooldownByAccount('gina'), '1', 'PX', 60_000);
+        await expectUnverified(ginaRequest());
+      });
+
+      it('the guard is checked before the host: unverified even for a host that would be busy or nohost', async () => {
+        await raw.set(store.keys.cooldownByAccount('gina'), '1', 'PX', 60_000);
+        await expectUnverified(ginaRequest({ fqdn: 'other.dyn.example.org' }));
+        await raw.del(store.keys.cooldownByAccount('gina'));
+        const held = await store.hosts.admit(ginaRequest({ expect: { ...WANT, ipv4: '192.0.2.50' } }));
+        expect(held.kind).to.equal('change');
+        await raw.set(store.keys.cooldownByAccount('gina'), '1', 'PX', 60_000);
+        const before = await raw.hgetall(ginaKey);
+        expect(await store.hosts.admit(ginaRequest())).to.deep.equal({ kind: 'unverified' });
+        expect(await raw.hgetall(ginaKey)).to.deep.equal(before);
+      });
     });
   });
 

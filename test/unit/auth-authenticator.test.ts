@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { AccountStore, FailureCounter, LoginLookup } from '../../src/app/ports.js';
 import { PasswordAuthenticator, hashPassword, verifyPassword } from '../../src/auth/index.js';
+import { hashDigest } from '../../src/auth/credential-cache.js';
 import type { Account } from '../../src/core/types.js';
 
 const FAST = { ln: 10, r: 8, p: 1 };
@@ -212,5 +213,87 @@ describe('auth/authenticator', () => {
     ]);
     expect(accounts.gets).to.equal(0);
     expect(failures.checks).to.deep.equal([]);
+  });
+  describe('recall', () => {
+    const right = { user: 'alice', password: 'right' };
+
+    it('is undefined before any authenticate', async () => {
+      const { auth, accounts } = await setup();
+      expect(auth.recall(right)).to.equal(undefined);
+      expect(accounts.gets).to.equal(0); // no I/O
+    });
+
+    it('after a successful authenticate: the account view and the digest of the stored hash', async () => {
+      const { auth, accounts } = await setup();
+      expect((await auth.authenticate(right, '192.0.2.1')).ok).to.equal(true);
+      const stored = accounts.byName.get('alice')!.passwordHash;
+      const gets = accounts.gets;
+      expect(auth.recall(right)).to.deep.equal({ account: { name: 'alice', donator: false }, hashDigest: hashDigest(stored) });
+      expect(accounts.gets).to.equal(gets); // from memory
+      // only these exact credentials
+      expect(auth.recall({ user: 'alice', password: 'right ' })).to.equal(undefined);
+      expect(auth.recall({ user: 'Alice', password: 'right' })).to.equal(undefined);
+    });
+
+    it('stays undefined after a bad password', async () => {
+      const { auth } = await setup();
+      expect((await auth.authenticate({ user: 'alice', password: 'wrong' }, '192.0.2.1')).ok).to.equal(false);
+      expect(auth.recall({ user: 'alice', password: 'wrong' })).to.equal(undefined);
+      expect(auth.recall(right)).to.equal(undefined);
+    });
+
+    it('stays undefined after an unknown user', async () => {
+      const { auth } = await setup();
+      expect(await auth.authenticate({ user: 'mallory', password: 'x' }, '192.0.2.1')).to.deep.equal({ ok: false, reason: 'unknown-user' });
+      expect(auth.recall({ user: 'mallory', password: 'x' })).to.equal(undefined);
+    });
+
+    it('stays undefined after a throttled attempt, even with the right password', async () => {
+      const { auth, failures } = await setup();
+      failures.throttledSources.add('192.0.2.1');
+      expect(await auth.authenticate(right, '192.0.2.1')).to.deep.equal({ ok: false, reason: 'throttled' });
+      expect(auth.recall(right)).to.equal(undefined);
+      failures.throttledSources.clear();
+      failures.throttledAccounts.add('alice');
+      expect(await auth.authenticate(right, '192.0.2.2')).to.deep.equal({ ok: false, reason: 'throttled' });
+      expect(auth.recall(right)).to.equal(undefined);
+    });
+
+    it('stays undefined when the caller\'s gate refused', async () => {
+      const { auth } = await setup();
+      expect(await auth.authenticate(right, '192.0.2.1', Promise.resolve(false))).to.deep.equal({ ok: false, reason: 'refused' });
+      expect(auth.recall(right)).to.equal(undefined);
+    });
+
+    it('is refreshed to donator: true when a later successful authenticate sees the account became a donator (and back)', async () => {
+      const { auth, accounts, verified } = await setup();
+      await auth.authenticate(right, '192.0.2.1');
+      const digest = hashDigest(accounts.byName.get('alice')!.passwordHash);
+      expect(auth.recall(right)!.account.donator).to.equal(false);
+      await accounts.setDonator('alice', true);
+      // recall alone does no I/O: it still offers the view as verified
+      expect(auth.recall(right)!.account.donator).to.equal(false);
+      expect(await auth.authenticate(right, '192.0.2.1')).to.deep.equal({ ok: true, account: { name: 'alice', donator: true } });
+      expect(auth.recall(right)).to.deep.equal({ account: { name: 'alice', donator: true }, hashDigest: digest });
+      await accounts.setDonator('alice', false);
+      expect((await auth.authenticate(right, '192.0.2.1')).ok).to.equal(true);
+      expect(auth.recall(right)).to.deep.equal({ account: { name: 'alice', donator: false }, hashDigest: digest });
+      expect(verified).to.have.length(1); // the refreshes came from the cache, no new scrypt
+    });
+
+    it('after a password change: the new password recalls the new hash\'s digest', async () => {
+      const { auth, accounts } = await setup();
+      await auth.authenticate(right, '192.0.2.1');
+      const oldDigest = auth.recall(right)!.hashDigest;
+      const newHash = await hashPassword('new', FAST);
+      await accounts.setPasswordHash('alice', newHash);
+      expect((await auth.authenticate(right, '192.0.2.1')).ok).to.equal(false);
+      expect((await auth.authenticate({ user: 'alice', password: 'new' }, '192.0.2.1')).ok).to.equal(true);
+      expect(auth.recall({ user: 'alice', password: 'new' })).to.deep.equal({ account: { name: 'alice', donator: false }, hashDigest: hashDigest(newHash) });
+      // whatever the old credentials still recall, it is not the stored hash's digest any more
+      // (the admit guard in Redis compares against the stored hash)
+      expect(auth.recall(right)?.hashDigest).to.not.equal(hashDigest(newHash));
+      expect(oldDigest).to.not.equal(hashDigest(newHash));
+    });
   });
 });

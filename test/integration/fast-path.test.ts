@@ -1,0 +1,412 @@
+/**
+ * The fast path end to end: real `ddns-bridge serve`, real redis-server and knotd. A request
+ * whose credentials were verified recently costs ONE Redis round trip (the guarded admit),
+ * counted with MONITOR; every check the full path makes (password, cool-downs, junk block,
+ * agent block list, donator flag) still applies at once. Replies are checked byte for byte.
+ */
+import { expect } from 'chai';
+import { Redis } from 'ioredis';
+import { BridgeEnv, ZONE, expectedReply, sleep } from '../support/bridge.js';
+import { requireBinariesOrSkip } from '../../src/lab/index.js';
+import { AGENT_LIST_CACHE_MS } from '../../src/store/client-policy.js';
+import { Keys } from '../../src/store/keys.js';
+import { RedisMonitor } from '../support/redis-monitor.js';
+
+const OK = (body: string) => expectedReply(200, 'OK', body);
+const BADAUTH = expectedReply(401, 'Unauthorized', 'badauth\n', ['WWW-Authenticate: Basic realm="ddns-bridge"']);
+const PREFIX = 'ddns:';
+const KEYS = new Keys(PREFIX);
+const PENDING = KEYS.pendingChanges();
+/** How long to wait after a reply before reading what MONITOR saw. */
+const SETTLE_MS = 150;
+
+let seq = 0;
+const uniq = (label: string) => `${label}-${process.pid}-${++seq}.${ZONE}`;
+/** The agent of the credential-less requests that refresh the bridge's block list (see prime). */
+const PRIMER = `FastPath-primer/${process.pid} tests@example.test`;
+const agent = (label: string) => `FastPath-${label}/${process.pid}.${++seq} tests@example.test`;
+
+interface Seen {
+  args: string[];
+  source: string;
+  /** When this process received it (ms): the bridge sent it a little earlier. */
+  at: number;
+}
+
+/**
+ * A MONITOR connection that keeps what the bridge's own connection sent. Commands a script
+ * runs show with source 'lua', other clients (this test, the CLI) by their own address.
+ */
+class BridgeCommands {
+  private readonly seen: Seen[] = [];
+  private monitor!: RedisMonitor;
+  private constructor(readonly bridgeAddr: string) {}
+
+  static async start(url: string, bridgeAddr: string): Promise<BridgeCommands> {
+    const commands = new BridgeCommands(bridgeAddr);
+    commands.monitor = await RedisMonitor.open(url, ({ args, source }) => commands.seen.push({ args, source, at: Date.now() }));
+    // MONITOR is live once a command of ours shows up in it.
+    const probe = new Redis(url);
+    const marker = `fast-path-monitor-ready-${process.pid}`;
+    for (let i = 0; i < 50 && !commands.seen.some((s) => s.args.includes(marker)); i++) {
+      await probe.echo(marker);
+      await sleep(20);
+    }
+    probe.disconnect();
+    if (!commands.seen.some((s) => s.args.includes(marker))) throw new Error('MONITOR never saw our probe');
+    return commands;
+  }
+
+  mark(): number {
+    return this.seen.length;
+  }
+
+  /**
+   * The commands the bridge sent since `mark`: its connection only (not 'lua': a script's
+   * inner calls are part of the one EVAL/EVALSHA), without what timers send, not requests:
+   * the reconciler's sweep of the pending set and the agent block list's background refresh.
+   */
+  since(mark: number): string[][] {
+    return this.seen
+      .slice(mark)
+      .filter((s) => s.source === this.bridgeAddr)
+      .map((s) => s.args)
+      .filter((a) => !(a[0]!.toLowerCase() === 'zrangebyscore' && a[1] === PENDING))
+      .filter((a) => !(a[0]!.toLowerCase() === 'smembers' && a[1] === KEYS.blockedAgents()));
+  }
+
+  /** When the bridge last fetched the shared agent block list (SMEMBERS), as seen here. */
+  lastListFetch(): number | undefined {
+    for (let i = this.seen.length - 1; i >= 0; i--) {
+      const s = this.seen[i]!;
+      if (s.source === this.bridgeAddr && s.args[0]!.toLowerCase() === 'smembers' && s.args[1] === KEYS.blockedAgents()) return s.at;
+    }
+    return undefined;
+  }
+
+  close(): void {
+    this.monitor.close();
+  }
+}
+
+const isScript = (cmd: string[]) => ['eval', 'evalsha'].includes(cmd[0]!.toLowerCase());
+/** The guarded admit is the only script with 6 keys; KEYS[1] is the host. */
+const isGuardedAdmitOf = (fqdn: string) => (cmd: string[]) => isScript(cmd) && cmd[2] === '6' && cmd[3] === KEYS.host(fqdn);
+/** commit: 2 keys (host, pending), ARGV[1] the lease token. */
+const isCommitOf = (fqdn: string, token: string) => (cmd: string[]) =>
+  isScript(cmd) && cmd[2] === '2' && cmd[3] === KEYS.host(fqdn) && cmd[4] === PENDING && cmd[5] === token;
+
+describe('fast path: one Redis round trip for verified credentials (knot)', function () {
+  this.timeout(60000);
+  let env: BridgeEnv;
+  let raw: Redis;
+  let commands: BridgeCommands;
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
+    env = await BridgeEnv.start({
+      kind: 'knot',
+      config: {
+        frequency: { minInterval: 0.01, donatorMinInterval: 0.01 },
+        credentials: { maxFailures: 3, window: 60, cooldown: 1.5, cacheTtl: 60 },
+        junk: { threshold: 5, window: 60, block: 60 },
+        dns: { timeout: 2 },
+      },
+      records: [`mail.${ZONE}. 60 IN A 192.0.2.25`],
+    });
+    raw = new Redis(env.redis.url, { connectionName: 'fast-path-test' });
+    // Before any CLI run, the serve process holds the only connection named ddns-bridge.
+    let bridges: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      const list = (await raw.client('LIST')) as string;
+      bridges = list
+        .split('\n')
+        .filter((l) => / name=ddns-bridge( |$)/.test(l))
+        .map((l) => /(?:^| )addr=(\S+)/.exec(l)![1]!);
+      if (bridges.length > 0) break;
+      if (i === 10) await env.raw('GET /checkip HTTP/1.0\r\n\r\n'); // make it talk to Redis
+      await sleep(50);
+    }
+    expect(bridges, 'the serve process\'s Redis connection').to.have.length(1);
+    commands = await BridgeCommands.start(env.redis.url, bridges[0]!);
+  });
+
+  after(async () => {
+    commands?.close();
+    raw?.disconnect();
+    await env?.stop();
+  });
+
+  // Each test starts with a clean record for 127.0.0.1: no failure counts, cool-downs or junk.
+  beforeEach(async () => {
+    for (const pattern of ['fi:*', 'ti:*', 'fa:*', 'ta:*', 'jc:*', 'jb:*']) {
+      const keys = await raw.keys(PREFIX + pattern);
+      if (keys.length > 0) await raw.del(...keys);
+    }
+  });
+
+  const update = (query: string, creds: [string, string], ua: string) => env.get(`/nic/update?${query}`, { auth: creds, ua });
+
+  /**
+   * Make sure the bridge's copy of the agent block list is fresh (it is kept 2 s and, once a
+   * request asked for a verdict, refetched in the background every second), so the next
+   * request may take the fast path. A
+   * request without credentials takes the full path and costs nothing (a credential challenge
+   * is neither a failure nor junk). When the copy was still fresh, its age is known from
+   * MONITOR: wait until it is stale and ask again.
+   */
+  async function prime(): Promise<void> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const r = await env.get('/nic/update?hostname=x', { ua: PRIMER });
+      expect(r.raw.toString()).to.equal(BADAUTH);
+      await sleep(SETTLE_MS);
+      const fetched = commands.lastListFetch();
+      if (fetched !== undefined && Date.now() - fetched < 1000) return;
+      await sleep(fetched === undefined ? 0 : Math.max(0, fetched + AGENT_LIST_CACHE_MS + 100 - Date.now()));
+    }
+    throw new Error('the bridge did not refresh its agent block list');
+  }
+
+  /**
+   * Prime, send, wait for MONITOR to catch up: the reply and what the bridge sent Redis for
+   * this request alone.
+   */
+  async function measured(query: string, creds: [string, string], ua: string): Promise<{ reply: string; sent: string[][] }> {
+    await prime();
+    const mark = commands.mark();
+    const r = await update(query, creds, ua);
+    await sleep(SETTLE_MS);
+    return { reply: r.raw.toString(), sent: commands.since(mark) };
+  }
+
+  async function account(name: string, opts: { donator?: boolean; hosts?: number } = {}): Promise<{ creds: [string, string]; hosts: string[] }> {
+    const creds: [string, string] = [name, `${name}-secret-pw`];
+    await env.addAccount(name, creds[1], opts.donator ?? false);
+    const hosts: string[] = [];
+    for (let i = 0; i < (opts.hosts ?? 1); i++) {
+      const h = uniq(name);
+      await env.addHost(h, name);
+      hosts.push(h);
+    }
+    return { creds, hosts };
+  }
+
+  it('a repeated request is nochg in exactly ONE Redis command; a change costs exactly two (admit + commit)', async () => {
+    const { creds, hosts: [h] } = await account('una');
+    const ua = agent('una');
+    // First: the full path verifies the password (several commands: agent check, login lookup, admit, commit).
+    const first = await measured(`hostname=${h}&myip=192.0.2.1`, creds, ua);
+    expect(first.reply).to.equal(OK('good 192.0.2.1\n'));
+    expect(first.sent.length).to.be.above(2);
+    expect(first.sent.some(isGuardedAdmitOf(h!))).to.equal(false);
+
+    // Repeated: one guarded admit and nothing else.
+    const again = await measured(`hostname=${h}&myip=192.0.2.1`, creds, ua);
+    expect(again.reply).to.equal(OK('nochg 192.0.2.1\n'));
+    expect(again.sent, JSON.stringify(again.sent)).to.have.length(1);
+    expect(isGuardedAdmitOf(h!)(again.sent[0]!)).to.equal(true);
+
+    // Once the script is known on the connection it goes as EVALSHA.
+    const third = await measured(`hostname=${h}&myip=192.0.2.1`, creds, ua);
+    expect(third.reply).to.equal(OK('nochg 192.0.2.1\n'));
+    expect(third.sent, JSON.stringify(third.sent)).to.have.length(1);
+    expect(third.sent[0]![0]!.toLowerCase()).to.equal('evalsha');
+    expect(isGuardedAdmitOf(h!)(third.sent[0]!)).to.equal(true);
+
+    // A change on the fast path: the guarded admit, then the commit of the same lease.
+    const change = await measured(`hostname=${h}&myip=192.0.2.2`, creds, ua);
+    expect(change.reply).to.equal(OK('good 192.0.2.2\n'));
+    expect(change.sent, JSON.stringify(change.sent)).to.have.length(2);
+    const [admit, commit] = change.sent as [string[], string[]];
+    expect(isGuardedAdmitOf(h!)(admit)).to.equal(true);
+    // guarded ARGV: digest, donator, account, minInterval, maxFrequent, leaseMs, token, …
+    expect(admit.slice(9, 12)).to.deep.equal([admit[9]!, '0', 'una']);
+    expect(admit[9]).to.match(/^[0-9a-f]{40}$/);
+    const token = admit[15]!;
+    expect(isCommitOf(h!, token)(commit), JSON.stringify(commit)).to.equal(true);
+
+    expect(await env.ns.query(h!, 'A')).to.deep.equal(['192.0.2.2']);
+    expect(await env.hostJson(h!)).to.include({ ipv4: '192.0.2.2', state: 'active' });
+    expect(await raw.hexists(KEYS.host(h!), 'lk')).to.equal(0);
+    expect(await raw.zcard(PENDING)).to.equal(0);
+  });
+
+  it('a sparse client still gets one round trip: the block list is refreshed in the background, not by requests', async () => {
+    const { creds, hosts: [h] } = await account('sparse');
+    const ua = agent('sparse');
+    expect((await update(`hostname=${h}&myip=192.0.2.9`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.9\n'));
+    // No request for longer than the list is trusted (2 s): only the background refresh keeps it fresh.
+    await sleep(AGENT_LIST_CACHE_MS + 700);
+    const mark = commands.mark();
+    const r = await update(`hostname=${h}&myip=192.0.2.9`, creds, ua);
+    await sleep(SETTLE_MS);
+    expect(r.raw.toString()).to.equal(OK('nochg 192.0.2.9\n'));
+    const sent = commands.since(mark);
+    expect(sent, JSON.stringify(sent)).to.have.length(1);
+    expect(isGuardedAdmitOf(h!)(sent[0]!)).to.equal(true);
+  });
+
+  it('a password change takes effect at once: the old password gets badauth, nothing changes; the new one works', async () => {
+    const { creds, hosts: [h] } = await account('pat');
+    const ua = agent('pat');
+    expect((await update(`hostname=${h}&myip=192.0.2.10`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.10\n'));
+    const cached = await measured(`hostname=${h}&myip=192.0.2.10`, creds, ua);
+    expect(cached.reply).to.equal(OK('nochg 192.0.2.10\n'));
+    expect(cached.sent).to.have.length(1); // the credentials are cached: fast path
+
+    await env.cliOk(['account', 'passwd', 'pat'], 'pat-new-pw\n');
+    const hostBefore = await raw.hgetall(KEYS.host(h!));
+    const old = await measured(`hostname=${h}&myip=192.0.2.11`, creds, ua);
+    expect(old.reply).to.equal(BADAUTH);
+    // The fast path was tried (and refused by the guard), then the full path said why.
+    expect(old.sent.some(isGuardedAdmitOf(h!))).to.equal(true);
+    expect(old.sent.length).to.be.above(1);
+    expect(await raw.hgetall(KEYS.host(h!))).to.deep.equal(hostBefore);
+    expect(await env.hostJson(h!)).to.include({ ipv4: '192.0.2.10', state: 'active' });
+    expect(await env.ns.query(h!, 'A')).to.deep.equal(['192.0.2.10']);
+
+    const fresh: [string, string] = ['pat', 'pat-new-pw'];
+    expect((await update(`hostname=${h}&myip=192.0.2.11`, fresh, ua)).raw.toString()).to.equal(OK('good 192.0.2.11\n'));
+    expect(await env.ns.query(h!, 'A')).to.deep.equal(['192.0.2.11']);
+    const after = await measured(`hostname=${h}&myip=192.0.2.11`, fresh, ua);
+    expect(after.reply).to.equal(OK('nochg 192.0.2.11\n'));
+    expect(after.sent).to.have.length(1);
+    // and the old password stays refused
+    expect((await update(`hostname=${h}&myip=192.0.2.12`, creds, ua)).raw.toString()).to.equal(BADAUTH);
+    expect((await env.hostJson(h!)).ipv4).to.equal('192.0.2.11');
+  });
+
+  it('the login cool-down applies on the fast path: the right password gets badauth, the host is unchanged', async () => {
+    const { creds, hosts: [h] } = await account('cody');
+    const ua = agent('cody');
+    expect((await update(`hostname=${h}&myip=192.0.2.20`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.20\n'));
+    // maxFailures (3) wrong passwords from the same source start the cool-down.
+    for (let i = 0; i < 3; i++) {
+      expect((await update(`hostname=${h}&myip=192.0.2.21`, ['cody', `wrong-${i}`], ua)).raw.toString()).to.equal(BADAUTH);
+    }
+    expect(await raw.exists(KEYS.cooldownBySource('127.0.0.1'))).to.equal(1);
+    expect(await raw.exists(KEYS.cooldownByAccount('cody'))).to.equal(1);
+    const hostBefore = await raw.hgetall(KEYS.host(h!));
+    const refused = await measured(`hostname=${h}&myip=192.0.2.21`, creds, ua);
+    expect(refused.reply).to.equal(BADAUTH);
+    expect(refused.sent.some(isGuardedAdmitOf(h!))).to.equal(true);
+    expect(await raw.hgetall(KEYS.host(h!))).to.deep.equal(hostBefore);
+    expect((await env.hostJson(h!)).ipv4).to.equal('192.0.2.20');
+    expect(await env.ns.query(h!, 'A')).to.deep.equal(['192.0.2.20']);
+
+    // The cool-down (1.5 s) over, the same request is served.
+    await sleep(1700);
+    expect((await update(`hostname=${h}&myip=192.0.2.21`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.21\n'));
+    expect(await env.ns.query(h!, 'A')).to.deep.equal(['192.0.2.21']);
+  });
+
+  it('a junk block applies on the fast path: badagent, nothing changes; another agent is not affected', async () => {
+    const { creds, hosts: [h] } = await account('judy');
+    const ua = agent('judy');
+    expect((await update(`hostname=${h}&myip=192.0.2.30`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.30\n'));
+    // junk.threshold (5) junk replies for the same (source, agent): names nobody registered.
+    for (let i = 0; i < 5; i++) {
+      expect((await update(`hostname=${uniq('nobody')}&myip=192.0.2.31`, creds, ua)).raw.toString()).to.equal(OK('nohost\n'));
+    }
+    await sleep(SETTLE_MS); // junk is counted after the reply
+    expect(await raw.exists(KEYS.junkBlock('127.0.0.1', ua))).to.equal(1);
+    const hostBefore = await raw.hgetall(KEYS.host(h!));
+    const blocked = await measured(`hostname=${h}&myip=192.0.2.31`, creds, ua);
+    expect(blocked.reply).to.equal(OK('badagent\n'));
+    expect(blocked.sent.some(isGuardedAdmitOf(h!))).to.equal(true);
+    expect(await raw.hgetall(KEYS.host(h!))).to.deep.equal(hostBefore);
+    expect((await env.hostJson(h!)).ipv4).to.equal('192.0.2.30');
+    expect(await env.ns.query(h!, 'A')).to.deep.equal(['192.0.2.30']);
+
+    const other = agent('judy-other');
+    expect((await update(`hostname=${h}&myip=192.0.2.31`, creds, other)).raw.toString()).to.equal(OK('good 192.0.2.31\n'));
+    expect(await env.ns.query(h!, 'A')).to.deep.equal(['192.0.2.31']);
+  });
+
+  it('donator flag change: !donator first, then (same cached credentials) offline=YES is honoured', async () => {
+    const { creds, hosts: [h] } = await account('dora');
+    const ua = agent('dora');
+    expect((await update(`hostname=${h}&myip=192.0.2.40`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.40\n'));
+    const refused = await measured(`hostname=${h}&myip=192.0.2.40&offline=YES`, creds, ua);
+    expect(refused.reply).to.equal(OK('!donator\n'));
+    expect(refused.sent).to.have.length(1); // answered on the fast path
+    expect((await env.hostJson(h!)).state).to.equal('active');
+    expect(await env.ns.query(h!, 'A')).to.deep.equal(['192.0.2.40']);
+
+    await env.cliOk(['account', 'donator', 'dora']);
+    // The cached view says non-donator: the guard fails, the full path reads the new flag.
+    const honoured = await measured(`hostname=${h}&myip=192.0.2.40&offline=YES`, creds, ua);
+    expect(honoured.reply).to.equal(OK('good 192.0.2.40\n'));
+    expect(honoured.sent.some(isGuardedAdmitOf(h!))).to.equal(true);
+    expect((await env.hostJson(h!)).state).to.equal('offline');
+    expect(await env.ns.query(h!, 'A')).to.deep.equal([]);
+
+    // The cached view was refreshed: the fast path holds again, as a donator.
+    const again = await measured(`hostname=${h}&myip=192.0.2.40&offline=YES`, creds, ua);
+    expect(again.reply).to.equal(OK('nochg 192.0.2.40\n'));
+    expect(again.sent, JSON.stringify(again.sent)).to.have.length(1);
+    expect(again.sent[0]![10]).to.equal('1'); // the guard's donator flag
+  });
+
+  it('an agent added to the Redis block list is answered badagent within 3 s, even for cached credentials', async () => {
+    const { creds, hosts: [h] } = await account('ally');
+    const label = `Blocked${process.pid}`;
+    const ua = `${label}/1.0`;
+    expect((await update(`hostname=${h}&myip=192.0.2.50`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.50\n'));
+    expect((await measured(`hostname=${h}&myip=192.0.2.50`, creds, ua)).sent).to.have.length(1);
+
+    await env.cliOk(['agent', 'block', `${label}/*`]);
+    try {
+      const blockedAt = Date.now();
+      let reply = '';
+      while (Date.now() - blockedAt < 3000) {
+        reply = (await update(`hostname=${h}&myip=192.0.2.51`, creds, ua)).raw.toString();
+        if (reply !== OK('nochg 192.0.2.50\n') && reply !== OK('good 192.0.2.51\n') && reply !== OK('nochg 192.0.2.51\n')) break;
+        await sleep(100);
+      }
+      expect(reply).to.equal(OK('badagent\n'));
+      expect(Date.now() - blockedAt).to.be.below(3000);
+      const hostBefore = await raw.hgetall(KEYS.host(h!));
+      // From now on the verdict is in memory: no admit at all.
+      const blocked = await measured(`hostname=${h}&myip=192.0.2.52`, creds, ua);
+      expect(blocked.reply).to.equal(OK('badagent\n'));
+      expect(blocked.sent.some((c) => c.includes(KEYS.host(h!)))).to.equal(false);
+      expect(await raw.hgetall(KEYS.host(h!))).to.deep.equal(hostBefore);
+      expect((await env.hostJson(h!)).ipv4).to.not.equal('192.0.2.52');
+    } finally {
+      await env.cliOk(['agent', 'unblock', `${label}/*`]);
+    }
+  });
+
+  it('several names and mx= with cached credentials: one line per host, exact bytes', async () => {
+    const { creds, hosts: [a, b] } = await account('mona', { hosts: 2 });
+    const ua = agent('mona');
+    expect((await update(`hostname=${a}&myip=192.0.2.60`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.60\n'));
+
+    const both = await update(`hostname=${a},${b}&myip=192.0.2.61`, creds, ua);
+    expect(both.raw.toString()).to.equal(OK('good 192.0.2.61\ngood 192.0.2.61\n'));
+    expect(await env.ns.query(a!, 'A')).to.deep.equal(['192.0.2.61']);
+    expect(await env.ns.query(b!, 'A')).to.deep.equal(['192.0.2.61']);
+    const mixed = await update(`hostname=${a},${uniq('nobody')},${b}&myip=192.0.2.61`, creds, ua);
+    expect(mixed.raw.toString()).to.equal(OK('nochg 192.0.2.61\nnohost\nnochg 192.0.2.61\n'));
+
+    const mx = await measured(`hostname=${a}&myip=192.0.2.61&mx=mail.${ZONE}`, creds, ua);
+    expect(mx.reply).to.equal(OK('good 192.0.2.61\n'));
+    expect(mx.sent).to.have.length(2); // guarded admit + commit: the MX check is DNS, not Redis
+    expect(isGuardedAdmitOf(a!)(mx.sent[0]!)).to.equal(true);
+    expect(await env.ns.query(a!, 'MX')).to.deep.equal([`10 mail.${ZONE}.`]);
+    expect(await env.hostJson(a!)).to.include({ mx: `mail.${ZONE}`, ipv4: '192.0.2.61' });
+    const mxAgain = await measured(`hostname=${a}&myip=192.0.2.61&mx=mail.${ZONE}`, creds, ua);
+    expect(mxAgain.reply).to.equal(OK('nochg 192.0.2.61\n'));
+    expect(mxAgain.sent).to.have.length(1);
+    // An unresolvable mx removes the MX, also on the fast path.
+    const gone = await update(`hostname=${a}&myip=192.0.2.61&mx=no-such-name.${ZONE}`, creds, ua);
+    expect(gone.raw.toString()).to.equal(OK('good 192.0.2.61\n'));
+    expect(await env.ns.query(a!, 'MX')).to.deep.equal([]);
+    expect(await env.ns.query(b!, 'MX')).to.deep.equal([]);
+
+    // A system the service does not support is not for the fast path either.
+    expect((await update(`system=webhop&hostname=${b}&myip=192.0.2.62`, creds, ua)).raw.toString()).to.equal(OK('badsys\n'));
+    expect(await env.ns.query(b!, 'A')).to.deep.equal(['192.0.2.61']);
+  });
+});
