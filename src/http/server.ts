@@ -60,6 +60,11 @@ export class HttpFrontend {
       connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.min(settings.headersTimeoutMs, settings.requestTimeoutMs) / 4)),
     });
     server.maxConnections = settings.maxConnections;
+    // A client may half-close after sending its request (`printf … | nc`): by default node
+    // then ends the socket before our asynchronous reply is written, and the client never
+    // learns that its update was applied. Half-open, node marks the response as the last one
+    // and closes the socket once it is finished. (Not in @types/node; node 20 reads it.)
+    (server as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
     server.on('request', (req, res) => this.onRequest(req, res));
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.onClientError(err, socket));
     return server;
@@ -104,7 +109,7 @@ export class HttpFrontend {
         this.logger.error('request failed', { error: err instanceof Error ? err.message : String(err) });
         return tokenReply(tokenForError(err), this.settings.realm);
       })
-      .then((reply) => this.write(req.socket, res, reply, req.method === 'HEAD'))
+      .then((reply) => this.write(req, res, reply))
       .finally(() => {
         if (--this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
       });
@@ -136,10 +141,30 @@ export class HttpFrontend {
     return updateReply(reply, this.settings.realm);
   }
 
-  private write(socket: Socket, res: http.ServerResponse, reply: RawReply, headOnly: boolean): void {
-    // Bypass ServerResponse (it always says HTTP/1.1); mark it done so node does not add its own.
-    res.detachSocket(socket);
-    if (!socket.destroyed) socket.end(encodeReply(reply, headOnly));
+  private write(req: http.IncomingMessage, res: http.ServerResponse, reply: RawReply): void {
+    const { socket } = req;
+    try {
+      // The bytes bypass ServerResponse (it always says HTTP/1.1).
+      if (socket.destroyed) {
+        res.detachSocket(socket);
+        return;
+      }
+      socket.end(encodeReply(reply, req.method === 'HEAD'));
+      // Then tell node the response is complete, as res.end() would: it lets go of the
+      // request and the socket. Otherwise every closing connection still holds an unanswered
+      // request and node builds an 'aborted' error (with a stack trace) for it.
+      res.emit('finish');
+      // A complete GET/HEAD: close once the reply is flushed, as node does for its own
+      // `Connection: close` replies (waiting for the client's FIN costs node another error
+      // object). After a POST an old client may still send a stray CRLF, and a body past the
+      // 413 cap is still being read and dropped: closing on unread input would reset the
+      // connection and could lose the reply, so those wait for the client to close.
+      if (req.complete && req.method !== 'POST') socket.destroySoon();
+    } catch (err) {
+      // Never an unhandled rejection (it would end the process): drop this connection only.
+      this.logger.error('writing a reply failed', { error: err instanceof Error ? err.message : String(err) });
+      socket.destroy();
+    }
   }
 
   private onClientError(err: NodeJS.ErrnoException, socket: Socket): void {

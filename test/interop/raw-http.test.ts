@@ -3,6 +3,7 @@
  * and X-Forwarded-For with and without a trusted reverse proxy in front.
  */
 import { expect } from 'chai';
+import net from 'node:net';
 import { expectedReply, parseHttp, rawRequest, sleep, type BridgeEnv } from '../support/bridge.js';
 import { requireInterop, startInteropEnv, uniqueHost } from './support.js';
 
@@ -46,6 +47,23 @@ describe('raw HTTP/1.0, IPv6 loopback, and X-Forwarded-For without a trusted pro
     const reply = await env.raw(http10(`/dyndns/update?hostname=${h}&myip=192.0.2.121`, [`User-Agent: ${UA}`, AUTH]));
     expect(reply.toString()).to.equal(OK('good 192.0.2.121\n'));
     expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.121']);
+  });
+
+  it('a client that half-closes right after its request still gets the reply (and the update)', async () => {
+    const h = await host();
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect({ host: '127.0.0.1', port: env.port }, () => {
+        socket.write(http10(`/nic/update?hostname=${h}&myip=192.0.2.122`, [`User-Agent: ${UA}`, AUTH]));
+        socket.end(); // FIN now, as `printf … | nc` does; the reply comes later
+      });
+      let text = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (d: string) => (text += d));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(reply).to.equal(OK('good 192.0.2.122\n'));
+    expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.122']);
   });
 
   it('X-Forwarded-For from an untrusted peer is ignored (update and /checkip)', async () => {
