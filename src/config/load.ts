@@ -155,8 +155,20 @@ function readRedis(s: Section): Config['redis'] {
     parsed = undefined;
   }
   // The URL may hold a password: never repeat it in the message.
-  if (!parsed || !['redis:', 'rediss:'].includes(parsed.protocol) || parsed.hostname === '') {
-    throw new ConfigError(s.keyPath('url'), 'expected redis://host:port/db or rediss://…');
+  const tcp = parsed !== undefined && ['redis:', 'rediss:'].includes(parsed.protocol) && parsed.hostname !== '';
+  // A Redis on the same machine over its Unix socket (unix:///run/redis/redis.sock?db=0):
+  // cheaper per command than loopback TCP.
+  const unix = parsed !== undefined && parsed.protocol === 'unix:' && parsed.hostname === '' && parsed.pathname.length > 1;
+  if (!tcp && !unix) {
+    throw new ConfigError(s.keyPath('url'), 'expected redis://host:port/db, rediss://… or unix:///path/to/redis.sock');
+  }
+  if (unix) {
+    // The database goes in ?db=N (a path ending in /N would name a socket that is not there).
+    const db = parsed!.searchParams.get('db');
+    if (db !== null && !/^\d{1,5}$/.test(db)) throw new ConfigError(s.keyPath('url'), 'expected ?db=N with a database number');
+    if (/\/\d+$/.test(parsed!.pathname) || parsed!.pathname.endsWith('/')) {
+      throw new ConfigError(s.keyPath('url'), 'expected the socket file as the path (unix:///run/redis/redis.sock?db=0)');
+    }
   }
   const redis = {
     url,
@@ -171,7 +183,8 @@ function readDns(s: Section): Config['dns'] {
   const dns = {
     ttl: s.integer('ttl', 60, { min: 0, max: 2147483647 }),
     timeoutMs: s.seconds('timeout', 3, { positive: true }),
-    maxInFlight: s.integer('maxInFlight', 16, { min: 1, max: 1000 }),
+    // Measured best or equal for Knot (4 vs 16 vs 1) and better than 16 for BIND (which wants 1, per zone).
+    maxInFlight: s.integer('maxInFlight', 4, { min: 1, max: 1000 }),
     fudge: s.integer('fudge', 300, { min: 0, max: 65535 }),
     clockOffsetSeconds: s.integer('clockOffset', 0),
   };
@@ -261,8 +274,9 @@ function readZones(top: Section, opts: ParseOptions): ZoneConfig[] {
     const primary = parseHostPort(z.string('primary'), 53);
     if (!primary) throw new ConfigError(z.keyPath('primary'), 'expected host:port');
     const key = readKey(z.section('key'), opts);
+    const maxInFlight = z.has('maxInFlight') ? z.integer('maxInFlight', 1, { min: 1, max: 1000 }) : undefined;
     z.done();
-    return { name, primary, key };
+    return maxInFlight === undefined ? { name, primary, key } : { name, primary, key, maxInFlight };
   });
 }
 
@@ -395,7 +409,9 @@ export async function configWarnings(file: string, env: NodeJS.ProcessEnv = proc
   const redis = isObject(json.redis) ? json.redis : undefined;
   if (typeof redis?.url === 'string') {
     try {
-      if (new URL(redis.url).password !== '') configHoldsSecret = true;
+      // A socket URL can only carry its password as a parameter (unix:///…sock?password=…).
+      const u = new URL(redis.url);
+      if (u.password !== '' || u.searchParams.has('password')) configHoldsSecret = true;
     } catch {
       // invalid URL: loadConfig reports it
     }

@@ -20,6 +20,12 @@ export interface ZoneConfig {
   name: string;
   primary: { host: string; port: number };
   key: TsigKeyConfig;
+  /**
+   * UPDATE messages in flight to this primary at most (overrides dns.maxInFlight). BIND
+   * applies messages one after another, so 1–2 lets the group commit merge more hosts per
+   * message; Knot commits whatever queued per journal cycle and likes a few in flight.
+   */
+  maxInFlight?: number;
 }
 
 export interface ListenConfig {

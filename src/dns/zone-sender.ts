@@ -62,6 +62,8 @@ export class ZoneSender {
   private readonly signing: SigningContext;
   private readonly maxHosts: number;
   private readonly maxBytes: number;
+  /** Messages in flight at most: the zone's own setting, else dns.maxInFlight. */
+  private readonly maxInFlight: number;
   /** Invariant: every solo host precedes every batchable one (solos are requeued at the front). */
   private readonly queue: PendingHost[] = [];
   private readonly outstanding = new Set<Promise<void>>();
@@ -76,11 +78,12 @@ export class ZoneSender {
     this.signing = { zone, fudge: dns.fudge, now: () => clock() + dns.clockOffsetSeconds };
     this.maxHosts = opts.maxHostsPerMessage ?? DEFAULT_MAX_HOSTS_PER_MESSAGE;
     this.maxBytes = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    this.maxInFlight = Math.max(1, zone.maxInFlight ?? dns.maxInFlight);
     this.transport = new TcpTransport({
       zone: zone.name,
       host: zone.primary.host,
       port: zone.primary.port,
-      maxInFlight: Math.max(1, dns.maxInFlight),
+      maxInFlight: this.maxInFlight,
       connectTimeoutMs: dns.timeoutMs,
     });
   }
@@ -119,7 +122,7 @@ export class ZoneSender {
   }
 
   private pump(): void {
-    while (this.messagesInFlight < Math.max(1, this.dns.maxInFlight)) {
+    while (this.messagesInFlight < this.maxInFlight) {
       const batch = this.takeBatch();
       if (batch.length === 0) return;
       this.messagesInFlight++;

@@ -1,5 +1,6 @@
 /** A private redis-server on a loopback port, in a directory of the caller's choosing. */
 import { connect } from 'node:net';
+import path from 'node:path';
 import { freePort } from './files.js';
 import { requireBinary } from './binaries.js';
 import { PortInUseError, ServerProcess } from './process.js';
@@ -8,6 +9,8 @@ export interface RedisServer {
   host: string;
   port: number;
   url: string;
+  /** The same server over its Unix socket (`unix:///…/redis.sock?db=0`). */
+  socketUrl: string;
   dir: string;
   /**
    * A clean shutdown that keeps the data: SHUTDOWN SAVE writes dump.rdb into `dir`, which
@@ -38,6 +41,9 @@ export async function startRedis(opts: RedisOptions): Promise<RedisServer> {
   for (let i = 0; i < attempts; i++) {
     const port = opts.port ?? (await freePort());
     const args = ['--port', String(port), '--bind', HOST, '--save', '', '--dir', opts.dir, '--daemonize', 'no'];
+    // Also a Unix socket, owner-only (the path stays far below the 107-byte limit in a temp dir).
+    const socket = path.join(opts.dir, `redis-${port}.sock`);
+    args.push('--unixsocket', socket, '--unixsocketperm', '700');
     args.push('--appendonly', opts.appendonly ? 'yes' : 'no');
     if (opts.appendonly) args.push('--appendfsync', 'always');
     const proc = new ServerProcess(`redis-server on ${HOST}:${port}`, binary, args, opts.dir);
@@ -57,6 +63,7 @@ export async function startRedis(opts: RedisOptions): Promise<RedisServer> {
       host: HOST,
       port,
       url: `redis://${HOST}:${port}/0`,
+      socketUrl: `unix://${socket}?db=0`,
       dir: opts.dir,
       stop: async () => {
         if (!proc.running) return;

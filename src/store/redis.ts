@@ -3,7 +3,7 @@
  * queueing them: no offline queue once connected, one retry per request, a command
  * timeout, endless capped reconnects, and one log line per outage.
  */
-import { Redis, type ChainableCommander } from 'ioredis';
+import { Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
 import type { Config } from '../config/schema.js';
 import { BridgeError, StoreUnavailableError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
@@ -11,8 +11,21 @@ import type { Logger } from '../core/log.js';
 /** Longest pause between reconnect attempts. */
 const MAX_RECONNECT_DELAY_MS = 1000;
 
+/**
+ * Where to connect: a `unix:` URL becomes an explicit socket path (percent-decoded, which
+ * ioredis's own URL parsing does not do), `db` and `password` from its parameters; any other
+ * URL goes to ioredis as it is.
+ */
+export function connectionOf(url: string): string | { path: string; db: number; password?: string } {
+  const u = new URL(url);
+  if (u.protocol !== 'unix:') return url;
+  const password = u.searchParams.get('password') ?? undefined;
+  return { path: decodeURIComponent(u.pathname), db: Number(u.searchParams.get('db') ?? 0), ...(password ? { password } : {}) };
+}
+
 export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
-  const redis = new Redis(cfg.url, {
+  const target = connectionOf(cfg.url);
+  const options: RedisOptions = {
     // Commands issued before the first connect wait for it (bounded by the timeout and
     // the retry limit below); after that, a dead connection rejects at once.
     enableOfflineQueue: true,
@@ -24,7 +37,8 @@ export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
     autoResendUnfulfilledCommands: false,
     retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
     connectionName: 'ddns-bridge',
-  });
+  };
+  const redis = typeof target === 'string' ? new Redis(target, options) : new Redis({ ...options, ...target });
 
   let down = false;
   redis.on('error', (err: Error) => {

@@ -51,6 +51,8 @@ export interface BridgeEnvOptions {
   algorithm?: TsigAlgorithm;
   /** Put a counting TCP proxy between the bridge and the primary (see `dnsMessages`). */
   countDns?: boolean;
+  /** The bridge reaches Redis over its Unix socket instead of loopback TCP. */
+  redisOverUnixSocket?: boolean;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -96,7 +98,7 @@ export class BridgeEnv {
     const proxy = opts.countDns ? await DnsCountingProxy.start(ns.port) : undefined;
     const base: Record<string, unknown> = {
       listen: ['127.0.0.1:0'],
-      redis: { url: redis.url, keyPrefix: 'ddns:' },
+      redis: { url: opts.redisOverUnixSocket ? redis.socketUrl : redis.url, keyPrefix: 'ddns:' },
       zones: [{ name: ZONE, primary: `127.0.0.1:${proxy?.port ?? ns.port}`, key: { name: key.name, algorithm: key.algorithm, secretFile: 'tsig.secret' } }],
       mx: { resolvers: [`127.0.0.1:${ns.port}`], timeout: 1 },
       log: { level: 'debug' },

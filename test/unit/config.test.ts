@@ -6,6 +6,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../../src/core/errors.js';
 import { configWarnings, DEFAULT_BLOCKED_AGENTS, loadConfig, parseConfig, type ParseOptions } from '../../src/config/load.js';
+import { redactUrl } from '../../src/cli/commands/check.js';
+import { connectionOf } from '../../src/store/redis.js';
 
 const SECRET = randomBytes(32).toString('base64');
 const SECRET_BYTES = Buffer.from(SECRET, 'base64');
@@ -61,7 +63,7 @@ describe('config: parseConfig', () => {
         maxConnections: 10000,
       },
       redis: { url: 'redis://127.0.0.1:6379/0', keyPrefix: 'ddns:', commandTimeoutMs: 2000 },
-      dns: { ttl: 60, timeoutMs: 3000, maxInFlight: 16, fudge: 300, clockOffsetSeconds: 0 },
+      dns: { ttl: 60, timeoutMs: 3000, maxInFlight: 4, fudge: 300, clockOffsetSeconds: 0 },
       frequency: { minIntervalMs: 60_000, donatorMinIntervalMs: 15_000, maxFrequent: 3, echoMinIntervalMs: 60_000, echoCooldownMs: 3_600_000 },
       mx: { resolvers: ['127.0.0.1:53'], timeoutMs: 1000 },
       agents: { blocked: ['Company - Device - Version Number', 'Company - Device - Version', 'Company Device Version'] },
@@ -76,6 +78,23 @@ describe('config: parseConfig', () => {
     expect(zones[0]!.key.algorithm).to.equal('hmac-sha256');
     expect(zones[0]!.key.secret.equals(SECRET_BYTES)).to.equal(true);
     expect(DEFAULT_BLOCKED_AGENTS).to.deep.equal(c.agents.blocked);
+  });
+
+  it("takes a zone's own maxInFlight (1–1000); without it the zone has none of its own", () => {
+    const c = parseConfig({ zones: [zone({ maxInFlight: 1 }), zone({ name: 'b.example' })] }, opts());
+    expect(c.zones[0]!.maxInFlight).to.equal(1);
+    expect(c.zones[1]).to.not.have.property('maxInFlight');
+    for (const bad of [0, 1.5, 1001, '2']) {
+      expect(() => parseConfig({ zones: [zone({ maxInFlight: bad })] }, opts()), String(bad)).to.throw(ConfigError, /zones\[0\]\.maxInFlight/);
+    }
+  });
+
+  it('takes a Redis on its Unix socket (unix:///path?db=N); the path is percent-decoded for the connection', () => {
+    const c = parseConfig({ redis: { url: 'unix:///run/redis/redis.sock?db=2' }, zones: [zone()] }, opts());
+    expect(c.redis.url).to.equal('unix:///run/redis/redis.sock?db=2');
+    expect(connectionOf(c.redis.url)).to.deep.equal({ path: '/run/redis/redis.sock', db: 2 });
+    expect(connectionOf('unix:///tmp/my%20dir/r.sock?password=p%40ss')).to.deep.equal({ path: '/tmp/my dir/r.sock', db: 0, password: 'p@ss' });
+    expect(connectionOf('redis://127.0.0.1:6379/0')).to.equal('redis://127.0.0.1:6379/0');
   });
 
   it('takes fractional seconds, listen objects, normalises zone names, default primary port', () => {
@@ -140,6 +159,10 @@ describe('config: parseConfig', () => {
       ['zero timeout', { dns: { timeout: 0 }, zones: [zone()] }, 'dns.timeout', /more than 0/],
       ['section not an object', { frequency: [], zones: [zone()] }, 'frequency', /an object/],
       ['bad redis url', { redis: { url: 'http://x' }, zones: [zone()] }, 'redis.url'],
+      ['unix socket url without a path', { redis: { url: 'unix://' }, zones: [zone()] }, 'redis.url'],
+      ['unix socket url with a host', { redis: { url: 'unix://host/run/redis.sock' }, zones: [zone()] }, 'redis.url'],
+      ['unix socket url with the db in the path', { redis: { url: 'unix:///run/redis.sock/0' }, zones: [zone()] }, 'redis.url', /\?db=0/],
+      ['unix socket url with a bad db', { redis: { url: 'unix:///run/redis.sock?db=x' }, zones: [zone()] }, 'redis.url', /db=N/],
       ['bad log level', { log: { level: 'verbose' }, zones: [zone()] }, 'log.level'],
       ['bad basePath', { basePath: 'ddns', zones: [zone()] }, 'basePath'],
       ['bad resolver', { mx: { resolvers: ['not a host'] }, zones: [zone()] }, 'mx.resolvers[0]'],
@@ -295,6 +318,18 @@ describe('config: loadConfig and configWarnings (real files)', () => {
     expect(warnings).to.have.length(1);
     expect(warnings[0]).to.match(/readable by everyone \(mode 0604\)/);
     expect(warnings[0]).to.not.include('hunter2');
+  });
+
+  it('a Unix socket URL with ?password= is a secret too', async () => {
+    await write('k.secret', SECRET, 0o600);
+    const json = { redis: { url: 'unix:///run/redis/redis.sock?db=0&password=hunter2hunter2' }, zones: [zone({ key: { name: 'ddns-key', secretFile: 'k.secret' } })] };
+    const file = await write('config.json', JSON.stringify(json), 0o604);
+    const warnings = await configWarnings(file, {});
+    expect(warnings).to.have.length(1);
+    expect(warnings[0]).to.match(/readable by everyone \(mode 0604\)/);
+    expect(warnings[0]).to.not.include('hunter2');
+    expect(redactUrl('unix:///run/redis/redis.sock?db=0&password=hunter2hunter2')).to.equal('unix:///run/redis/redis.sock?db=0&password=***');
+    expect(redactUrl('redis://:hunter2hunter2@127.0.0.1:6379/0')).to.not.include('hunter2');
   });
 
   it('the shipped example config is valid (with the secret from $CREDENTIALS_DIRECTORY)', async () => {

@@ -290,6 +290,23 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       expect(s.stats).to.deep.equal({ messagesSent: 3, hostsSent: 7, largestMessageHosts: 3 });
     });
 
+    it("a zone's own maxInFlight overrides dns.maxInFlight (BIND: one message at a time, bigger batches)", async () => {
+      primary.script = () => ({ delayMs: 50 });
+      const labels = ['a', 'b', 'c', 'd', 'e', 'f', 'g'];
+      const solo = new ZoneSender({ ...zone, maxInFlight: 1 }, dnsConfig({ maxInFlight: 16 }));
+      closers.push(() => solo.close());
+      await Promise.all(labels.map((l) => solo.send(plan(l))));
+      // Idle: 'a' goes alone; the rest queue behind it and go together.
+      expect(primary.seen.map((r) => r.hosts.map((h) => h.split('.')[0]).join(''))).to.deep.equal(['a', 'bcdefg']);
+
+      primary.seen.length = 0;
+      const wide = new ZoneSender(zone, dnsConfig({ maxInFlight: 16 }));
+      closers.push(() => wide.close());
+      await Promise.all(labels.map((l) => wide.send(plan(`w${l}`))));
+      // Without the override 16 slots are free: one host per message.
+      expect(primary.seen).to.have.length(7);
+    });
+
     it('group commit respects the byte cap', async () => {
       primary.script = (_r, i) => ({ delayMs: i === 0 ? 100 : 0 });
       const onePlanBytes = 3 * (`x.${ZONE}`.length + 2) + 3 * 10 + 4;
