@@ -20,6 +20,12 @@ export interface BenchProfile {
   /** Registered hosts (all zones together) for the first runs, then for the scale runs. */
   smallHosts: number;
   largeHosts: number;
+  /**
+   * The isolated raw UPDATE (the p50 reference): one client, this much idle time between
+   * messages — about what the bridge leaves the primary between its UPDATEs at c=1.
+   */
+  isolatedPauseMs: number;
+  isolatedMessages: number;
   /** Unrecorded requests per nameserver when a bridge starts (JIT, connections). */
   warmupRequests: number;
 }
@@ -37,6 +43,8 @@ export const FULL_PROFILE: BenchProfile = {
   nsupdateSeconds: 30,
   smallHosts: 1_000,
   largeHosts: 1_000_000,
+  isolatedPauseMs: 2,
+  isolatedMessages: 1_000,
   warmupRequests: 500,
 };
 
@@ -53,5 +61,7 @@ export const QUICK_PROFILE: BenchProfile = {
   nsupdateSeconds: 5,
   smallHosts: 1_000,
   largeHosts: 10_000,
+  isolatedPauseMs: 2,
+  isolatedMessages: 50,
   warmupRequests: 64,
 };

@@ -22,6 +22,8 @@ export interface RawUpdateLoad {
   prefix: string;
   namePool: number;
   ttl?: number;
+  /** Idle time after each message before the client sends its next one (default 0: back to back). */
+  pauseMs?: number;
 }
 
 /** Host updates (names) per second; latency per message. */
@@ -81,6 +83,7 @@ export async function runRawUpdates(load: RawUpdateLoad): Promise<Measurement & 
         errors += plans.length;
         firstError ??= (err as Error).message;
       }
+      if (load.pauseMs) await new Promise((r) => setTimeout(r, load.pauseMs));
     });
     return { ...summarize(latencies, okNames, errors, seconds, firstError), messages: okMessages };
   } finally {

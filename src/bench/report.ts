@@ -34,6 +34,7 @@ export function renderMarkdown(r: BenchReport): string {
     for (const c of r.settings.concurrencies) row(label, String(c), (k) => get(k)?.[String(c)]);
   };
   rows('raw UPDATE, 1 name/message', (k) => r.nameservers[k]!.rawSingle);
+  row(`raw UPDATE, 1 name/message, isolated (${r.settings.isolatedPauseMs} ms idle between)`, '1', (k) => r.nameservers[k]!.rawIsolated);
   rows(`raw UPDATE, ${r.settings.namesPerMessage} names/message (names/s)`, (k) => r.nameservers[k]!.rawBatched);
   row('nsupdate process per update', '1', (k) => r.nameservers[k]!.nsupdate);
   for (const md of r.settings.modes) {
@@ -44,6 +45,7 @@ export function renderMarkdown(r: BenchReport): string {
   const large = kinds.map((k) => r.nameservers[k]!.large)[0];
   if (large) {
     row(`bridge change path at ${large.hosts.toLocaleString('en')} hosts (${mode})`, String(large.concurrency), (k) => r.nameservers[k]!.large.change);
+    row(`control: change path, the first run's hosts again, after the run above (${mode})`, String(large.concurrency), (k) => r.nameservers[k]!.large.changeSmallPoolAgain);
     row(`bridge nochg path at ${large.hosts.toLocaleString('en')} hosts (${mode})`, String(large.concurrency), (k) => r.nameservers[k]!.large.nochg);
   }
   out.push('');
@@ -56,6 +58,11 @@ export function renderMarkdown(r: BenchReport): string {
 
   const bound = kinds.map((k) => `${NAMES[k]} ${fmt(r.nameservers[k]!.ratios[mode]?.httpCeilingVsRawBatched ?? NaN)}`).join(', ');
   out.push(`HTTP ceiling / batched raw capacity (${mode}): ${bound} — the change path cannot exceed the HTTP ceiling.`, '');
+  const drift = kinds.map((k) => `${NAMES[k]} ${fmt(r.nameservers[k]!.ratios[mode]?.changeControlVsSmall ?? NaN)}`).join(', ');
+  out.push(
+    `Drift control (${mode}): the first change run's hosts, re-measured right after the run at ${large?.hosts.toLocaleString('en') ?? '?'} hosts, / the first run: ${drift} — how much of the large/small ratio is the bench's own history (the primary's journal, the machine), not the registry's size.`,
+    '',
+  );
   out.push('| target | value | goal | met |');
   out.push('|---|---:|---:|---|');
   for (const t of r.targets) {

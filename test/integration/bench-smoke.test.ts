@@ -58,7 +58,7 @@ describe('bench --quick (CI smoke)', function () {
     expect(conc).to.deep.equal([1, 16, 64]);
     const modes: string[] = report.settings.modes;
     expect(modes).to.deep.equal(['in-process', 'workers-2']);
-    expect(modes).to.include(report.settings.headlineMode);
+    expect(report.settings.headlineMode, 'the deployable layout is the headline').to.equal('workers-2');
     expect(report.machine.nproc).to.be.above(0);
     for (const v of ['cpu', 'node', 'knot', 'bind', 'redis']) expect(report.machine[v], v).to.be.a('string').and.not.equal('');
 
@@ -67,6 +67,7 @@ describe('bench --quick (CI smoke)', function () {
       const ns = report.nameservers[kind];
       expectByConcurrency(ns.rawSingle, `${kind}.rawSingle`, conc);
       expectByConcurrency(ns.rawBatched, `${kind}.rawBatched`, conc);
+      expectMeasurement(ns.rawIsolated, `${kind}.rawIsolated`);
       expectMeasurement(ns.nsupdate, `${kind}.nsupdate`);
       for (const mode of modes) {
         expectByConcurrency(ns.bridge[mode].change, `${kind}.bridge.${mode}.change`, conc);
@@ -75,6 +76,7 @@ describe('bench --quick (CI smoke)', function () {
         expect(ratios.changeVsRawBatched, 'changeVsRawBatched').to.be.above(0);
         expect(ratios.nochgVsHttpCeiling, 'nochgVsHttpCeiling').to.be.above(0);
         expect(ratios.p50C1MinusRawMs, 'p50C1MinusRawMs').to.be.a('number').and.satisfy(Number.isFinite);
+        expect(ratios.p50C1MinusIsolatedRawMs, 'p50C1MinusIsolatedRawMs').to.be.a('number').and.satisfy(Number.isFinite);
         expect(ratios.httpCeilingVsRawBatched, 'httpCeilingVsRawBatched').to.be.above(0);
         for (const path of ['change', 'nochg'] as const) {
           const m = ns.bridge[mode][path]['64'];
@@ -88,6 +90,8 @@ describe('bench --quick (CI smoke)', function () {
       expectMeasurement(ns.large.change, `${kind}.large.change`);
       expectMeasurement(ns.large.nochg, `${kind}.large.nochg`);
       expect(ns.ratios[report.settings.headlineMode].changeLargeVsSmall).to.be.above(0);
+      expectMeasurement(ns.large.changeSmallPoolAgain, `${kind}.large.changeSmallPoolAgain`);
+      expect(ns.ratios[report.settings.headlineMode].changeControlVsSmall).to.be.above(0);
       expect(ns.ratios[report.settings.headlineMode].nochgLargeVsSmall).to.be.above(0);
     }
     expect(report.redisMemory.small).to.include({ hosts: 1000 });
@@ -106,7 +110,7 @@ describe('bench --quick (CI smoke)', function () {
 
     const md = await readFile(markdown, 'utf8');
     expect(md).to.include('| path | c | Knot /s | p50 ms | p99 ms | cpu ms/req | BIND /s | p50 ms | p99 ms | cpu ms/req |');
-    for (const row of ['raw UPDATE, 1 name/message', 'raw UPDATE, 50 names/message', 'nsupdate process per update', 'HTTP ceiling', 'bridge change path', 'bridge nochg path', 'at 10,000 hosts']) {
+    for (const row of ['raw UPDATE, 1 name/message', 'raw UPDATE, 1 name/message, isolated (2 ms idle between)', 'raw UPDATE, 50 names/message', 'nsupdate process per update', 'HTTP ceiling', 'bridge change path', 'bridge nochg path', 'at 10,000 hosts']) {
       expect(md, row).to.include(row);
     }
     expect(md).to.match(/Redis: [\d.]+ bytes per registered host/);
