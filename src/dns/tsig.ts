@@ -244,21 +244,26 @@ export function verifyMessage(buf: Buffer, key: TsigKeyConfig, opts: VerifyOptio
     const what = algorithm === 'hmac-md5' ? 'hmac-md5 (not supported)' : tsig.algorithm;
     return { ok: false, reason: 'algorithm-mismatch', detail: `signed with ${what}, expected ${key.algorithm}`, tsig };
   }
+  const macLength = DIGESTS[key.algorithm].macLength;
+  const prefix = opts.requestMac ? [u16(opts.requestMac.length), opts.requestMac] : [];
+  const macMatches = (): boolean => tsig.mac.length === macLength && timingSafeEqual(hmac(key, ...prefix, unsigned, tsigVariables(tsig)), tsig.mac);
   if (tsig.error !== 0) {
     const reason = SERVER_ERRORS[tsig.error] ?? 'server-error';
-    // A BADTIME answer carries the peer's clock in Other Data (RFC 8945 §5.2.3).
+    // A BADTIME answer is signed and carries the peer's clock in Other Data (RFC 8945
+    // §5.2.3). The skew is only believed from an answer whose MAC verifies: anyone can
+    // send an unsigned BADTIME naming any clock.
     const peerTime = tsig.otherData.length === 6 ? tsig.otherData.readUInt16BE(0) * 2 ** 32 + tsig.otherData.readUInt32BE(2) : undefined;
-    const skewSeconds = reason === 'server-badtime' && peerTime !== undefined ? Math.floor(opts.now) - peerTime : undefined;
-    return { ok: false, reason, detail: `peer reported TSIG error ${tsig.error}`, tsig, skewSeconds };
+    if (reason === 'server-badtime' && peerTime !== undefined && macMatches()) {
+      return { ok: false, reason, detail: `peer reported TSIG error ${tsig.error}`, tsig, skewSeconds: Math.floor(opts.now) - peerTime };
+    }
+    const unverified = reason === 'server-badtime' && peerTime !== undefined ? ' (its MAC does not verify: the clock it names is ignored)' : '';
+    return { ok: false, reason, detail: `peer reported TSIG error ${tsig.error}${unverified}`, tsig };
   }
-  const macLength = DIGESTS[key.algorithm].macLength;
   if (tsig.mac.length !== macLength) {
     const reason = tsig.mac.length === 0 ? 'bad-mac' : 'truncated-mac';
     return { ok: false, reason, detail: `MAC is ${tsig.mac.length} bytes, expected ${macLength}`, tsig };
   }
-  const prefix = opts.requestMac ? [u16(opts.requestMac.length), opts.requestMac] : [];
-  const expected = hmac(key, ...prefix, unsigned, tsigVariables(tsig));
-  if (!timingSafeEqual(expected, tsig.mac)) return { ok: false, reason: 'bad-mac', detail: 'MAC does not match', tsig };
+  if (!macMatches()) return { ok: false, reason: 'bad-mac', detail: 'MAC does not match', tsig };
   const skew = Math.floor(opts.now) - tsig.timeSigned;
   if (Math.abs(skew) > tsig.fudge) {
     return { ok: false, reason: 'bad-time', detail: `time signed is ${skew} s behind ours (fudge ${tsig.fudge} s)`, tsig, skewSeconds: skew };

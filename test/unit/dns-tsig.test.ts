@@ -254,11 +254,27 @@ describe('dns tsig (RFC 8945)', () => {
       expect(verify(errorAnswer(TSIG_ERRORS.BADKEY))).to.include({ ok: false, reason: 'server-badkey' });
     });
 
-    it('server-reported BADTIME → server-badtime, naming the skew from Other Data', () => {
+    it('a signed server-reported BADTIME → server-badtime, naming the skew from Other Data', () => {
       const serverTime = Buffer.from('000065540f10', 'hex'); // T + 7696
-      const verdict = verify(errorAnswer(TSIG_ERRORS.BADTIME, serverTime));
+      const body = responseTo(request.message, 9);
+      const signed = signMessage(body, key, { timeSigned: T, fudge: 300, requestMac: request.mac, error: TSIG_ERRORS.BADTIME, otherData: serverTime });
+      const verdict = verify(signed.message);
       expect(verdict).to.include({ ok: false, reason: 'server-badtime' });
       expect(verdict.ok === false && verdict.skewSeconds).to.equal(-7696);
+    });
+
+    it('an unsigned or wrongly signed BADTIME is still server-badtime, but the clock it names is not believed', () => {
+      const serverTime = Buffer.from('000065540f10', 'hex');
+      const unsignedVerdict = verify(errorAnswer(TSIG_ERRORS.BADTIME, serverTime));
+      expect(unsignedVerdict).to.include({ ok: false, reason: 'server-badtime' });
+      expect(unsignedVerdict.ok === false && unsignedVerdict.skewSeconds).to.equal(undefined);
+      expect(unsignedVerdict.ok === false && unsignedVerdict.detail).to.match(/does not verify/);
+      const body = responseTo(request.message, 9);
+      const other = { ...key, secret: Buffer.alloc(32, 7) };
+      const forged = signMessage(body, other, { timeSigned: T, fudge: 300, requestMac: request.mac, error: TSIG_ERRORS.BADTIME, otherData: serverTime });
+      const forgedVerdict = verify(forged.message);
+      expect(forgedVerdict).to.include({ ok: false, reason: 'server-badtime' });
+      expect(forgedVerdict.ok === false && forgedVerdict.skewSeconds).to.equal(undefined);
     });
 
     it('garbage after the header → malformed, never a throw', () => {
