@@ -141,10 +141,18 @@ export interface HostGate {
   admit(req: AdmitRequest): Promise<Admission>;
   /** Persist the published state and drop the lease. */
   commit(lease: Lease, target: TargetState): Promise<void>;
-  /** Drop the lease and undo this request's frequency count (dnserr / 911 do not count). */
-  release(lease: Lease): Promise<void>;
-  /** Hosts whose change lease has expired: their holder died between DNS and Redis. */
+  /**
+   * Undo this request's frequency count (dnserr / 911 do not count) and drop the lease. With
+   * `republishInMs`, the primary may hold something Redis does not (what was sent may still
+   * be applied): the lease is left expired instead, due in `staleLeases` after that delay,
+   * so the stored state is published again (see `reclaim`); no request is answered nochg
+   * meanwhile, and a request that changes the host republishes in full.
+   */
+  release(lease: Lease, opts?: { republishInMs?: number }): Promise<void>;
+  /** Hosts whose change lease has expired: their holder died between DNS and Redis, or released it for republishing. */
   staleLeases(limit: number): Promise<string[]>;
+  /** Look at these expired leases again in `ms` (their zone's primary is unreachable now). */
+  postpone(fqdns: readonly string[], ms: number): Promise<void>;
   /** Take over an expired lease, with the stored state; undefined when there is none to take. */
   reclaim(fqdn: string, leaseMs: number): Promise<{ host: HostRecord; lease: Lease } | undefined>;
 }
@@ -178,6 +186,8 @@ export interface Publisher {
   zoneFor(fqdn: string): string | undefined;
   /** Resolves once the primary answered NOERROR with a valid TSIG; else DnsUpdateError. */
   publish(change: HostChange): Promise<void>;
+  /** The zone's primary timed out or dropped the connection within the last `ms`, with no answer since. */
+  recentlyUnreachable(zone: string, ms: number): boolean;
 }
 
 export interface MxResolver {

@@ -1,6 +1,7 @@
 /**
  * Repairs changes interrupted between DNS and Redis. A frontend that dies after sending an
- * UPDATE but before recording it leaves an expired lease: the primary may hold a change
+ * UPDATE but before recording it leaves an expired lease, and so does a request whose
+ * UPDATE got no trustworthy answer (timeout, lost connection): the primary may hold a change
  * nobody acknowledged. Redis is the record of what was acknowledged, so its state is
  * published again (full rewrite) and the host is back to "fully old". Runs on every
  * frontend; reclaiming a lease is atomic, so one of them repairs each host.
@@ -22,8 +23,17 @@ export class Reconciler {
   /** Repair what has expired now; resolves with the number of hosts republished. */
   async sweep(): Promise<number> {
     const { hosts, publisher, leaseMs, logger } = this.deps;
-    let repaired = 0;
+    const repairs: Promise<boolean>[] = [];
+    const postponed: string[] = [];
     for (const fqdn of await hosts.staleLeases(BATCH)) {
+      // A primary that just timed out would hold the host's lease through another timeout,
+      // and a client's request for it would wait that long: look again later. Requests for
+      // such a host republish it in full anyway (an expired lease is never nochg).
+      const zoneNow = publisher.zoneFor(fqdn);
+      if (zoneNow !== undefined && publisher.recentlyUnreachable(zoneNow, leaseMs)) {
+        postponed.push(fqdn);
+        continue;
+      }
       const claimed = await hosts.reclaim(fqdn, leaseMs);
       if (!claimed) continue;
       const { host, lease } = claimed;
@@ -33,17 +43,27 @@ export class Reconciler {
         continue;
       }
       const target = { ...pickDns(host), offline: host.state === 'offline' };
-      try {
-        await publisher.publish({ fqdn, zone, previous: host, target });
-        await hosts.commit(lease, target);
-        repaired++;
-        logger.warn('republished a host whose change was interrupted', { host: fqdn });
-      } catch (err) {
-        // Keep the lease: it expires and a later sweep tries again.
-        logger.warn('could not republish an interrupted change yet', { host: fqdn, error: (err as Error).message });
-      }
+      // In parallel: the zone's sender puts what queues into few UPDATE messages.
+      repairs.push(
+        publisher.publish({ fqdn, zone, previous: host, target }).then(
+          async () => {
+            await hosts.commit(lease, target);
+            logger.warn('republished a host whose change was interrupted', { host: fqdn });
+            return true;
+          },
+          async (err: unknown) => {
+            // Due again after a lease's time; until then a request may take the host over
+            // (and republishes in full), so requests never wait for a primary that is down.
+            logger.warn('could not republish an interrupted change yet', { host: fqdn, error: (err as Error).message });
+            await hosts.release(lease, { republishInMs: leaseMs });
+            return false;
+          },
+        ),
+      );
     }
-    return repaired;
+    await hosts.postpone(postponed, leaseMs);
+    const done = await Promise.allSettled(repairs);
+    return done.filter((r) => r.status === 'fulfilled' && r.value).length;
   }
 
   /** Sweep now and then every `intervalMs` until stop(). Failures are logged, never thrown. */

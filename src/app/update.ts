@@ -2,7 +2,7 @@
  * The update use case: agent → credentials → per host name: syntax, registry, ownership,
  * type, state, frequency → DNS → commit. Returns outcomes; the HTTP adapter writes bytes.
  */
-import { StoreUnavailableError, tokenForError } from '../core/errors.js';
+import { DnsUpdateError, StoreUnavailableError, tokenForError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { formatAddresses, parseUpdateParams, type ParamMap, type UpdateParams } from '../core/params.js';
 import { tokenIsJunk, type HostToken, type RequestToken } from '../core/tokens.js';
@@ -207,8 +207,11 @@ export class UpdateService {
     try {
       await this.deps.publisher.publish({ fqdn, zone, previous: admission.host, target });
     } catch (err) {
-      // dnserr promises Redis untouched: if the count and lease cannot be undone, say 911.
-      await this.deps.hosts.release(admission.lease).catch((releaseErr: unknown) => {
+      // dnserr promises the stored state untouched: if the count and lease cannot be undone,
+      // say 911. When the primary may still apply what was sent, the stored state goes out
+      // again (the reconciler), so DNS ends where Redis says.
+      const republish = err instanceof DnsUpdateError && err.maybeApplied ? { republishInMs: 0 } : {};
+      await this.deps.hosts.release(admission.lease, republish).catch((releaseErr: unknown) => {
         throw new ServiceFault(`release failed: ${(releaseErr as Error).message}`);
       });
       if (tokenForError(err) === 'dnserr') return { token: 'dnserr' };

@@ -46,22 +46,40 @@ export type DnsFailureCode = 'ERR_DNS_TIMEOUT' | 'ERR_DNS_CONNECTION' | 'ERR_DNS
 
 /**
  * An UPDATE was not applied (or we cannot prove it was). `retryable` marks failures
- * worth one more attempt (timeout, connection loss, SERVFAIL).
+ * worth one more attempt (timeout, connection loss, SERVFAIL). `maybeApplied` marks an
+ * outcome we do not know: the message reached the primary and no trustworthy answer came
+ * back (a timeout, a connection lost after sending, a NOERROR that failed verification),
+ * so the primary may still apply it; a primary that answered an error did not.
  */
 export class DnsUpdateError extends BridgeError {
   readonly zone: string;
   readonly rcode: string | undefined;
   readonly retryable: boolean;
+  readonly maybeApplied: boolean;
   constructor(
     code: DnsFailureCode,
     zone: string,
     message: string,
-    opts: { rcode?: string; retryable?: boolean; cause?: unknown } = {},
+    opts: { rcode?: string; retryable?: boolean; maybeApplied?: boolean; cause?: unknown } = {},
   ) {
     super(code, `zone ${zone}: ${message}`, { cause: opts.cause });
     this.zone = zone;
     this.rcode = opts.rcode;
     this.retryable = opts.retryable ?? false;
+    this.maybeApplied = opts.maybeApplied ?? false;
+  }
+
+  /** The same failure, for a message that may have been applied (see `maybeApplied`). */
+  asMaybeApplied(): DnsUpdateError {
+    if (this.maybeApplied) return this;
+    const err = new DnsUpdateError(this.code as DnsFailureCode, this.zone, '', {
+      rcode: this.rcode,
+      retryable: this.retryable,
+      maybeApplied: true,
+      cause: this.cause,
+    });
+    err.message = this.message;
+    return err;
   }
 }
 

@@ -47,6 +47,10 @@ export class DnsPublisher implements Publisher {
     }
   }
 
+  recentlyUnreachable(zone: string, ms: number): boolean {
+    return this.senders.get(zone)?.unreachableWithin(ms) ?? false;
+  }
+
   /** Senders for tests and the benchmark (statistics). */
   senderFor(zone: string): ZoneSender | undefined {
     return this.senders.get(zone);

@@ -82,7 +82,7 @@ function failure(
   code: DnsFailureCode,
   zone: string,
   what: string,
-  opts: { rcode?: string; retryable: boolean; cause?: unknown },
+  opts: { rcode?: string; retryable: boolean; maybeApplied?: boolean; cause?: unknown },
 ): DnsUpdateError {
   return new DnsUpdateError(code, zone, `${what}: ${hintFor(opts.rcode, code)}`, opts);
 }
@@ -121,7 +121,10 @@ export function responseFailure(zone: string, rcode: number, verdict: TsigVerdic
   const what = verdict.reason.startsWith('server-')
     ? `primary answered ${rcodeName(rcode)}, TSIG error ${mnemonic ?? verdict.tsig?.error}${skew}`
     : `response failed TSIG verification: ${verdict.reason}, ${verdict.detail}`;
-  return failure('ERR_DNS_TSIG', zone, what, { rcode: mnemonic, retryable: false });
+  // A NOERROR we cannot trust may stand in for a real one: the primary may have applied it.
+  // An error the primary reported itself (server-…) means it refused.
+  const maybeApplied = rcode === 0 && !verdict.reason.startsWith('server-');
+  return failure('ERR_DNS_TSIG', zone, what, { rcode: mnemonic, retryable: false, maybeApplied });
 }
 
 export function timeoutFailure(zone: string, ms: number): DnsUpdateError {

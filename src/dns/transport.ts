@@ -84,7 +84,8 @@ export class TcpTransport {
     this.closed = true;
     const err = connectionFailure(this.opts.zone, 'transport closed');
     for (const req of [...this.waiting]) this.finish(req, err);
-    for (const req of [...this.inFlight.values()]) this.finish(req, err);
+    // Sent and unanswered: the primary may still apply them.
+    for (const req of [...this.inFlight.values()]) this.finish(req, err.asMaybeApplied());
     this.socket?.destroy();
     this.socket = undefined;
   }
@@ -189,7 +190,8 @@ export class TcpTransport {
       if (this.socket === socket) this.socket = undefined;
       this.abandoned.clear(); // late answers cannot arrive on a new connection
       const why = lastError ? `connection to the primary failed: ${lastError.message}` : 'the primary closed the connection';
-      const err = connectionFailure(this.opts.zone, why, lastError);
+      // Every request still in flight was sent: the primary may have read and applied it.
+      const err = connectionFailure(this.opts.zone, why, lastError).asMaybeApplied();
       for (const req of [...this.inFlight.values()]) this.finish(req, err);
     });
   }
@@ -210,8 +212,10 @@ export class TcpTransport {
 
   private expire(req: Request, timeoutMs: number): void {
     if (req.done) return;
-    if (req.id !== undefined) this.abandoned.set(req.id, Date.now() + ABANDONED_ID_HOLD_MS);
-    this.finish(req, timeoutFailure(this.opts.zone, timeoutMs));
+    const failure = timeoutFailure(this.opts.zone, timeoutMs);
+    if (req.id === undefined) return this.finish(req, failure); // never sent
+    this.abandoned.set(req.id, Date.now() + ABANDONED_ID_HOLD_MS);
+    this.finish(req, failure.asMaybeApplied());
   }
 
   /** Settle a request exactly once and hand its slot to the next waiter. */

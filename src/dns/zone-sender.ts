@@ -42,6 +42,10 @@ interface PendingHost {
   retriesLeft: number;
   /** Sent alone from now on (it was in a failed multi-host message, or is being retried). */
   solo: boolean;
+  /** Part of a message that is out now. */
+  inFlight: boolean;
+  /** An earlier attempt's outcome is unknown: the primary may apply it yet. */
+  maybeApplied: boolean;
   settled: boolean;
   timer: NodeJS.Timeout;
   resolve(): void;
@@ -68,6 +72,8 @@ export class ZoneSender {
   private readonly queue: PendingHost[] = [];
   private readonly outstanding = new Set<Promise<void>>();
   private messagesInFlight = 0;
+  /** performance.now() of the last timeout or lost connection, cleared by any answer. */
+  private lastUnreachableAt: number | undefined;
   private closed = false;
   readonly stats: ZoneSenderStats = { messagesSent: 0, hostsSent: 0, largestMessageHosts: 0 };
 
@@ -98,8 +104,13 @@ export class ZoneSender {
         deadline: performance.now() + this.dns.timeoutMs,
         retriesLeft: 1,
         solo: false,
+        inFlight: false,
+        maybeApplied: false,
         settled: false,
-        timer: setTimeout(() => this.settle(host, timeoutFailure(this.zone.name, this.dns.timeoutMs)), this.dns.timeoutMs),
+        timer: setTimeout(() => {
+          if (host.inFlight) this.lastUnreachableAt = performance.now();
+          this.settle(host, timeoutFailure(this.zone.name, this.dns.timeoutMs));
+        }, this.dns.timeoutMs),
         resolve,
         reject,
       };
@@ -119,6 +130,15 @@ export class ZoneSender {
     this.closed = true;
     await Promise.allSettled([...this.outstanding]);
     this.transport.close();
+  }
+
+  /**
+   * True when a message to the primary timed out or lost its connection within the last
+   * `ms` and no answer came since: the reconciler waits instead of holding hosts' leases
+   * through another timeout.
+   */
+  unreachableWithin(ms: number): boolean {
+    return this.lastUnreachableAt !== undefined && performance.now() - this.lastUnreachableAt < ms;
   }
 
   private pump(): void {
@@ -157,14 +177,24 @@ export class ZoneSender {
     // Leave room for the retry unless this is the host's last chance.
     const lastChance = batch.length === 1 && batch[0]!.retriesLeft === 0;
     const attemptMs = lastChance ? remaining : remaining / 2;
+    for (const h of batch) h.inFlight = true;
     try {
       this.stats.messagesSent++;
       this.stats.hostsSent += batch.length;
       this.stats.largestMessageHosts = Math.max(this.stats.largestMessageHosts, batch.length);
       await signedExchange(this.transport, this.signing, (id) => this.encode(id, batch), attemptMs);
+      this.lastUnreachableAt = undefined;
+      for (const h of batch) h.inFlight = false;
       for (const h of batch) this.settle(h);
     } catch (e) {
-      this.handleFailure(batch, asDnsUpdateError(this.zone.name, e));
+      const err = asDnsUpdateError(this.zone.name, e);
+      if (err.code === 'ERR_DNS_TIMEOUT' || err.code === 'ERR_DNS_CONNECTION') this.lastUnreachableAt = performance.now();
+      else this.lastUnreachableAt = undefined; // it answered
+      for (const h of batch) {
+        h.inFlight = false;
+        if (err.maybeApplied) h.maybeApplied = true;
+      }
+      this.handleFailure(batch, err);
     }
   }
 
@@ -201,11 +231,16 @@ export class ZoneSender {
     this.queue.unshift(...retry);
   }
 
+  /**
+   * Resolve or reject once. A failure is `maybeApplied` when any attempt's outcome is
+   * unknown or a message holding the host is still out (the host's budget ran out first):
+   * the caller must then have the stored state published again.
+   */
   private settle(host: PendingHost, err?: DnsUpdateError): void {
     if (host.settled) return;
     host.settled = true;
     clearTimeout(host.timer);
-    if (err) host.reject(err);
-    else host.resolve();
+    if (!err) host.resolve();
+    else host.reject(host.maybeApplied || host.inFlight ? err.asMaybeApplied() : err);
   }
 }

@@ -94,7 +94,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
     }
   }
 
-  async release(lease: Lease): Promise<void> {
+  async release(lease: Lease, opts: { republishInMs?: number } = {}): Promise<void> {
     const own = asHostLease(lease);
     await storeCall('release', () =>
       this.scripts.release(this.keys.host(lease.fqdn), this.keys.pendingChanges(), [
@@ -103,8 +103,17 @@ export class RedisHostStore implements HostGate, HostAdmin {
         own?.previousFrequentCount ?? '',
         // Without our bookkeeping (a foreign Lease object) only the lease is dropped.
         own?.sequence ?? '-',
+        opts.republishInMs === undefined ? '' : Math.max(0, Math.round(opts.republishInMs)),
       ]),
     );
+  }
+
+  async postpone(fqdns: readonly string[], ms: number): Promise<void> {
+    if (fqdns.length === 0) return;
+    const due = Date.now() + ms;
+    // XX: only entries still there (a commit may have removed one meanwhile).
+    const args = fqdns.flatMap((f) => [due, this.keys.host(f)]);
+    await storeCall('postpone', () => this.redis.zadd(this.keys.pendingChanges(), 'XX', ...args));
   }
 
   async staleLeases(limit: number): Promise<string[]> {

@@ -136,14 +136,23 @@ return status
 `;
 
 /**
- * release(KEYS: host; ARGV: token, prevFl, prevFc, seq) → 1 | 0 (lease not ours).
- * Undoes this request's frequency count unless a later request counted since.
+ * release(KEYS: host, pending; ARGV: token, prevFl, prevFc, seq, republishInMs) → 1 | 0
+ * (lease not ours). Undoes this request's frequency count unless a later request counted
+ * since. With republishInMs (a number, '' = none) the primary may hold something Redis does
+ * not: the lease is left expired (admit never answers nochg then) and due in the pending set
+ * after that delay, for reclaim to publish the stored state again.
  */
-const RELEASE = `
+const RELEASE = `${NOW}
 local key = KEYS[1]
 if redis.call('HGET', key, 'lk') ~= ARGV[1] then return 0 end
-redis.call('HDEL', key, 'lk', 'lu')
-redis.call('ZREM', KEYS[2], key)
+local republishIn = tonumber(ARGV[5])
+if republishIn then
+  redis.call('HSET', key, 'lu', ms(now))
+  redis.call('ZADD', KEYS[2], now + republishIn, key)
+else
+  redis.call('HDEL', key, 'lk', 'lu')
+  redis.call('ZREM', KEYS[2], key)
+end
 if redis.call('HGET', key, 'fs') == ARGV[4] then
   if ARGV[2] == '' then redis.call('HDEL', key, 'fl') else redis.call('HSET', key, 'fl', ARGV[2]) end
   if ARGV[3] == '' then redis.call('HDEL', key, 'fc') else redis.call('HSET', key, 'fc', ARGV[3]) end

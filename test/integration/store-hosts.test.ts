@@ -83,6 +83,13 @@ describe('store: hosts (real redis-server)', function () {
     return Number(s) * 1000 + Math.floor(Number(us) / 1000);
   };
 
+  /** Take over the host's expired lease as the reconciler does. */
+  const reclaimed = async () => {
+    const r = await store.hosts.reclaim(HOST, 5000);
+    if (!r) throw new Error('nothing to reclaim');
+    return r;
+  };
+
   describe('admit outcomes', () => {
     it('nohost for a name that is not registered', async () => {
       expect(await store.hosts.admit(request({ fqdn: 'other.dyn.example.org' }))).to.deep.equal({ kind: 'nohost' });
@@ -278,6 +285,44 @@ describe('store: hosts (real redis-server)', function () {
       expect(await raw.hget(hostKey, 'fc')).to.equal('3');
       await store.hosts.release(second.lease);
       expect(await raw.hmget(hostKey, 'fl', 'fc', 'lk')).to.deep.equal([String(now - 5000), '2', null]);
+    });
+
+    it('release with republishInMs (the UPDATE may still be applied): counts undone, the lease left expired and due; never nochg until republished', async () => {
+      const pending = PREFIX + 'pending';
+      const a = await store.hosts.admit(request());
+      if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
+      const before = await redisNow();
+      await store.hosts.release(a.lease, { republishInMs: 0 });
+      const [fl, fc, lk, lu] = await raw.hmget(hostKey, 'fl', 'fc', 'lk', 'lu');
+      expect([fl, fc]).to.deep.equal([null, null]);
+      expect(lk, 'the lease token stays').to.equal(a.lease.token);
+      expect(Number(lu)).to.be.within(before, (await redisNow()) + 1);
+      expect(Number(await raw.zscore(pending, hostKey))).to.be.within(before, Date.now() + 5);
+      expect(await store.hosts.staleLeases(10)).to.deep.equal([HOST]);
+
+      // The reconciler takes the expired lease and records what it published: then nochg again.
+      await store.hosts.commit((await reclaimed()).lease, TARGET);
+      const again = await store.hosts.admit(request({ minIntervalMs: 0 }));
+      expect(again.kind, 'after the republish it is nochg').to.equal('nochg');
+
+      const b = await store.hosts.admit(request({ minIntervalMs: 0, expect: { ...WANT, ipv4: '203.0.113.8' } }));
+      if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
+      await store.hosts.release(b.lease, { republishInMs: 0 });
+      const c = await store.hosts.admit(request({ minIntervalMs: 0 }));
+      expect(c.kind, 'an expired lease is never nochg').to.equal('change');
+    });
+
+    it('release with republishInMs > 0 is due that much later; postpone moves what is still pending', async () => {
+      const pending = PREFIX + 'pending';
+      const a = await store.hosts.admit(request());
+      if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
+      const now = Date.now();
+      await store.hosts.release(a.lease, { republishInMs: 60_000 });
+      expect(Number(await raw.zscore(pending, hostKey))).to.be.within(now + 59_000, now + 61_000);
+      expect(await store.hosts.staleLeases(10)).to.deep.equal([]);
+      await store.hosts.postpone([HOST, 'not-pending.dyn.example.org'], 10_000);
+      expect(Number(await raw.zscore(pending, hostKey))).to.be.within(now + 9_000, now + 11_000);
+      expect(await raw.zcard(pending), 'postpone adds nothing').to.equal(1);
     });
 
     it('release leaves the counters alone when another request counted since', async () => {

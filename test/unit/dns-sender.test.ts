@@ -340,6 +340,58 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       expect(primary.connections).to.equal(2);
     });
 
+    describe('maybeApplied: whether the primary may still apply a failed update', () => {
+      it('an answered error is final and known: REFUSED, SERVFAIL twice, an unsigned FORMERR → false', async () => {
+        primary.script = () => ({ rcode: 5 });
+        expect(await rejection(sender().send(plan('a')))).to.include({ rcode: 'REFUSED', maybeApplied: false });
+        primary.script = () => ({ rcode: 2 });
+        expect(await rejection(sender().send(plan('b')))).to.include({ rcode: 'SERVFAIL', maybeApplied: false });
+        primary.script = () => ({ unsigned: true, rcode: 1 });
+        expect(await rejection(sender().send(plan('c')))).to.include({ rcode: 'FORMERR', maybeApplied: false });
+      });
+
+      it('a NOERROR that fails verification may stand in for a real one → true', async () => {
+        primary.script = () => ({ unsigned: true });
+        expect(await rejection(sender().send(plan('a')))).to.include({ code: 'ERR_DNS_TSIG', maybeApplied: true });
+      });
+
+      it('no answer, or the connection lost after sending → true', async () => {
+        primary.script = () => ({ silent: true });
+        expect(await rejection(sender({ timeoutMs: 300 }).send(plan('a')))).to.include({ code: 'ERR_DNS_TIMEOUT', maybeApplied: true });
+        primary.script = () => ({ close: true });
+        expect(await rejection(sender({ timeoutMs: 300 }).send(plan('b')))).to.include({ code: 'ERR_DNS_CONNECTION', maybeApplied: true });
+      });
+
+      it('a timeout marks the primary unreachable for a while; any answer clears it', async () => {
+        const s = sender({ timeoutMs: 300 });
+        expect(s.unreachableWithin(60_000)).to.equal(false);
+        primary.script = () => ({ silent: true });
+        await rejection(s.send(plan('a')));
+        expect(s.unreachableWithin(60_000)).to.equal(true);
+        expect(s.unreachableWithin(0)).to.equal(false);
+        primary.script = () => ({ rcode: 5 });
+        await rejection(s.send(plan('b')));
+        expect(s.unreachableWithin(60_000), 'it answered (REFUSED)').to.equal(false);
+      });
+
+      it('an unknown first attempt stays unknown when the retry is refused → true', async () => {
+        primary.script = (_r, i) => (i === 0 ? { close: true } : { rcode: 5 });
+        expect(await rejection(sender().send(plan('a')))).to.include({ rcode: 'REFUSED', maybeApplied: true });
+        expect(primary.seen).to.have.length(2);
+      });
+
+      it('the budget ends while the message is out → true; never sent (no primary listening) → false', async () => {
+        primary.script = () => ({ delayMs: 600 });
+        expect(await rejection(sender({ timeoutMs: 250 }).send(plan('a')))).to.include({ code: 'ERR_DNS_TIMEOUT', maybeApplied: true });
+        const closed = net.createServer();
+        await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+        const port = (closed.address() as net.AddressInfo).port;
+        await new Promise((r) => closed.close(r));
+        zone = { ...zone, primary: { host: '127.0.0.1', port } };
+        expect(await rejection(sender({ timeoutMs: 300 }).send(plan('b')))).to.include({ code: 'ERR_DNS_CONNECTION', maybeApplied: false });
+      });
+    });
+
     it('close() waits for outstanding updates, then refuses new ones', async () => {
       primary.script = () => ({ delayMs: 100 });
       const s = new ZoneSender(zone, dnsConfig());

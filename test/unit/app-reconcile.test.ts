@@ -1,0 +1,89 @@
+/**
+ * The reconciler's decisions, on in-memory ports (the Redis scripts and real primaries behind
+ * them are covered by store-hosts and the fault tests): which hosts it republishes, which it
+ * postpones because their zone's primary just timed out, and what it does on failure.
+ */
+import { expect } from 'chai';
+import type { HostChange, HostGate, Lease, Publisher } from '../../src/app/ports.js';
+import { Reconciler } from '../../src/app/reconcile.js';
+import { DnsUpdateError } from '../../src/core/errors.js';
+import type { Logger } from '../../src/core/log.js';
+import type { HostRecord, TargetState } from '../../src/core/types.js';
+
+const LEASE_MS = 5000;
+const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+function record(fqdn: string, ipv4: string): HostRecord {
+  return { fqdn, account: 'a', type: 'dynamic', state: 'active', updatedAt: 1, ipv4, ipv6: null, wildcard: false, mx: null, backmx: false };
+}
+
+class MemoryHosts implements Pick<HostGate, 'staleLeases' | 'reclaim' | 'commit' | 'release' | 'postpone'> {
+  readonly calls: string[] = [];
+  constructor(readonly due: Map<string, HostRecord>) {}
+  async staleLeases(): Promise<string[]> {
+    return [...this.due.keys()];
+  }
+  async reclaim(fqdn: string): Promise<{ host: HostRecord; lease: Lease } | undefined> {
+    this.calls.push(`reclaim ${fqdn}`);
+    const host = this.due.get(fqdn);
+    return host && { host, lease: { fqdn, token: `t-${fqdn}` } };
+  }
+  async commit(lease: Lease, target: TargetState): Promise<void> {
+    this.calls.push(`commit ${lease.fqdn} ${target.ipv4}`);
+    this.due.delete(lease.fqdn);
+  }
+  async release(lease: Lease, opts?: { republishInMs?: number }): Promise<void> {
+    this.calls.push(`release ${lease.fqdn} ${opts?.republishInMs}`);
+  }
+  async postpone(fqdns: readonly string[], ms: number): Promise<void> {
+    if (fqdns.length > 0) this.calls.push(`postpone ${fqdns.join(',')} ${ms}`);
+  }
+}
+
+class MemoryPublisher implements Publisher {
+  readonly published: string[] = [];
+  unreachable = new Set<string>();
+  failing = new Set<string>();
+  zoneFor(fqdn: string): string | undefined {
+    return fqdn.slice(fqdn.indexOf('.') + 1);
+  }
+  async publish(change: HostChange): Promise<void> {
+    this.published.push(`${change.fqdn} ${change.target.ipv4}`);
+    if (this.failing.has(change.fqdn)) throw new DnsUpdateError('ERR_DNS_TIMEOUT', change.zone, 'no answer', { retryable: true, maybeApplied: true });
+  }
+  recentlyUnreachable(zone: string): boolean {
+    return this.unreachable.has(zone);
+  }
+}
+
+function reconciler(hosts: MemoryHosts, publisher: MemoryPublisher): Reconciler {
+  return new Reconciler({ hosts: hosts as unknown as HostGate, publisher, leaseMs: LEASE_MS, logger: quiet });
+}
+
+describe('app: reconciler', () => {
+  it('republishes the stored state of every due host and records it', async () => {
+    const hosts = new MemoryHosts(new Map([['a.z1', record('a.z1', '192.0.2.1')], ['b.z1', record('b.z1', '192.0.2.2')]]));
+    const publisher = new MemoryPublisher();
+    expect(await reconciler(hosts, publisher).sweep()).to.equal(2);
+    expect(publisher.published).to.have.members(['a.z1 192.0.2.1', 'b.z1 192.0.2.2']);
+    expect(hosts.calls).to.include.members(['commit a.z1 192.0.2.1', 'commit b.z1 192.0.2.2']);
+  });
+
+  it('postpones, without taking their leases, the hosts of a zone whose primary just timed out', async () => {
+    const hosts = new MemoryHosts(new Map([['a.down', record('a.down', '192.0.2.1')], ['b.up', record('b.up', '192.0.2.2')]]));
+    const publisher = new MemoryPublisher();
+    publisher.unreachable.add('down');
+    expect(await reconciler(hosts, publisher).sweep()).to.equal(1);
+    expect(publisher.published).to.deep.equal(['b.up 192.0.2.2']);
+    expect(hosts.calls).to.not.include('reclaim a.down');
+    expect(hosts.calls).to.include(`postpone a.down ${LEASE_MS}`);
+  });
+
+  it('a failed republish leaves the host due again after a lease, its lease expired for requests to take over', async () => {
+    const hosts = new MemoryHosts(new Map([['a.z1', record('a.z1', '192.0.2.1')]]));
+    const publisher = new MemoryPublisher();
+    publisher.failing.add('a.z1');
+    expect(await reconciler(hosts, publisher).sweep()).to.equal(0);
+    expect(hosts.calls).to.deep.equal(['reclaim a.z1', `release a.z1 ${LEASE_MS}`]);
+  });
+});
