@@ -52,9 +52,9 @@ export class RedisClientPolicy implements ClientPolicy {
         'agent policy',
         this.redis.pipeline().smembers(this.keys.blockedAgents()).exists(junkBlock),
       );
-      this.shared = new AgentMatcher(patterns as string[]);
-      this.sharedFetchedAt = now;
-      return this.shared.matches(userAgent) || Number(blocked) > 0;
+      const fetched = new AgentMatcher(patterns as string[]);
+      this.adopt(fetched, now);
+      return fetched.matches(userAgent) || Number(blocked) > 0;
     }
     if (this.shared.matches(userAgent)) return true;
     return (await storeCall('junk check', () => this.redis.exists(junkBlock))) > 0;
@@ -84,16 +84,23 @@ export class RedisClientPolicy implements ClientPolicy {
       const started = this.clock();
       this.redis
         .smembers(this.keys.blockedAgents())
-        .then((patterns) => {
-          this.shared = new AgentMatcher(patterns);
-          this.sharedFetchedAt = started;
-        })
+        .then((patterns) => this.adopt(new AgentMatcher(patterns), started))
         // A failed refresh leaves the list stale: requests take the full path (→ 911 if Redis is down).
         .catch(() => undefined);
     };
     this.refreshTimer = setInterval(refresh, Math.max(100, this.cacheMs / 2));
     this.refreshTimer.unref();
     refresh();
+  }
+
+  /**
+   * Take a fetched copy of the shared list unless a newer one is already in place (the
+   * on-demand fetch in isBlocked and the background one may overlap).
+   */
+  private adopt(fetched: AgentMatcher, fetchedAt: number): void {
+    if (fetchedAt < this.sharedFetchedAt) return;
+    this.shared = fetched;
+    this.sharedFetchedAt = fetchedAt;
   }
 
   async recordJunk(userAgent: string, sourceIp: string): Promise<void> {
