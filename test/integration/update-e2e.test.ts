@@ -307,6 +307,21 @@ for (const kind of ['knot', 'bind'] as const) {
       const r = await env.raw(one + one.replace('192.0.2.22', '192.0.2.23'));
       expect(r.toString()).to.equal(OK('good 192.0.2.22\n'));
       expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.22']);
+      // A POST with Expect: 100-continue pipelined behind it: node must not write its
+      // `100 Continue` after our reply; the first reply is whole, the second changes nothing.
+      const form = `hostname=${h}&myip=192.0.2.25`;
+      const expecting = `POST /nic/update HTTP/1.1\r\nHost: x\r\nUser-Agent: ${UA}\r\nAuthorization: Basic ${creds}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${form.length}\r\nExpect: 100-continue\r\n\r\n`;
+      for (let i = 0; i < 5; i++) {
+        const ip = `192.0.2.${30 + i}`;
+        const first = one.replace('192.0.2.22', ip);
+        await sleep(60); // past frequency.minInterval: no run of frequent updates
+        expect((await env.raw(first + expecting)).toString(), `round ${i}`).to.equal(OK(`good ${ip}\n`));
+      }
+      await sleep(60);
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.34']);
+      // On its own, the same POST is told to continue, then answered.
+      const alone = await env.raw(expecting + form);
+      expect(alone.toString()).to.equal('HTTP/1.1 100 Continue\r\n\r\n' + OK('good 192.0.2.25\n'));
       const bad = await env.raw('GARBAGE\r\n\r\n');
       expect(bad.toString()).to.equal(expectedReply(400, 'Bad Request', 'bad request\n'));
       const big = await env.raw(`GET /nic/update HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(10000)}\r\n\r\n`);
