@@ -16,7 +16,7 @@
  *
  * `{ip}` is the address bucket (see addressBucket): IPv6 clients are counted per /64.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { isIPv6 } from 'node:net';
 
 /** Short field names of the host hash. Absent fields mean ''/false/0. */
@@ -114,7 +114,7 @@ export class Keys {
 
 /** First 16 hex digits of sha1(User-Agent): bounded key length whatever the header holds. */
 export function agentDigest(userAgent: string): string {
-  return createHash('sha1').update(userAgent, 'utf8').digest('hex').slice(0, 16);
+  return hash('sha1', userAgent, 'hex').slice(0, 16);
 }
 
 /**
