@@ -588,6 +588,16 @@ describe('fault: kill -9 of the bridge during a stream of changes (knot)', funct
   });
 });
 
+/** A Knot env (no serve started yet) whose zone's primary is a RelayPrimary in front of knotd. */
+async function bridgeBehindRelay(dnsTimeoutSeconds: number): Promise<{ env: BridgeEnv; relay: RelayPrimary }> {
+  const env = await BridgeEnv.start({ kind: 'knot', config: { frequency: { minInterval: 0.001 } }, serves: 0 });
+  const relay = new RelayPrimary(env.ns.port);
+  const relayPort = await relay.listen();
+  const config = deepMerge(env.config, { dns: { timeout: dnsTimeoutSeconds }, ...zonesWithPrimary(relayPort) });
+  await writeFile(env.configPath, JSON.stringify(config, null, 2));
+  return { env, relay };
+}
+
 describe('fault: kill -9 after the primary applied a change but before the bridge recorded it (knot)', function () {
   this.timeout(60000);
   let env: BridgeEnv;
@@ -596,10 +606,7 @@ describe('fault: kill -9 after the primary applied a change but before the bridg
 
   before(async function () {
     requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
-    env = await BridgeEnv.start({ kind: 'knot', config: { frequency: { minInterval: 0.001 } }, serves: 0 });
-    relay = new RelayPrimary(env.ns.port);
-    const relayPort = await relay.listen();
-    await writeFile(env.configPath, JSON.stringify(deepMerge(env.config, { dns: { timeout: 3 }, ...zonesWithPrimary(relayPort) }), null, 2));
+    ({ env, relay } = await bridgeBehindRelay(3));
     await env.addAccount(...auth);
   });
   afterEach(async () => env?.stopServes('SIGKILL'));
@@ -670,10 +677,7 @@ describe('fault: the primary applied a change but its answer was lost (knot)', f
 
   before(async function () {
     requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
-    env = await BridgeEnv.start({ kind: 'knot', config: { frequency: { minInterval: 0.001 } }, serves: 0 });
-    relay = new RelayPrimary(env.ns.port);
-    const relayPort = await relay.listen();
-    await writeFile(env.configPath, JSON.stringify(deepMerge(env.config, { dns: { timeout: 1.5 }, ...zonesWithPrimary(relayPort) }), null, 2));
+    ({ env, relay } = await bridgeBehindRelay(1.5));
     await env.startServe();
     await env.addAccount(...auth);
   });
