@@ -140,7 +140,7 @@ export interface AdmitGuard {
 export interface HostGate {
   admit(req: AdmitRequest): Promise<Admission>;
   /** Persist the published state and drop the lease. */
-  commit(lease: Lease, target: TargetState): Promise<void>;
+  commit(lease: Lease, target: TargetState, opts?: { republish?: boolean }): Promise<void>;
   /**
    * Undo this request's frequency count (dnserr / 911 do not count) and drop the lease. With
    * `republishInMs`, the primary may hold something Redis does not (what was sent may still

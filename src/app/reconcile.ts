@@ -47,7 +47,8 @@ export class Reconciler {
       repairs.push(
         publisher.publish({ fqdn, zone, previous: host, target }).then(
           async () => {
-            await hosts.commit(lease, target);
+            // The recorded state, published again: not a client's update (its time stays).
+            await hosts.commit(lease, target, { republish: true });
             logger.warn('republished a host whose change was interrupted', { host: fqdn });
             return true;
           },

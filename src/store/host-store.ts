@@ -74,7 +74,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
     return this.admissionFromReply(req.fqdn, reply, token);
   }
 
-  async commit(lease: Lease, target: TargetState): Promise<void> {
+  async commit(lease: Lease, target: TargetState, opts: { republish?: boolean } = {}): Promise<void> {
     const args = [
       lease.token,
       target.ipv4 ?? '',
@@ -83,6 +83,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
       target.mx ?? '',
       target.mx !== null && target.backmx ? '1' : '',
       flag(target.offline),
+      flag(opts.republish ?? false),
     ];
     const status = await storeCall('commit', () => this.scripts.commit(this.keys.host(lease.fqdn), this.keys.pendingChanges(), args));
     if (status === 'lost') {

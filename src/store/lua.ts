@@ -106,9 +106,10 @@ local A = {unpack(ARGV, 3)}
 const ADMIT_GUARDED = `${NOW}${GUARD}${ADMIT_BODY}`;
 
 /**
- * commit(KEYS: host; ARGV: token, ipv4, ipv6, wildcard, mx, backmx, offline) → 'ok' |
- * 'lost' (the lease was no longer ours; written anyway: DNS holds it) | 'gone' (host removed).
- * A state an operator set meanwhile (blocked, closed) is kept.
+ * commit(KEYS: host; ARGV: token, ipv4, ipv6, wildcard, mx, backmx, offline, republish) →
+ * 'ok' | 'lost' (the lease was no longer ours; written anyway: DNS holds it) | 'gone' (host
+ * removed). A state an operator set meanwhile (blocked, closed) is kept. republish = '1': the
+ * recorded state was published again (reconciler), so the time of the last update stays.
  */
 const COMMIT = `${NOW}
 local key = KEYS[1]
@@ -127,7 +128,7 @@ local state = redis.call('HGET', key, 's')
 if state ~= 'blocked' and state ~= 'closed' then
   if ARGV[7] == '1' then state = 'offline' else state = 'active' end
 end
-redis.call('HSET', key, 's', state, 'u', ms(now))
+if ARGV[8] == '1' then redis.call('HSET', key, 's', state) else redis.call('HSET', key, 's', state, 'u', ms(now)) end
 if status == 'ok' then
   redis.call('HDEL', key, 'lk', 'lu')
   redis.call('ZREM', KEYS[2], key)

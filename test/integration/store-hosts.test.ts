@@ -312,6 +312,20 @@ describe('store: hosts (real redis-server)', function () {
       expect(c.kind, 'an expired lease is never nochg').to.equal('change');
     });
 
+    it('a republish commit (reconciler) records the state but keeps the time of the last update', async () => {
+      const a = await store.hosts.admit(request());
+      if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
+      await store.hosts.commit(a.lease, TARGET);
+      const updated = await raw.hget(hostKey, 'u');
+      expect(updated).to.match(/^\d+$/);
+      const b = await store.hosts.admit(request({ minIntervalMs: 0, expect: { ...WANT, ipv4: '203.0.113.8' } }));
+      if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
+      await store.hosts.release(b.lease, { republishInMs: 0 });
+      await new Promise((r) => setTimeout(r, 5));
+      await store.hosts.commit((await reclaimed()).lease, TARGET, { republish: true });
+      expect(await raw.hmget(hostKey, 'u', '4', 'lk')).to.deep.equal([updated, '203.0.113.7', null]);
+    });
+
     it('release with republishInMs > 0 is due that much later; postpone moves what is still pending', async () => {
       const pending = PREFIX + 'pending';
       const a = await store.hosts.admit(request());

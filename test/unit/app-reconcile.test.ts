@@ -28,8 +28,8 @@ class MemoryHosts implements Pick<HostGate, 'staleLeases' | 'reclaim' | 'commit'
     const host = this.due.get(fqdn);
     return host && { host, lease: { fqdn, token: `t-${fqdn}` } };
   }
-  async commit(lease: Lease, target: TargetState): Promise<void> {
-    this.calls.push(`commit ${lease.fqdn} ${target.ipv4}`);
+  async commit(lease: Lease, target: TargetState, opts?: { republish?: boolean }): Promise<void> {
+    this.calls.push(`commit ${lease.fqdn} ${target.ipv4}${opts?.republish ? ' (republish)' : ''}`);
     this.due.delete(lease.fqdn);
   }
   async release(lease: Lease, opts?: { republishInMs?: number }): Promise<void> {
@@ -66,7 +66,7 @@ describe('app: reconciler', () => {
     const publisher = new MemoryPublisher();
     expect(await reconciler(hosts, publisher).sweep()).to.equal(2);
     expect(publisher.published).to.have.members(['a.z1 192.0.2.1', 'b.z1 192.0.2.2']);
-    expect(hosts.calls).to.include.members(['commit a.z1 192.0.2.1', 'commit b.z1 192.0.2.2']);
+    expect(hosts.calls).to.include.members(['commit a.z1 192.0.2.1 (republish)', 'commit b.z1 192.0.2.2 (republish)']);
   });
 
   it('postpones, without taking their leases, the hosts of a zone whose primary just timed out', async () => {
