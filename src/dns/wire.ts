@@ -60,15 +60,21 @@ const HEADER_LENGTH = 12;
 export function encodeName(name: string): Buffer {
   const text = name.endsWith('.') ? name.slice(0, -1) : name;
   const labels = text === '' ? [] : text.split('.');
-  const parts: Buffer[] = [];
+  // One allocation per name: it is encoded several times for every host of every UPDATE.
+  // 'ascii' writes one byte per UTF-16 unit, so a label's byte length is its string length.
+  let length = 1;
   for (const label of labels) {
-    const bytes = Buffer.from(label, 'ascii');
-    if (bytes.length === 0 || bytes.length > 63) throw new WireFormatError(`bad label length in name ${JSON.stringify(name)}`);
-    parts.push(Buffer.from([bytes.length]), bytes);
+    if (label.length === 0 || label.length > 63) throw new WireFormatError(`bad label length in name ${JSON.stringify(name)}`);
+    length += 1 + label.length;
   }
-  parts.push(Buffer.from([0]));
-  const out = Buffer.concat(parts);
-  if (out.length > 255) throw new WireFormatError(`name too long: ${JSON.stringify(name)}`);
+  if (length > 255) throw new WireFormatError(`name too long: ${JSON.stringify(name)}`);
+  const out = Buffer.allocUnsafe(length);
+  let pos = 0;
+  for (const label of labels) {
+    out[pos++] = label.length;
+    pos += out.write(label, pos, 'ascii');
+  }
+  out[pos] = 0;
   return out;
 }
 
