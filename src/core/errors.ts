@@ -52,10 +52,13 @@ export type DnsFailureCode = 'ERR_DNS_TIMEOUT' | 'ERR_DNS_CONNECTION' | 'ERR_DNS
  * so the primary may still apply it; a primary that answered an error did not.
  */
 export class DnsUpdateError extends BridgeError {
+  declare readonly code: DnsFailureCode;
   readonly zone: string;
   readonly rcode: string | undefined;
   readonly retryable: boolean;
   readonly maybeApplied: boolean;
+  /** The message without its zone prefix. */
+  private readonly detail: string;
   constructor(
     code: DnsFailureCode,
     zone: string,
@@ -64,6 +67,7 @@ export class DnsUpdateError extends BridgeError {
   ) {
     super(code, `zone ${zone}: ${message}`, { cause: opts.cause });
     this.zone = zone;
+    this.detail = message;
     this.rcode = opts.rcode;
     this.retryable = opts.retryable ?? false;
     this.maybeApplied = opts.maybeApplied ?? false;
@@ -72,14 +76,8 @@ export class DnsUpdateError extends BridgeError {
   /** The same failure, for a message that may have been applied (see `maybeApplied`). */
   asMaybeApplied(): DnsUpdateError {
     if (this.maybeApplied) return this;
-    const err = new DnsUpdateError(this.code as DnsFailureCode, this.zone, '', {
-      rcode: this.rcode,
-      retryable: this.retryable,
-      maybeApplied: true,
-      cause: this.cause,
-    });
-    err.message = this.message;
-    return err;
+    const { rcode, retryable, cause } = this;
+    return new DnsUpdateError(this.code, this.zone, this.detail, { rcode, retryable, maybeApplied: true, cause });
   }
 }
 

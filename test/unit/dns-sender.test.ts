@@ -357,7 +357,10 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
 
       it('no answer, or the connection lost after sending → true', async () => {
         primary.script = () => ({ silent: true });
-        expect(await rejection(sender({ timeoutMs: 300 }).send(plan('a')))).to.include({ code: 'ERR_DNS_TIMEOUT', maybeApplied: true });
+        const silent = await rejection(sender({ timeoutMs: 300 }).send(plan('a')));
+        expect(silent).to.include({ code: 'ERR_DNS_TIMEOUT', maybeApplied: true, retryable: true, zone: ZONE });
+        // The flagged copy keeps the message as it was (one zone prefix).
+        expect(silent.message).to.match(new RegExp(`^zone ${ZONE.replace(/\./g, '\\.')}: no answer from the primary within \\d+ ms`));
         primary.script = () => ({ close: true });
         expect(await rejection(sender({ timeoutMs: 300 }).send(plan('b')))).to.include({ code: 'ERR_DNS_CONNECTION', maybeApplied: true });
       });
