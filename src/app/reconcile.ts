@@ -29,15 +29,14 @@ export class Reconciler {
       // A primary that just timed out would hold the host's lease through another timeout,
       // and a client's request for it would wait that long: look again later. Requests for
       // such a host republish it in full anyway (an expired lease is never nochg).
-      const zoneNow = publisher.zoneFor(fqdn);
-      if (zoneNow !== undefined && publisher.recentlyUnreachable(zoneNow, leaseMs)) {
+      const zone = publisher.zoneFor(fqdn);
+      if (zone !== undefined && publisher.recentlyUnreachable(zone, leaseMs)) {
         postponed.push(fqdn);
         continue;
       }
       const claimed = await hosts.reclaim(fqdn, leaseMs);
       if (!claimed) continue;
       const { host, lease } = claimed;
-      const zone = publisher.zoneFor(fqdn);
       if (zone === undefined) {
         await hosts.release(lease); // its zone is no longer configured: nothing to publish to
         continue;
