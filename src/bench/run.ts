@@ -164,6 +164,8 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
     const machine = await machineInfo(loadAverageAtStart);
     const perZoneSmall = Math.floor(profile.smallHosts / kinds.length);
     const perZoneLarge = Math.floor(profile.largeHosts / kinds.length);
+    // The large runs change as many hosts as the small ones, spread over the whole large range.
+    const largeStride = Math.floor((perZoneLarge - perZoneSmall) / perZoneSmall);
 
     // Registration, small: memory per host from the delta.
     const base = await redisUsedMemory(lab.store);
@@ -327,8 +329,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
         // As many hosts as the small run cycles through, spread over the whole large range.
         // One pass first (its names enter the zone), so in both runs the primary changes the
         // address of existing names and only the number of registered hosts differs.
-        const stride = Math.floor((perZoneLarge - perZoneSmall) / perZoneSmall);
-        const cursor: HostCursor = { next: 0, from: perZoneSmall, count: perZoneSmall, stride };
+        const cursor: HostCursor = { next: 0, from: perZoneSmall, count: perZoneSmall, stride: largeStride };
         await changeRun(lab, target, kind, 16, perZoneSmall, 60, cursor);
         // A freshly started bridge runs its first measured load ~25 % slower than later ones
         // (JIT, both workers warming): give it what the small run's target had seen by its
@@ -393,7 +394,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
           'frequency.minInterval is 1 µs for the bench (the frequency rule would block hosts updated this often); the admit script does the same work',
           'raw UPDATEs carry exactly the records the bridge sends for an address change (CNAME prerequisite, typed deletes, the new A)',
           `the isolated raw UPDATE row: one client, ${profile.isolatedPauseMs} ms idle before each message (about the gap the bridge leaves the primary at c=1); the p50 target uses the back-to-back row, the JSON also has the difference to the isolated one (p50C1MinusIsolatedRawMs): BIND answers a woken-up request slower than a busy stream, Knot answers on a fixed cycle, so idle time before a request shortens its wait`,
-          `change path: each request sets a new address on a host no other request in flight touches; the requests cycle through ${perZoneSmall} hosts per zone: at the small count all of them, at the large count hosts spread over the whole range (every ${Math.floor((perZoneLarge - perZoneSmall) / perZoneSmall)}th), each updated once before the measurement so that the primary changes existing names in both runs`,
+          `change path: each request sets a new address on a host no other request in flight touches; the requests cycle through ${perZoneSmall} hosts per zone: at the small count all of them, at the large count hosts spread over the whole range (every ${largeStride}th), each updated once before the measurement so that the primary changes existing names in both runs`,
           'nochg path: each client repeats one host and address (set once before the run)',
           'the bridge sends at most 1 UPDATE message at a time to BIND (zones[].maxInFlight, as README recommends) and 4 to Knot (dns.maxInFlight default); the raw sender keeps c messages in flight',
           'every HTTP request is a new TCP connection with Connection: close; load generator and servers share the machine',
@@ -415,8 +416,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
 
 // ---- the runs -------------------------------------------------------------------------
 
-/** Which hosts a change run uses: index `from + (next++ % count)` in the zone. */
-/** Requests cycle through `count` hosts: indexes from, from + stride, from + 2·stride, … */
+/** Which hosts a change run uses: `count` of them, indexes from, from + stride, from + 2·stride, … */
 interface HostCursor {
   next: number;
   from: number;
