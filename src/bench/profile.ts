@@ -28,6 +28,14 @@ export interface BenchProfile {
   isolatedMessages: number;
   /** Unrecorded requests per nameserver when a bridge starts (JIT, connections). */
   warmupRequests: number;
+  /**
+   * Paired rounds (headline layout): each round measures a reference and the bridge right
+   * after each other — HTTP ceiling then nochg at the top concurrency, raw UPDATE then change
+   * at c=1 — so that drift of a shared machine hits both sides of a ratio alike.
+   */
+  pairedRounds: number;
+  /** Each measurement of a paired round: at most this long (the request caps above apply). */
+  pairedSeconds: number;
 }
 
 export const FULL_PROFILE: BenchProfile = {
@@ -46,6 +54,8 @@ export const FULL_PROFILE: BenchProfile = {
   isolatedPauseMs: 2,
   isolatedMessages: 1_000,
   warmupRequests: 500,
+  pairedRounds: 3,
+  pairedSeconds: 2,
 };
 
 export const QUICK_PROFILE: BenchProfile = {
@@ -64,4 +74,6 @@ export const QUICK_PROFILE: BenchProfile = {
   isolatedPauseMs: 2,
   isolatedMessages: 50,
   warmupRequests: 64,
+  pairedRounds: 1,
+  pairedSeconds: 0.3,
 };

@@ -56,6 +56,24 @@ export function renderMarkdown(r: BenchReport): string {
   });
   if (perHost.length > 0) out.push(`Hosts per UPDATE message sent by the bridge (in-process, group commit): ${perHost.join('; ')}.`, '');
 
+  const paired = kinds.filter((k) => r.nameservers[k]!.paired?.rounds.length);
+  if (paired.length > 0) {
+    const c = r.nameservers[paired[0]!]!.paired.concurrency;
+    out.push(
+      `Paired rounds (${mode}): each reference measured right beside the bridge (odd rounds: the bridge first), ${r.settings.pairedSecondsMax} s or ${r.settings.httpRequestsMax.toLocaleString('en')} requests each; the nochg/ceiling and p50 targets are their medians.`,
+      '',
+      `| nameserver | round | HTTP ceiling /s (c=${c}) | nochg /s (c=${c}) | nochg / ceiling | raw UPDATE p50 c=1 ms | change p50 c=1 ms | difference ms |`,
+      '|---|---:|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const k of paired) {
+      r.nameservers[k]!.paired.rounds.forEach((x, i) => {
+        const cells = [fmt(x.ceiling.rps), fmt(x.nochg.rps), fmt(x.nochg.rps / x.ceiling.rps), fmt(x.rawC1.p50Ms), fmt(x.changeC1.p50Ms), fmt(x.changeC1.p50Ms - x.rawC1.p50Ms)];
+        out.push(`| ${NAMES[k]} | ${i + 1} | ${cells.join(' | ')} |`);
+      });
+    }
+    out.push('');
+  }
+
   const bound = kinds.map((k) => `${NAMES[k]} ${fmt(r.nameservers[k]!.ratios[mode]?.httpCeilingVsRawBatched ?? NaN)}`).join(', ');
   out.push(`HTTP ceiling / batched raw capacity (${mode}): ${bound} — the change path cannot exceed the HTTP ceiling.`, '');
   const drift = kinds.map((k) => `${NAMES[k]} ${fmt(r.nameservers[k]!.ratios[mode]?.changeControlVsSmall ?? NaN)}`).join(', ');

@@ -93,6 +93,21 @@ describe('bench --quick (CI smoke)', function () {
       expectMeasurement(ns.large.changeSmallPoolAgain, `${kind}.large.changeSmallPoolAgain`);
       expect(ns.ratios[report.settings.headlineMode].changeControlVsSmall).to.be.above(0);
       expect(ns.ratios[report.settings.headlineMode].nochgLargeVsSmall).to.be.above(0);
+      // Paired rounds (headline layout): each reference beside the bridge; the targets use their medians.
+      expect(ns.paired.mode).to.equal(report.settings.headlineMode);
+      expect(ns.paired.rounds).to.have.length(report.settings.pairedRounds).and.length.above(0);
+      for (const [i, round] of ns.paired.rounds.entries()) {
+        for (const part of ['ceiling', 'nochg', 'rawC1', 'changeC1']) expectMeasurement(round[part], `${kind}.paired.rounds[${i}].${part}`);
+      }
+      const headline = ns.ratios[report.settings.headlineMode];
+      const onlyRound = ns.paired.rounds[0];
+      if (ns.paired.rounds.length === 1) {
+        expect(headline.nochgVsHttpCeilingPaired).to.be.closeTo(onlyRound.nochg.rps / onlyRound.ceiling.rps, 0.001);
+        expect(headline.p50C1MinusRawMsPaired).to.be.closeTo(onlyRound.changeC1.p50Ms - onlyRound.rawC1.p50Ms, 0.001);
+      }
+      const target = (prefix: string) => report.targets.find((t: { name: string; nameserver?: string }) => t.nameserver === kind && t.name.startsWith(prefix));
+      expect(target('nochg path / HTTP ceiling').value).to.equal(headline.nochgVsHttpCeilingPaired);
+      expect(target('p50 at c=1 minus raw UPDATE p50').value).to.equal(headline.p50C1MinusRawMsPaired);
     }
     expect(report.redisMemory.small).to.include({ hosts: 1000 });
     expect(report.redisMemory.large).to.include({ hosts: 10000 });
@@ -114,5 +129,8 @@ describe('bench --quick (CI smoke)', function () {
       expect(md, row).to.include(row);
     }
     expect(md).to.match(/Redis: [\d.]+ bytes per registered host/);
+    expect(md).to.include('| nameserver | round | HTTP ceiling /s (c=64) | nochg /s (c=64) | nochg / ceiling |');
+    expect(md).to.match(/\| Knot \| 1 \| [\d,.]+ \|/);
+    expect(md).to.match(/\| BIND \| 1 \| [\d,.]+ \|/);
   });
 });
