@@ -1,6 +1,7 @@
 /**
  * The bench's private servers: one redis-server, and a knotd and/or named each primary
- * for its own zone; a bridge config with both zones; the bench account.
+ * for its own zone; a bridge config with both zones; the bench account. A second registry
+ * (another database of the same redis-server) holds the large host count.
  */
 import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -27,19 +28,28 @@ import { silentLogger } from '../core/log.js';
 
 export const BENCH_ACCOUNT = 'bench';
 
-export interface BenchLab {
-  dir: string;
-  redis: RedisServer;
-  nameservers: Map<LabKind, NameServer>;
-  /** The bench's own store client (imports, INFO). */
+/** One registry: a Redis database with the bench account, and a bridge config that uses it. */
+export interface BenchRegistry {
+  /** The bench's own store client for this database (imports, INFO). */
   store: Store;
   config: Config;
   configPath: string;
+}
+
+export interface BenchLab extends BenchRegistry {
+  dir: string;
+  redis: RedisServer;
+  nameservers: Map<LabKind, NameServer>;
   /** BIND-format key file for nsupdate. */
   keyFile: string;
   /** `Basic …` for the bench account. */
   authorization: string;
   zoneOf(kind: LabKind): string;
+  /**
+   * Another registry on the same redis-server (database `db`, its own keyspace), same zones,
+   * same account and password: the large host count is measured beside the small one.
+   */
+  openRegistry(db: number): Promise<BenchRegistry>;
   stop(): Promise<void>;
 }
 
@@ -77,10 +87,9 @@ export async function startLab(kinds: readonly LabKind[]): Promise<BenchLab> {
     const secretFile = path.join(dir, 'tsig.secret');
     await writePrivateFile(secretFile, key.secret + '\n');
     const keyFile = await writeKeyFile(path.join(dir, 'tsig.key'), key);
-    const configPath = path.join(dir, 'config.json');
-    const json = {
+    const configJson = (db: number) => ({
       listen: ['127.0.0.1:0'],
-      redis: { url: redis.url, keyPrefix: 'ddns:' },
+      redis: { url: databaseUrl(redis.url, db), keyPrefix: 'ddns:' },
       zones: kinds.map((kind) => ({
         name: zoneFor(kind),
         primary: `127.0.0.1:${nameservers.get(kind)!.port}`,
@@ -94,13 +103,19 @@ export async function startLab(kinds: readonly LabKind[]): Promise<BenchLab> {
       frequency: { minInterval: 0.000001, donatorMinInterval: 0.000001 },
       mx: { resolvers: [`127.0.0.1:${nameservers.get(kinds[0]!)!.port}`], timeout: 1 },
       log: { level: 'info' },
-    };
-    await writePrivateFile(configPath, JSON.stringify(json, null, 2));
-    const config = await loadConfig(configPath, {});
-    const store = openStore(config, silentLogger);
-    started.push({ stop: () => store.close() });
+    });
     const password = 'bench-' + Math.random().toString(36).slice(2);
-    await store.accounts.create({ name: BENCH_ACCOUNT, passwordHash: await hashPassword(password), donator: false, createdAt: Date.now() });
+    const passwordHash = await hashPassword(password);
+    const openRegistry = async (db: number): Promise<BenchRegistry> => {
+      const configPath = path.join(dir, db === 0 ? 'config.json' : `config-db${db}.json`);
+      await writePrivateFile(configPath, JSON.stringify(configJson(db), null, 2));
+      const config = await loadConfig(configPath, {});
+      const store = openStore(config, silentLogger);
+      started.push({ stop: () => store.close() });
+      await store.accounts.create({ name: BENCH_ACCOUNT, passwordHash, donator: false, createdAt: Date.now() });
+      return { store, config, configPath };
+    };
+    const { store, config, configPath } = await openRegistry(0);
     return {
       dir,
       redis,
@@ -108,6 +123,7 @@ export async function startLab(kinds: readonly LabKind[]): Promise<BenchLab> {
       store,
       config,
       configPath,
+      openRegistry,
       keyFile,
       authorization: `Basic ${Buffer.from(`${BENCH_ACCOUNT}:${password}`).toString('base64')}`,
       zoneOf: zoneFor,
@@ -117,6 +133,13 @@ export async function startLab(kinds: readonly LabKind[]): Promise<BenchLab> {
     await cleanup();
     throw err;
   }
+}
+
+/** `redis://host:port/0` → the same server's database `db`. */
+function databaseUrl(url: string, db: number): string {
+  const u = new URL(url);
+  u.pathname = `/${db}`;
+  return u.toString();
 }
 
 /** `used_memory` from INFO memory, bytes. */

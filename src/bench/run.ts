@@ -13,12 +13,12 @@ import { JsonLogger } from '../cli/logger.js';
 import { importLines, outcomeHandler, type ImportSummary, type Rejection } from '../cli/commands/import.js';
 import { BulkHostImporter } from '../store/index.js';
 import { CEILING_BODY } from './ceiling-server.js';
-import { BENCH_ACCOUNT, redisCommandCalls, redisCpuSeconds, redisUsedMemory, startLab, versionOf, type BenchLab } from './lab.js';
+import { BENCH_ACCOUNT, redisCommandCalls, type BenchRegistry, redisCpuSeconds, redisUsedMemory, startLab, versionOf, type BenchLab } from './lab.js';
 import { runHttpLoad, updateRequest } from './load.js';
 import { runNsupdate } from './nsupdate.js';
 import { FULL_PROFILE, QUICK_PROFILE, type BenchProfile } from './profile.js';
 import { nextAddress, runRawUpdates } from './raw-dns.js';
-import { round, type Measurement } from './stats.js';
+import { round, summarize, type Measurement } from './stats.js';
 import { startBridgeTarget, startCeilingTarget, workersOf, type BridgeMode, type Target } from './targets.js';
 
 export interface BenchOptions {
@@ -66,15 +66,29 @@ export interface Ratios {
   /** Headline layout: the median over the paired rounds of change p50 − raw UPDATE p50 at c=1, measured beside each other, ms. */
   p50C1MinusRawMsPaired: number;
   /**
+   * Headline layout, from CPU alone: what nochg/ceiling could reach if the bridge cost the
+   * machine no more than the ceiling plus redis-server's own work for the request: the
+   * ceiling's CPU per request (load generator + server) / that plus redis-server's CPU per
+   * nochg request (paired-round medians; both runs keep the two cores busy).
+   */
+  nochgVsHttpCeilingCpuBound: number;
+  /**
+   * What a change at c=1 adds to its UPDATE at least: the HTTP ceiling's p50 at c=1 plus two
+   * Redis round trips after idle time (admit before the UPDATE, commit after it), ms. A
+   * primary that answers at once (BIND) shows it whole; Knot's answer cycle hides it.
+   */
+  p50C1OverheadFloorMs: number;
+  /**
    * The same against isolated raw UPDATEs (`isolatedPauseMs` idle before each, about the gap
    * the bridge leaves at c=1). BIND answers a woken-up request slower than a busy stream;
    * Knot answers on a fixed cycle (~11 ms here), so idle time before a request shortens it.
    */
   p50C1MinusIsolatedRawMs: number;
-  /** Change-path rps at the large host count / at the small one (highest concurrency). Target ≥ 0.9. */
+  /**
+   * Change-path rps with the large registry / with the small one, highest concurrency: the
+   * median over the registry rounds (each pair measured back to back). Target ≥ 0.9.
+   */
   changeLargeVsSmall: number;
-  /** Change-path rps of the small run's hosts re-measured after the large run / the small run: drift, not size. */
-  changeControlVsSmall: number;
   /** The same for the nochg path. */
   nochgLargeVsSmall: number;
   /**
@@ -97,6 +111,21 @@ export interface PairedRound {
   changeC1: Measurement;
 }
 
+/** One registry round: the same load against the small and the large registry, back to back (odd rounds: large first). */
+export interface RegistryRound {
+  smallChange: Measurement;
+  largeChange: Measurement;
+  smallNochg: Measurement;
+  largeNochg: Measurement;
+}
+
+/** Round trips of the bench's own Redis client (PING), one at a time: back to back, and after idle time. */
+export interface RedisRoundTrips {
+  backToBack: Measurement;
+  /** `isolatedPauseMs` idle before each: about what a bridge at c=1 sees. */
+  isolated: Measurement;
+}
+
 export interface NameserverResult {
   zone: string;
   rawSingle: ByConcurrency;
@@ -105,18 +134,18 @@ export interface NameserverResult {
   rawIsolated: Measurement;
   nsupdate: Measurement;
   bridge: Record<string, BridgeResult>;
-  /** Headline mode at the large host count, highest concurrency. */
+  /**
+   * Registry size (headline layout, highest concurrency): two bridges, one on the small
+   * registry and one on the large (another database of the same redis-server), measured in
+   * alternation so that drift over the bench's lifetime (the primary's journal grows with
+   * every run, a shared machine's load moves) hits both alike.
+   */
   large: {
+    /** Hosts in the large registry, and in the small one. */
     hosts: number;
+    smallHosts: number;
     concurrency: number;
-    change: Measurement;
-    nochg: Measurement;
-    /**
-     * A control: the small run's hosts, changed again right after `change` (same process,
-     * same nameserver history, a million registered): separates drift over the bench's
-     * lifetime (the primary's journal grows with every run) from the registry's size.
-     */
-    changeSmallPoolAgain: Measurement;
+    rounds: RegistryRound[];
   };
   /** Headline layout: paired rounds (the targets for nochg/ceiling and p50 at c=1 use their medians). */
   paired: { mode: BridgeMode; concurrency: number; rounds: PairedRound[] };
@@ -159,6 +188,7 @@ export interface BenchReport {
     notes: string[];
   };
   httpCeiling: Record<string, ByConcurrency>;
+  redisRoundTrips: RedisRoundTrips;
   nameservers: Partial<Record<LabKind, NameserverResult>>;
   redisMemory: {
     small: { hosts: number; bytesPerHost: number };
@@ -190,7 +220,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
 
     // Registration, small: memory per host from the delta.
     const base = await redisUsedMemory(lab.store);
-    await importHosts(lab, kinds, 0, perZoneSmall);
+    await importHosts(lab, lab, kinds, 0, perZoneSmall);
     const smallBytes = (await redisUsedMemory(lab.store)) - base;
     const small = { hosts: perZoneSmall * kinds.length, bytesPerHost: round(smallBytes / (perZoneSmall * kinds.length), 1) };
     progress(`redis: ${small.bytesPerHost} bytes per host at ${small.hosts} hosts`);
@@ -261,6 +291,12 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
         ? 'the only layout measured'
         : `the deployable layout (\`serve --workers ${workersOf(headlineMode)}\`); in-process shares its event loop with the load generator`;
     progress(`headline mode: ${headlineMode} (${headlineReason})`);
+
+    const redisRoundTrips: RedisRoundTrips = {
+      backToBack: await measureRedisRoundTrips(lab, profile.isolatedMessages, 0),
+      isolated: await measureRedisRoundTrips(lab, profile.isolatedMessages, profile.isolatedPauseMs),
+    };
+    progress(`redis round trip (PING) p50: back to back ${redisRoundTrips.backToBack.p50Ms} ms, after ${profile.isolatedPauseMs} ms idle ${redisRoundTrips.isolated.p50Ms} ms`);
 
     const httpCeiling: Record<string, ByConcurrency> = {};
     const bridgeRss: Record<string, RssResult> = {};
@@ -348,47 +384,71 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
     }
 
 
-    // Registration, large: the rest of the hosts through the same bulk path.
+    // Registration, large: a second registry (database 1 of the same redis-server, its own
+    // keyspace) with the large host count, through the same bulk path.
+    const largeRegistry = await lab.openRegistry(1);
     const beforeLarge = await redisUsedMemory(lab.store);
     const tImport = performance.now();
-    await importHosts(lab, kinds, perZoneSmall, perZoneLarge);
+    await importHosts(largeRegistry, lab, kinds, 0, perZoneLarge);
     const importSeconds = (performance.now() - tImport) / 1000;
-    const imported = (perZoneLarge - perZoneSmall) * kinds.length;
+    const imported = perZoneLarge * kinds.length;
     const large = {
-      hosts: perZoneLarge * kinds.length,
+      hosts: imported,
       bytesPerHost: round(((await redisUsedMemory(lab.store)) - beforeLarge) / imported, 1),
       importSeconds: round(importSeconds, 2),
       importRate: round(imported / importSeconds, 0),
     };
     progress(`redis: ${large.bytesPerHost} bytes per host at ${large.hosts} hosts (imported ${imported} in ${large.importSeconds} s)`);
 
-    const target = await startBridgeTarget(headlineMode, lab.config, lab.configPath, new JsonLogger('warn'));
-    const rss = new RssSampler(target);
+    // Registry size: a bridge per registry, measured in alternation.
+    const targets = {
+      small: await startBridgeTarget(headlineMode, lab.config, lab.configPath, new JsonLogger('warn')),
+      large: await startBridgeTarget(headlineMode, largeRegistry.config, largeRegistry.configPath, new JsonLogger('warn')),
+    };
+    const samplers = [new RssSampler(targets.small), new RssSampler(targets.large)];
     try {
       for (const kind of kinds) {
-        // As many hosts as the small run cycles through, spread over the whole large range.
-        // One pass first (its names enter the zone), so in both runs the primary changes the
-        // address of existing names and only the number of registered hosts differs.
-        const cursor: HostCursor = { next: 0, from: perZoneSmall, count: perZoneSmall, stride: largeStride };
-        await changeRun(lab, target, kind, 16, perZoneSmall, 60, cursor);
-        // A freshly started bridge runs its first measured load ~25 % slower than later ones
-        // (JIT, both workers warming): give it what the small run's target had seen by its
-        // highest-concurrency run, on the small run's hosts, unmeasured.
-        await changeRun(lab, target, kind, Number(top), profile.httpRequests, profile.httpSeconds, cursors.get(kind)!);
-        const change = await changeRun(lab, target, kind, Number(top), profile.httpRequests, profile.httpSeconds, cursor);
-        progress(`${kind} bridge change (${headlineMode}) at ${large.hosts} hosts c=${top}: ${line(change)}`);
-        const changeSmallPoolAgain = await changeRun(lab, target, kind, Number(top), profile.httpRequests, profile.httpSeconds, cursors.get(kind)!);
-        progress(`${kind} bridge change (${headlineMode}), the small run's hosts again c=${top}: ${line(changeSmallPoolAgain)}`);
-        const nochg = await nochgRun(lab, target, kind, Number(top), profile.httpRequests, profile.httpSeconds, perZoneLarge);
-        progress(`${kind} bridge nochg (${headlineMode}) at ${large.hosts} hosts c=${top}: ${line(nochg)}`);
-        nameservers[kind]!.large = { hosts: large.hosts, concurrency: Number(top), change, nochg, changeSmallPoolAgain };
+        const c = Number(top);
+        const smallCursor = cursors.get(kind)!;
+        // As many hosts as the small registry's pool, spread over the whole large range. One
+        // pass first (its names enter the zone), so both bridges change the address of
+        // existing names and only the number of registered hosts differs.
+        const largeCursor: HostCursor = { next: 0, from: perZoneSmall, count: perZoneSmall, stride: largeStride };
+        await changeRun(lab, targets.large, kind, 16, perZoneSmall, 60, largeCursor);
+        // A freshly started bridge runs its first load ~25 % slower than later ones (JIT,
+        // both workers warming): one unmeasured run each.
+        await changeRun(lab, targets.small, kind, c, profile.httpRequests, profile.httpSeconds, smallCursor);
+        await changeRun(lab, targets.large, kind, c, profile.httpRequests, profile.httpSeconds, largeCursor);
+        const rounds: RegistryRound[] = [];
+        for (let i = 0; i < profile.pairedRounds; i++) {
+          const largeFirst = i % 2 === 1;
+          const [smallChange, largeChange] = await inOrder(
+            () => changeRun(lab, targets.small, kind, c, profile.httpRequests, profile.httpSeconds, smallCursor),
+            () => changeRun(lab, targets.large, kind, c, profile.httpRequests, profile.httpSeconds, largeCursor),
+            largeFirst,
+          );
+          const [smallNochg, largeNochg] = await inOrder(
+            () => nochgRun(lab, targets.small, kind, c, profile.httpRequests, profile.httpSeconds, perZoneSmall),
+            () => nochgRun(lab, targets.large, kind, c, profile.httpRequests, profile.httpSeconds, perZoneLarge),
+            largeFirst,
+          );
+          rounds.push({ smallChange, largeChange, smallNochg, largeNochg });
+          progress(
+            `${kind} registry round ${i + 1}${largeFirst ? ' (large first)' : ''} (${headlineMode}) c=${top}, ${small.hosts} / ${large.hosts} hosts: ` +
+              `change ${smallChange.rps} / ${largeChange.rps}/s → ${round(largeChange.rps / smallChange.rps, 2)}; ` +
+              `nochg ${smallNochg.rps} / ${largeNochg.rps}/s → ${round(largeNochg.rps / smallNochg.rps, 2)}`,
+          );
+        }
+        nameservers[kind]!.large = { hosts: large.hosts, smallHosts: small.hosts, concurrency: c, rounds };
       }
     } finally {
-      await target.stop();
-      const r = rss.stop(headlineMode === 'in-process');
+      await Promise.all([targets.small.stop(), targets.large.stop()]);
       const prev = bridgeRss[headlineMode]!;
-      prev.maxProcessBytes = Math.max(prev.maxProcessBytes, r.maxProcessBytes);
-      prev.maxTotalBytes = Math.max(prev.maxTotalBytes, r.maxTotalBytes);
+      for (const sampler of samplers) {
+        const r = sampler.stop(headlineMode === 'in-process');
+        prev.maxProcessBytes = Math.max(prev.maxProcessBytes, r.maxProcessBytes);
+        prev.maxTotalBytes = Math.max(prev.maxTotalBytes, r.maxTotalBytes);
+      }
     }
 
     for (const kind of kinds) {
@@ -406,9 +466,18 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
           const rounds = ns.paired.rounds;
           r.nochgVsHttpCeilingPaired = round(median(rounds.map((x) => x.nochg.rps / x.ceiling.rps)), 3);
           r.p50C1MinusRawMsPaired = round(median(rounds.map((x) => x.changeC1.p50Ms - x.rawC1.p50Ms)), 3);
-          r.changeLargeVsSmall = round(ns.large.change.rps / b.change[top]!.rps, 3);
-          r.changeControlVsSmall = round(ns.large.changeSmallPoolAgain.rps / b.change[top]!.rps, 3);
-          r.nochgLargeVsSmall = round(ns.large.nochg.rps / b.nochg[top]!.rps, 3);
+          r.nochgVsHttpCeilingCpuBound = round(
+            median(
+              rounds.map((x) => {
+                const ceilingCpu = (x.ceiling.clientCpuMsPerRequest ?? NaN) + (x.ceiling.cpuMsPerRequest ?? NaN);
+                return ceilingCpu / (ceilingCpu + (x.nochg.redisCpuMsPerRequest ?? NaN));
+              }),
+            ),
+            3,
+          );
+          r.p50C1OverheadFloorMs = round(httpCeiling[mode]!['1']!.p50Ms + 2 * redisRoundTrips.isolated.p50Ms, 3);
+          r.changeLargeVsSmall = round(median(ns.large.rounds.map((x) => x.largeChange.rps / x.smallChange.rps)), 3);
+          r.nochgLargeVsSmall = round(median(ns.large.rounds.map((x) => x.largeNochg.rps / x.smallNochg.rps)), 3);
         }
         ns.ratios[mode] = r;
       }
@@ -439,7 +508,8 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
           'frequency.minInterval is 1 µs for the bench (the frequency rule would block hosts updated this often); the admit script does the same work',
           'raw UPDATEs carry exactly the records the bridge sends for an address change (CNAME prerequisite, typed deletes, the new A)',
           `the isolated raw UPDATE row: one client, ${profile.isolatedPauseMs} ms idle before each message (about the gap the bridge leaves the primary at c=1); the p50 target uses the back-to-back row, the JSON also has the difference to the isolated one (p50C1MinusIsolatedRawMs): BIND answers a woken-up request slower than a busy stream, Knot answers on a fixed cycle, so idle time before a request shortens its wait`,
-          `change path: each request sets a new address on a host no other request in flight touches; the requests cycle through ${perZoneSmall} hosts per zone: at the small count all of them, at the large count hosts spread over the whole range (every ${largeStride}th), each updated once before the measurement so that the primary changes existing names in both runs`,
+          `change path: each request sets a new address on a host no other request in flight touches; the requests cycle through ${perZoneSmall} hosts per zone: with the small registry all of them, with the large one hosts spread over its whole range (every ${largeStride}th), each updated once before the measurement so that the primary changes existing names in both`,
+          `registry size: the large registry is database 1 of the same redis-server (its own keyspace); a bridge per registry, measured in alternation, ${profile.pairedRounds} round(s) of ${profile.httpSeconds} s`,
           'nochg path: each client repeats one host and address (set once before the run)',
           'the bridge sends at most 1 UPDATE message at a time to BIND (zones[].maxInFlight, as README recommends) and 4 to Knot (dns.maxInFlight default); the raw sender keeps c messages in flight',
           'every HTTP request is a new TCP connection with Connection: close; load generator and servers share the machine',
@@ -447,6 +517,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
         ],
       },
       httpCeiling,
+      redisRoundTrips,
       nameservers,
       redisMemory: { small, large },
       bridgeRss,
@@ -549,12 +620,15 @@ async function nochgRun(
 /** Run one measurement and add the CPU time per request of the target and of redis-server. */
 async function withCpu(lab: BenchLab, target: Target, run: () => Promise<Measurement>): Promise<Measurement> {
   const [cpu0, redis0] = await Promise.all([target.cpuSeconds(), redisCpuSeconds(lab.store)]);
+  const client0 = process.cpuUsage();
   const m = await run();
+  const client = process.cpuUsage(client0);
   const [cpu1, redis1] = await Promise.all([target.cpuSeconds(), redisCpuSeconds(lab.store)]);
   const n = m.ok + m.errors;
   if (n > 0) {
     m.cpuMsPerRequest = round(((cpu1 - cpu0) * 1000) / n, 3);
     m.redisCpuMsPerRequest = round(((redis1 - redis0) * 1000) / n, 3);
+    if (!target.inProcess) m.clientCpuMsPerRequest = round((client.user + client.system) / 1000 / n, 3);
   }
   return m;
 }
@@ -569,16 +643,16 @@ function perRequestDelta(before: Map<string, number>, after: Map<string, number>
 }
 
 /** Register hosts h{from}…h{to-1} in every zone through the bulk import path. */
-async function importHosts(lab: BenchLab, kinds: readonly LabKind[], from: number, to: number): Promise<void> {
+async function importHosts(registry: BenchRegistry, lab: BenchLab, kinds: readonly LabKind[], from: number, to: number): Promise<void> {
   if (to <= from) return;
   const rejections: Rejection[] = [];
   const summary: ImportSummary = { imported: 0, rejected: 0 };
   const onReject = (r: Rejection) => rejections.length < 5 && rejections.push(r);
-  const importer = new BulkHostImporter(lab.store.redis, lab.store.keys, outcomeHandler(summary, onReject));
+  const importer = new BulkHostImporter(registry.store.redis, registry.store.keys, outcomeHandler(summary, onReject));
   function* lines(): Generator<string> {
     for (const kind of kinds) for (let i = from; i < to; i++) yield `${hostName(lab, kind, i)} ${BENCH_ACCOUNT}`;
   }
-  await importLines(lines(), { importer, zones: lab.config.zones.map((z) => z.name) }, onReject, summary);
+  await importLines(lines(), { importer, zones: registry.config.zones.map((z) => z.name) }, onReject, summary);
   if (summary.rejected > 0) throw new Error(`bench: import rejected ${summary.rejected} lines, e.g. ${JSON.stringify(rejections)}`);
 }
 
@@ -673,6 +747,18 @@ async function inOrder<A, B>(a: () => Promise<A>, b: () => Promise<B>, bFirst: b
   }
   const y = await b();
   return [await a(), y];
+}
+
+async function measureRedisRoundTrips(lab: BenchLab, count: number, pauseMs: number): Promise<Measurement> {
+  const latencies: number[] = [];
+  const started = performance.now();
+  for (let i = 0; i < count; i++) {
+    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    const t = performance.now();
+    await lab.store.redis.ping();
+    latencies.push(performance.now() - t);
+  }
+  return summarize(latencies, count, 0, (performance.now() - started) / 1000);
 }
 
 function median(xs: readonly number[]): number {

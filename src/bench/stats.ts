@@ -17,6 +17,8 @@ export interface Measurement {
   cpuMsPerRequest?: number;
   /** CPU time of redis-server per request, ms. */
   redisCpuMsPerRequest?: number;
+  /** Server in child processes: CPU time of the bench process (the load generator) per request, ms. */
+  clientCpuMsPerRequest?: number;
 }
 
 export function percentile(sorted: ArrayLike<number>, p: number): number {

@@ -20,6 +20,8 @@ export interface Target {
   rss(): Promise<Map<number, number>>;
   /** CPU time (user + system) its processes have used so far, seconds. In-process: this whole process. */
   cpuSeconds(): Promise<number>;
+  /** Runs in the bench process (its CPU includes the load generator's). */
+  inProcess: boolean;
   /** The in-process bridge (for sender statistics); undefined for child processes. */
   bridge?: Bridge;
   stop(): Promise<void>;
@@ -47,7 +49,7 @@ export async function startBridgeTarget(mode: BridgeMode, config: Config, config
   if (mode === 'in-process') {
     const bridge = buildBridge(config, logger);
     const port = await bridge.http.listen('127.0.0.1', 0);
-    return { port, bridge, rss: ownRss, cpuSeconds: ownCpu, stop: () => bridge.close() };
+    return { port, bridge, rss: ownRss, cpuSeconds: ownCpu, inProcess: true, stop: () => bridge.close() };
   }
   const child = track(
     spawn(process.execPath, [CLI, 'serve', '--config', configPath, '--port', '0', '--workers', String(workersOf(mode))], {
@@ -58,7 +60,7 @@ export async function startBridgeTarget(mode: BridgeMode, config: Config, config
   const lines = await waitForLog(child, (l) => l.msg === 'listening', 30_000);
   const port = Number(lines.find((l) => l.msg === 'listening')!.port);
   const pids = [child.pid!, ...lines.filter((l) => l.msg === 'worker listening').map((l) => Number(l.pid))];
-  return { port, rss: () => procRss(pids), cpuSeconds: () => procCpu(pids), stop: () => stopChild(child) };
+  return { port, rss: () => procRss(pids), cpuSeconds: () => procCpu(pids), inProcess: false, stop: () => stopChild(child) };
 }
 
 export async function startCeilingTarget(mode: BridgeMode): Promise<Target> {
@@ -68,6 +70,7 @@ export async function startCeilingTarget(mode: BridgeMode): Promise<Target> {
       port,
       rss: ownRss,
       cpuSeconds: ownCpu,
+      inProcess: true,
       stop: () =>
         new Promise<void>((resolve) => {
           server.close(() => resolve());
@@ -95,7 +98,7 @@ export async function startCeilingTarget(mode: BridgeMode): Promise<Target> {
   });
   // The primary and its cluster workers: the workers are the primary's children.
   const pids = async () => [child.pid!, ...(await childrenOf(child.pid!))];
-  return { port, rss: async () => procRss(await pids()), cpuSeconds: async () => procCpu(await pids()), stop: () => stopChild(child) };
+  return { port, rss: async () => procRss(await pids()), cpuSeconds: async () => procCpu(await pids()), inProcess: false, stop: () => stopChild(child) };
 }
 
 async function ownCpu(): Promise<number> {
