@@ -33,7 +33,6 @@ export { rcodeName, hintFor, rcodeFailure, responseFailure, RCODE_NAMES } from '
 export {
   encodeUpdate,
   encodeName,
-  encodeRecord,
   parseMessage,
   parseHeader,
   readName,

@@ -1,7 +1,7 @@
 /**
  * DNS wire format for what the bridge sends (RFC 1035 §4, RFC 2136 §2): names, the
  * records of an UPDATE message, and a minimal response parser. dns-packet cannot encode
- * class NONE / empty-RDATA deletes, so UPDATE bytes are built here, uncompressed.
+ * class NONE / empty-RDATA deletes, so UPDATE bytes are built here.
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import { addressBytes } from '../core/addresses.js';
@@ -55,26 +55,45 @@ export class WireFormatError extends Error {
 }
 
 const HEADER_LENGTH = 12;
+/** The zone apex's name in every UPDATE: the zone section, right after the header. */
+const ZONE_NAME_OFFSET = HEADER_LENGTH;
+/** RFC 1035 §4.1.4: a compression pointer (top two bits set) to the zone apex. */
+const POINTER_TO_ZONE = 0xc000 | ZONE_NAME_OFFSET;
+
+/** A name's labels, checked (`a.b` or `a.b.`; `` or `.` is the root). */
+function labelsOf(name: string): string[] {
+  const text = name.endsWith('.') ? name.slice(0, -1) : name;
+  if (text === '') return [];
+  const labels = text.split('.');
+  for (const label of labels) {
+    if (label.length === 0 || label.length > 63) throw new WireFormatError(`bad label length in name ${JSON.stringify(name)}`);
+  }
+  return labels;
+}
+
+/** Wire length of labels followed by a terminator of `tail` bytes (1: root label, 2: pointer). */
+function labelsLength(labels: readonly string[], tail: number): number {
+  let length = tail;
+  // 'ascii' writes one byte per UTF-16 unit, so a label's byte length is its string length.
+  for (const label of labels) length += 1 + label.length;
+  return length;
+}
+
+function writeLabels(buf: Buffer, pos: number, labels: readonly string[]): number {
+  for (const label of labels) {
+    buf[pos++] = label.length;
+    pos += buf.write(label, pos, 'ascii');
+  }
+  return pos;
+}
 
 /** Uncompressed wire form of a name (`a.b` or `a.b.`; `` or `.` is the root). */
 export function encodeName(name: string): Buffer {
-  const text = name.endsWith('.') ? name.slice(0, -1) : name;
-  const labels = text === '' ? [] : text.split('.');
-  // One allocation per name: it is encoded several times for every host of every UPDATE.
-  // 'ascii' writes one byte per UTF-16 unit, so a label's byte length is its string length.
-  let length = 1;
-  for (const label of labels) {
-    if (label.length === 0 || label.length > 63) throw new WireFormatError(`bad label length in name ${JSON.stringify(name)}`);
-    length += 1 + label.length;
-  }
+  const labels = labelsOf(name);
+  const length = labelsLength(labels, 1);
   if (length > 255) throw new WireFormatError(`name too long: ${JSON.stringify(name)}`);
   const out = Buffer.allocUnsafe(length);
-  let pos = 0;
-  for (const label of labels) {
-    out[pos++] = label.length;
-    pos += out.write(label, pos, 'ascii');
-  }
-  out[pos] = 0;
+  out[writeLabels(out, 0, labels)] = 0;
   return out;
 }
 
@@ -83,76 +102,187 @@ export function encodeCanonicalName(name: string): Buffer {
   return encodeName(name.toLowerCase());
 }
 
-function u16(value: number): Buffer {
-  const b = Buffer.alloc(2);
-  b.writeUInt16BE(value);
-  return b;
+/** The zone apex of a message, as owner names are compared with it. */
+interface Apex {
+  /** Owner forms worked out so far: a host's records repeat two owner names. */
+  owners: Map<string, OwnerForm>;
+  /** As configured, no trailing dot; `` for the root. */
+  text: string;
+  /** Lowercase `text`. */
+  name: string;
+  /** Uncompressed wire length. */
+  wireLength: number;
 }
 
-function u32(value: number): Buffer {
-  const b = Buffer.alloc(4);
-  b.writeUInt32BE(value);
-  return b;
+function apexOf(zone: string): Apex {
+  const text = zone.endsWith('.') ? zone.slice(0, -1) : zone;
+  const wireLength = labelsLength(labelsOf(text), 1);
+  if (wireLength > 255) throw new WireFormatError(`name too long: ${JSON.stringify(zone)}`);
+  return { text, name: text.toLowerCase(), wireLength, owners: new Map() };
 }
 
-export function encodeRdata(data: RecordData): Buffer {
+/**
+ * An owner name as written: its labels above the zone apex and a pointer to the apex's name
+ * in the zone section, or every label and the root when the name is outside the zone (or the
+ * zone is the root). Every owner of an UPDATE is in its zone, so this is most of the saving.
+ */
+interface OwnerForm {
+  labels: string[];
+  toApex: boolean;
+}
+
+function ownerForm(name: string, apex: Apex): OwnerForm {
+  let form = apex.owners.get(name);
+  if (form === undefined) {
+    form = splitOwner(name, apex);
+    apex.owners.set(name, form);
+  }
+  return form;
+}
+
+function splitOwner(name: string, apex: Apex): OwnerForm {
+  const text = name.endsWith('.') ? name.slice(0, -1) : name;
+  const lower = text.toLowerCase();
+  let prefix: string | undefined;
+  if (apex.name !== '') {
+    if (lower === apex.name) prefix = '';
+    else if (lower.endsWith(apex.name) && lower[lower.length - apex.name.length - 1] === '.') prefix = text.slice(0, text.length - apex.name.length - 1);
+  }
+  if (prefix === undefined) {
+    const labels = labelsOf(text);
+    if (labelsLength(labels, 1) > 255) throw new WireFormatError(`name too long: ${JSON.stringify(name)}`);
+    return { labels, toApex: false };
+  }
+  const labels = labelsOf(prefix);
+  // The whole name, as a reader expands it, must still fit the 255-byte limit.
+  if (labelsLength(labels, 0) + apex.wireLength > 255) throw new WireFormatError(`name too long: ${JSON.stringify(name)}`);
+  return { labels, toApex: true };
+}
+
+function ownerLength(form: OwnerForm): number {
+  return labelsLength(form.labels, form.toApex ? 2 : 1);
+}
+
+function writeOwner(buf: Buffer, pos: number, form: OwnerForm): number {
+  pos = writeLabels(buf, pos, form.labels);
+  if (form.toApex) return buf.writeUInt16BE(POINTER_TO_ZONE, pos);
+  buf[pos] = 0;
+  return pos + 1;
+}
+
+/** RDATA names (CNAME target, MX exchange) are written uncompressed. */
+function rdataNameLength(name: string): number {
+  const length = labelsLength(labelsOf(name), 1);
+  if (length > 255) throw new WireFormatError(`name too long: ${JSON.stringify(name)}`);
+  return length;
+}
+
+function writeRdataName(buf: Buffer, pos: number, name: string): number {
+  pos = writeLabels(buf, pos, labelsOf(name));
+  buf[pos] = 0;
+  return pos + 1;
+}
+
+function rdataLength(data: RecordData): number {
   switch (data.type) {
     case 'A':
       if (!isIPv4(data.address)) throw new WireFormatError(`not an IPv4 address: ${data.address}`);
-      return Buffer.from(addressBytes(data.address));
+      return 4;
     case 'AAAA':
       if (!isIPv6(data.address)) throw new WireFormatError(`not an IPv6 address: ${data.address}`);
-      return Buffer.from(addressBytes(data.address));
+      return 16;
     case 'MX':
-      return Buffer.concat([u16(data.preference), encodeName(data.exchange)]);
+      return 2 + rdataNameLength(data.exchange);
     case 'CNAME':
-      return encodeName(data.target);
+      return rdataNameLength(data.target);
   }
 }
 
-/** One resource record: NAME TYPE CLASS TTL RDLENGTH RDATA. */
-export function encodeRecord(name: string, type: number, klass: number, ttl: number, rdata: Buffer): Buffer {
-  return Buffer.concat([encodeName(name), u16(type), u16(klass), u32(ttl), u16(rdata.length), rdata]);
+function writeRdata(buf: Buffer, pos: number, data: RecordData): number {
+  switch (data.type) {
+    case 'A':
+    case 'AAAA': {
+      const bytes = addressBytes(data.address);
+      buf.set(bytes, pos);
+      return pos + bytes.length;
+    }
+    case 'MX':
+      pos = buf.writeUInt16BE(data.preference, pos);
+      return writeRdataName(buf, pos, data.exchange);
+    case 'CNAME':
+      return writeRdataName(buf, pos, data.target);
+  }
 }
 
-const EMPTY = Buffer.alloc(0);
+/** NAME TYPE CLASS TTL RDLENGTH: 10 bytes after the owner name. */
+const RECORD_FIXED = 10;
 
-export function encodePrerequisite(p: Prerequisite): Buffer {
+/** One record of a message, with the owner's form worked out once for sizing and writing. */
+interface RecordPlan {
+  owner: OwnerForm;
+  type: number;
+  klass: number;
+  ttl: number;
+  /** Undefined: empty RDATA. */
+  data: RecordData | undefined;
+  length: number;
+}
+
+function planPrerequisite(p: Prerequisite, apex: Apex): RecordPlan {
+  const owner = ownerForm(p.name, apex);
+  // §2.4.3 "RRset does not exist": class NONE; §2.4.1 "RRset exists": class ANY; TTL 0, no RDATA.
   const klass = p.kind === 'rrset-absent' ? CLASS_NONE : CLASS_ANY;
-  return encodeRecord(p.name, TYPE_CODES[p.type], klass, 0, EMPTY);
+  return { owner, type: TYPE_CODES[p.type], klass, ttl: 0, data: undefined, length: ownerLength(owner) + RECORD_FIXED };
 }
 
-export function encodeUpdateOperation(u: UpdateOperation): Buffer {
-  if (u.kind === 'delete-rrset') return encodeRecord(u.name, TYPE_CODES[u.type], CLASS_ANY, 0, EMPTY);
-  return encodeRecord(u.name, TYPE_CODES[u.data.type], CLASS_IN, u.ttl, encodeRdata(u.data));
+function planUpdate(u: UpdateOperation, apex: Apex): RecordPlan {
+  const owner = ownerForm(u.name, apex);
+  if (u.kind === 'delete-rrset') return { owner, type: TYPE_CODES[u.type], klass: CLASS_ANY, ttl: 0, data: undefined, length: ownerLength(owner) + RECORD_FIXED };
+  return { owner, type: TYPE_CODES[u.data.type], klass: CLASS_IN, ttl: u.ttl, data: u.data, length: ownerLength(owner) + RECORD_FIXED + rdataLength(u.data) };
+}
+
+function writeRecord(buf: Buffer, pos: number, r: RecordPlan): number {
+  pos = writeOwner(buf, pos, r.owner);
+  pos = buf.writeUInt16BE(r.type, pos);
+  pos = buf.writeUInt16BE(r.klass, pos);
+  pos = buf.writeUInt32BE(r.ttl, pos);
+  const lengthAt = pos;
+  pos = r.data === undefined ? pos + 2 : writeRdata(buf, pos + 2, r.data);
+  buf.writeUInt16BE(pos - lengthAt - 2, lengthAt);
+  return pos;
 }
 
 /**
  * A complete UPDATE message without additional records (the TSIG is appended by the
- * signer, which increments ARCOUNT).
+ * signer, which increments ARCOUNT), in one allocation. Owner names point at the zone
+ * apex in the zone section (RFC 1035 §4.1.4), as nsupdate's do; RDATA names are whole.
  */
 export function encodeUpdate(msg: UpdateMessage): Buffer {
-  const header = Buffer.alloc(HEADER_LENGTH);
-  header.writeUInt16BE(msg.id, 0);
-  header.writeUInt16BE(OPCODE_UPDATE << 11, 2); // QR=0, opcode, all other flags 0
-  header.writeUInt16BE(1, 4); // ZOCOUNT
-  header.writeUInt16BE(msg.prerequisites.length, 6); // PRCOUNT
-  header.writeUInt16BE(msg.updates.length, 8); // UPCOUNT
-  header.writeUInt16BE(0, 10); // ADCOUNT
-  const zone = Buffer.concat([encodeName(msg.zone), u16(TYPE_CODES.SOA), u16(CLASS_IN)]);
-  return Buffer.concat([
-    header,
-    zone,
-    ...msg.prerequisites.map(encodePrerequisite),
-    ...msg.updates.map(encodeUpdateOperation),
-  ]);
+  const apex = apexOf(msg.zone);
+  const records = [...msg.prerequisites.map((p) => planPrerequisite(p, apex)), ...msg.updates.map((u) => planUpdate(u, apex))];
+  let length = HEADER_LENGTH + apex.wireLength + 4;
+  for (const r of records) length += r.length;
+  const buf = Buffer.allocUnsafe(length);
+  buf.writeUInt16BE(msg.id, 0);
+  buf.writeUInt16BE(OPCODE_UPDATE << 11, 2); // QR=0, opcode, all other flags 0
+  buf.writeUInt16BE(1, 4); // ZOCOUNT
+  buf.writeUInt16BE(msg.prerequisites.length, 6); // PRCOUNT
+  buf.writeUInt16BE(msg.updates.length, 8); // UPCOUNT
+  buf.writeUInt16BE(0, 10); // ADCOUNT
+  let pos = writeRdataName(buf, ZONE_NAME_OFFSET, apex.text);
+  pos = buf.writeUInt16BE(TYPE_CODES.SOA, pos);
+  pos = buf.writeUInt16BE(CLASS_IN, pos);
+  for (const r of records) pos = writeRecord(buf, pos, r);
+  if (pos !== length) throw new WireFormatError(`encoded ${pos} bytes, planned ${length}`);
+  return buf;
 }
 
-/** Bytes the prerequisites and updates of a plan add to a message (for size caps). */
-export function encodedLength(prerequisites: readonly Prerequisite[], updates: readonly UpdateOperation[]): number {
+/** Bytes the prerequisites and updates of a plan add to an UPDATE for `zone` (for size caps). */
+export function encodedLength(zone: string, prerequisites: readonly Prerequisite[], updates: readonly UpdateOperation[]): number {
+  const apex = apexOf(zone);
   let n = 0;
-  for (const p of prerequisites) n += encodePrerequisite(p).length;
-  for (const u of updates) n += encodeUpdateOperation(u).length;
+  for (const p of prerequisites) n += planPrerequisite(p, apex).length;
+  for (const u of updates) n += planUpdate(u, apex).length;
   return n;
 }
 

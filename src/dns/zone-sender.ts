@@ -100,7 +100,7 @@ export class ZoneSender {
     const promise = new Promise<void>((resolve, reject) => {
       const host: PendingHost = {
         plan,
-        size: encodedLength(plan.prerequisites, plan.updates),
+        size: encodedLength(this.zone.name, plan.prerequisites, plan.updates),
         deadline: performance.now() + this.dns.timeoutMs,
         retriesLeft: 1,
         solo: false,

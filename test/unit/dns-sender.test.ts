@@ -309,7 +309,9 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
 
     it('group commit respects the byte cap', async () => {
       primary.script = (_r, i) => ({ delayMs: i === 0 ? 100 : 0 });
-      const onePlanBytes = 3 * (`x.${ZONE}`.length + 2) + 3 * 10 + 4;
+      // Three records, each owner "x" and a pointer to the zone apex (1 + 1 + 2 bytes), 10
+      // fixed bytes each, and one A RDATA.
+      const onePlanBytes = 3 * (1 + 1 + 2) + 3 * 10 + 4;
       const s = sender({ maxInFlight: 1 }, { maxMessageBytes: onePlanBytes * 2 });
       await Promise.all(['a', 'b', 'c', 'd', 'e'].map((l) => s.send(plan(l))));
       expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1, 2, 2]);

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import {
+  encodedLength,
   encodeName,
   encodeUpdate,
   parseMessage,
@@ -24,8 +25,11 @@ describe('dns wire: UPDATE encoding (RFC 1035 §4.1, RFC 2136 §2)', () => {
     ],
   };
 
-  // owner name h.ex.org, uncompressed: 1 "h" 2 "ex" 3 "org" 0
-  const H = '01 68 | 02 65 78 | 03 6f 72 67 | 00';
+  // owner name h.ex.org: 1 "h", then a pointer (top bits 11) to offset 12, where the zone
+  // section spells "ex.org" (RFC 1035 §4.1.4)
+  const H = '01 68 | c0 0c';
+  // the same name whole, as RDATA names are written: 1 "h" 2 "ex" 3 "org" 0
+  const H_WHOLE = '01 68 | 02 65 78 | 03 6f 72 67 | 00';
   const expected = hex(`
     12 34 | 28 00 | 00 01 | 00 01 | 00 04 | 00 00
     02 65 78 03 6f 72 67 00 | 00 06 | 00 01
@@ -37,7 +41,7 @@ describe('dns wire: UPDATE encoding (RFC 1035 §4.1, RFC 2136 §2)', () => {
   `);
   // Line by line:
   //  header: ID 0x1234 | QR=0 OPCODE=5 (0x2800) | ZOCOUNT 1 | PRCOUNT 1 | UPCOUNT 4 | ADCOUNT 0
-  //  zone:   "ex.org" | ZTYPE SOA (6) | ZCLASS IN (1)
+  //  zone:   "ex.org" (offset 12) | ZTYPE SOA (6) | ZCLASS IN (1)
   //  prerequisite "RRset does not exist": h.ex.org CNAME (5) class NONE (254) TTL 0 RDLENGTH 0
   //  delete RRset: h.ex.org A (1) class ANY (255) TTL 0 RDLENGTH 0 — typed, never type ANY
   //  add: h.ex.org A IN TTL 60 RDLENGTH 4 192.0.2.1
@@ -50,7 +54,8 @@ describe('dns wire: UPDATE encoding (RFC 1035 §4.1, RFC 2136 §2)', () => {
 
   it('encodes a rrset-exists prerequisite with class ANY and an empty RDATA', () => {
     const bytes = encodeUpdate({ id: 1, zone: 'ex.org', prerequisites: [{ kind: 'rrset-exists', name: 'ex.org', type: 'SOA' }], updates: [] });
-    expect(bytes.subarray(24).toString('hex')).to.equal(hex('02 65 78 03 6f 72 67 00 | 00 06 | 00 ff | 00 00 00 00 | 00 00'));
+    // The apex itself as owner: just the pointer to the zone section's name.
+    expect(bytes.subarray(24).toString('hex')).to.equal(hex('c0 0c | 00 06 | 00 ff | 00 00 00 00 | 00 00'));
     expect(bytes.readUInt16BE(6)).to.equal(1);
     expect(bytes.readUInt16BE(8)).to.equal(0);
   });
@@ -62,13 +67,58 @@ describe('dns wire: UPDATE encoding (RFC 1035 §4.1, RFC 2136 §2)', () => {
       prerequisites: [],
       updates: [{ kind: 'add', name: '*.h.ex.org', ttl: 1, data: { type: 'CNAME', target: 'h.ex.org' } }],
     });
-    expect(bytes.subarray(24).toString('hex')).to.equal(hex(`01 2a | ${H} | 00 05 | 00 01 | 00 00 00 01 | 00 0a | ${H}`));
+    expect(bytes.subarray(24).toString('hex')).to.equal(hex(`01 2a | ${H} | 00 05 | 00 01 | 00 00 00 01 | 00 0a | ${H_WHOLE}`));
+  });
+
+  it('points only at the zone apex on a label boundary, whatever the case; other owners are written whole', () => {
+    const ownerBytes = (zone: string, name: string) =>
+      encodeUpdate({ id: 1, zone, prerequisites: [{ kind: 'rrset-absent', name, type: 'A' }], updates: [] })
+        .subarray(12 + encodeName(zone).length + 4)
+        .subarray(0, -10)
+        .toString('hex');
+    expect(ownerBytes('ex.org', 'H.EX.ORG.')).to.equal(hex('01 48 | c0 0c'));
+    expect(ownerBytes('Ex.Org.', 'a.b.ex.org')).to.equal(hex('01 61 01 62 | c0 0c'));
+    // "hex.org" ends with the text "ex.org" but not with the zone's labels.
+    expect(ownerBytes('ex.org', 'hex.org')).to.equal(hex('03 68 65 78 | 03 6f 72 67 | 00'));
+    expect(ownerBytes('ex.org', 'h.other.org')).to.equal(hex('01 68 | 05 6f 74 68 65 72 | 03 6f 72 67 | 00'));
+    // The root zone: nothing to point at.
+    expect(ownerBytes('.', 'h.ex.org')).to.equal(hex(H_WHOLE));
+  });
+
+  it('reads back: every record parses and each owner expands to its full name', () => {
+    const bytes = encodeUpdate(message);
+    // The UPDATE sections sit where a query's are: ZO/PR/UP/AD as QD/AN/NS/AR.
+    expect(() => parseMessage(bytes)).not.to.throw();
+    let pos = 12 + encodeName('ex.org').length + 4;
+    const owners: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const { name, next } = readName(bytes, pos);
+      owners.push(name);
+      pos = next + 8;
+      pos += 2 + bytes.readUInt16BE(pos);
+    }
+    expect(owners).to.deep.equal(Array(5).fill('h.ex.org'));
+    expect(pos).to.equal(bytes.length);
+  });
+
+  it('sizes a plan exactly as encodeUpdate writes it', () => {
+    const prerequisites = message.prerequisites;
+    const updates = [...message.updates, { kind: 'add' as const, name: '*.h.ex.org', ttl: 1, data: { type: 'CNAME' as const, target: 'x.other.org' } }];
+    const whole = encodeUpdate({ id: 7, zone: 'ex.org', prerequisites, updates });
+    expect(encodedLength('ex.org', prerequisites, updates)).to.equal(whole.length - 12 - (encodeName('ex.org').length + 4));
+    expect(encodedLength('ex.org.', [], [])).to.equal(0);
   });
 
   it('rejects names that cannot be encoded and addresses of the wrong family', () => {
     expect(() => encodeName('a..b')).to.throw(WireFormatError);
     expect(() => encodeName(`${'a'.repeat(64)}.org`)).to.throw(WireFormatError);
     expect(() => encodeName(Array(130).fill('ab').join('.'))).to.throw(WireFormatError);
+    // Compressed, an owner must still fit 255 bytes once the reader expands the pointer.
+    const zone = Array(40).fill('abc').join('.'); // 161 bytes on the wire
+    const tooLong = `${Array(24).fill('abc').join('.')}.${zone}`; // 96 more
+    expect(() => encodeUpdate({ id: 1, zone, prerequisites: [{ kind: 'rrset-absent', name: tooLong, type: 'A' }], updates: [] })).to.throw(WireFormatError, /too long/);
+    const fits = `${Array(23).fill('abc').join('.')}.${zone}`; // 92 more: 253
+    expect(() => encodeUpdate({ id: 1, zone, prerequisites: [{ kind: 'rrset-absent', name: fits, type: 'A' }], updates: [] })).not.to.throw();
     const bad = (data: { type: 'A' | 'AAAA'; address: string }) => () =>
       encodeUpdate({ id: 1, zone: 'ex.org', prerequisites: [], updates: [{ kind: 'add', name: 'h.ex.org', ttl: 60, data }] });
     expect(bad({ type: 'A', address: '2001:db8::1' })).to.throw(WireFormatError);
