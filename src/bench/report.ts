@@ -25,7 +25,8 @@ export function renderMarkdown(r: BenchReport): string {
   const row = (label: string, c: string, get: (k: LabKind) => Measurement | undefined): void => {
     const cells = kinds.flatMap((k) => {
       const x = get(k);
-      const cpu = x?.cpuMsPerRequest === undefined ? '–' : `${fmt(x.cpuMsPerRequest)} + ${fmt(x.redisCpuMsPerRequest ?? NaN)}`;
+      const parts = [x?.cpuMsPerRequest, x?.redisCpuMsPerRequest, x?.nameserverCpuMsPerRequest];
+      const cpu = parts.every((p) => p === undefined) ? '–' : parts.map((p) => (p === undefined ? '–' : fmt(p))).join(' + ');
       return x ? [fmt(x.rps), fmt(x.p50Ms), fmt(x.p99Ms), cpu] : ['–', '–', '–', '–'];
     });
     out.push(`| ${label} | ${c} | ${cells.join(' | ')} |`);
@@ -101,7 +102,7 @@ export function renderMarkdown(r: BenchReport): string {
     'What bounds the targets in this run:',
     `- nochg / HTTP ceiling, from CPU alone: the ceiling's whole CPU per request (load generator + server) plus redis-server's own CPU per nochg request allows at most ${kinds.map((k) => `${NAMES[k]} ${fmt(ratio(k)?.nochgVsHttpCeilingCpuBound ?? NaN)}`).join(', ')} (paired-round medians), before the bridge's own work.`,
     `- p50 at c=1: a change adds to its UPDATE at least the HTTP ceiling's p50 at c=1 (${fmt(h1?.p50Ms ?? NaN)} ms) and two Redis round trips after idle time (${fmt(rt.isolated.p50Ms)} ms each at ${r.settings.isolatedPauseMs} ms idle, ${fmt(rt.backToBack.p50Ms)} ms back to back): ${fmt(ratio(kinds[0]!)?.p50C1OverheadFloorMs ?? NaN)} ms. A primary that answers at once (BIND) shows it whole; Knot's answer cycle hides it.`,
-    `- change path / batched raw capacity: the HTTP ceiling itself is ${kinds.map((k) => `${NAMES[k]} ${fmt(ratio(k)?.httpCeilingVsRawBatched ?? NaN)}`).join(', ')} of it.`,
+    `- change path / batched raw capacity: the HTTP ceiling itself is ${kinds.map((k) => `${NAMES[k]} ${fmt(ratio(k)?.httpCeilingVsRawBatched ?? NaN)}`).join(', ')} of it; from CPU alone (${r.machine.nproc} cores for a ceiling request's CPU, redis-server's per change and the nameserver's per name in a batched message) at most ${kinds.map((k) => `${NAMES[k]} ${fmt(ratio(k)?.changeVsRawBatchedCpuBound ?? NaN)}`).join(', ')}.`,
     '',
   );
   const mem = r.redisMemory;
@@ -114,7 +115,10 @@ export function renderMarkdown(r: BenchReport): string {
     .join('; ');
   out.push(`Bridge RSS (maximum during the runs): ${rss}.`);
   out.push('');
-  out.push('`cpu ms/req`: CPU time per request of the server processes + of redis-server (in-process: the bench process, load generator included).', '');
+  out.push(
+    '`cpu ms/req`: CPU time per request (per name for raw UPDATEs) of the server processes + of redis-server + of the nameserver (in-process: the server is the bench process, load generator included; the load generator alone is `clientCpuMsPerRequest` in the JSON).',
+    '',
+  );
   out.push('Notes:');
   for (const n of r.settings.notes) out.push(`- ${n}`);
   return out.join('\n') + '\n';

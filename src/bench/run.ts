@@ -19,7 +19,7 @@ import { runNsupdate } from './nsupdate.js';
 import { FULL_PROFILE, QUICK_PROFILE, type BenchProfile } from './profile.js';
 import { nextAddress, runRawUpdates } from './raw-dns.js';
 import { round, summarize, type Measurement } from './stats.js';
-import { startBridgeTarget, startCeilingTarget, workersOf, type BridgeMode, type Target } from './targets.js';
+import { procCpu, startBridgeTarget, startCeilingTarget, workersOf, type BridgeMode, type Target } from './targets.js';
 
 export interface BenchOptions {
   quick?: boolean;
@@ -72,6 +72,13 @@ export interface Ratios {
    * nochg request (paired-round medians; both runs keep the two cores busy).
    */
   nochgVsHttpCeilingCpuBound: number;
+  /**
+   * Headline layout, from CPU alone: the change rate the machine's cores could carry if a
+   * change cost no more than a ceiling request (load generator + server), redis-server's
+   * work for a change and the nameserver's work for one name in a batched message, over the
+   * batched raw capacity.
+   */
+  changeVsRawBatchedCpuBound: number;
   /**
    * What a change at c=1 adds to its UPDATE at least: the HTTP ceiling's p50 at c=1 plus two
    * Redis round trips after idle time (admit before the UPDATE, commit after it), ms. A
@@ -236,15 +243,18 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
         [profile.namesPerMessage, rawBatched, `${profile.namesPerMessage} names/msg`],
       ] as const) {
         for (const c of conc) {
-          const m = await runRawUpdates({
-            zone,
-            concurrency: c,
-            namesPerMessage: names,
-            messages: profile.rawMessages,
-            maxSeconds: profile.rawSeconds,
-            prefix: 'raw-',
-            namePool: profile.rawNamePool,
-          });
+          const load = () =>
+            runRawUpdates({
+              zone,
+              concurrency: c,
+              namesPerMessage: names,
+              messages: profile.rawMessages,
+              maxSeconds: profile.rawSeconds,
+              prefix: 'raw-',
+              namePool: profile.rawNamePool,
+            });
+          // CPU per name: the nameserver's, and the sender's (the bench process).
+          const m = await withCpu(lab, undefined, load, kind);
           into[String(c)] = m;
           progress(`${kind} raw UPDATE ${label} c=${c}: ${line(m)} (${m.messages} messages)`);
         }
@@ -475,6 +485,10 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
             ),
             3,
           );
+          const ceilingCpu = median(rounds.map((x) => (x.ceiling.clientCpuMsPerRequest ?? NaN) + (x.ceiling.cpuMsPerRequest ?? NaN)));
+          const batched = bestOf(ns.rawBatched);
+          const perChangeMs = ceilingCpu + (b.change[top]!.redisCpuMsPerRequest ?? NaN) + (batched.nameserverCpuMsPerRequest ?? NaN);
+          r.changeVsRawBatchedCpuBound = round((machine.nproc * 1000) / perChangeMs / batched.rps, 3);
           r.p50C1OverheadFloorMs = round(httpCeiling[mode]!['1']!.p50Ms + 2 * redisRoundTrips.isolated.p50Ms, 3);
           r.changeLargeVsSmall = round(median(ns.large.rounds.map((x) => x.largeChange.rps / x.smallChange.rps)), 3);
           r.nochgLargeVsSmall = round(median(ns.large.rounds.map((x) => x.largeNochg.rps / x.smallNochg.rps)), 3);
@@ -555,7 +569,7 @@ async function changeRun(
 ): Promise<Measurement> {
   const addresses: string[] = [];
   const first = cursor.next;
-  const m = await withCpu(lab, target, () =>
+  const load = () =>
     runHttpLoad({
       host: '127.0.0.1',
       port: target.port,
@@ -568,8 +582,8 @@ async function changeRun(
         return updateRequest(hostName(lab, kind, host), addresses[i]!, lab.authorization);
       },
       expect: (i, _s, body) => body === `good ${addresses[i]}\n`,
-    }),
-  );
+    });
+  const m = await withCpu(lab, target, load, kind);
   cursor.next = first + m.ok + m.errors;
   return m;
 }
@@ -618,17 +632,28 @@ async function nochgRun(
 }
 
 /** Run one measurement and add the CPU time per request of the target and of redis-server. */
-async function withCpu(lab: BenchLab, target: Target, run: () => Promise<Measurement>): Promise<Measurement> {
-  const [cpu0, redis0] = await Promise.all([target.cpuSeconds(), redisCpuSeconds(lab.store)]);
+/**
+ * Run a measurement and add CPU time per operation: of the target's processes and of
+ * redis-server (when there is a target: the raw UPDATE sender is the bench itself), of the
+ * load generator (target in child processes), of the nameserver (when given).
+ */
+async function withCpu<M extends Measurement>(lab: BenchLab, target: Target | undefined, run: () => Promise<M>, nameserver?: LabKind): Promise<M> {
+  const nsPid = nameserver === undefined ? undefined : lab.nameservers.get(nameserver)?.pid;
+  const sample = () =>
+    Promise.all([target?.cpuSeconds() ?? 0, target ? redisCpuSeconds(lab.store) : 0, nsPid === undefined ? 0 : procCpu([nsPid])]);
+  const [cpu0, redis0, ns0] = await sample();
   const client0 = process.cpuUsage();
   const m = await run();
   const client = process.cpuUsage(client0);
-  const [cpu1, redis1] = await Promise.all([target.cpuSeconds(), redisCpuSeconds(lab.store)]);
+  const [cpu1, redis1, ns1] = await sample();
   const n = m.ok + m.errors;
   if (n > 0) {
-    m.cpuMsPerRequest = round(((cpu1 - cpu0) * 1000) / n, 3);
-    m.redisCpuMsPerRequest = round(((redis1 - redis0) * 1000) / n, 3);
-    if (!target.inProcess) m.clientCpuMsPerRequest = round((client.user + client.system) / 1000 / n, 3);
+    if (target) {
+      m.cpuMsPerRequest = round(((cpu1 - cpu0) * 1000) / n, 3);
+      m.redisCpuMsPerRequest = round(((redis1 - redis0) * 1000) / n, 3);
+    }
+    if (!target?.inProcess) m.clientCpuMsPerRequest = round((client.user + client.system) / 1000 / n, 3);
+    if (nsPid !== undefined) m.nameserverCpuMsPerRequest = round(((ns1 - ns0) * 1000) / n, 3);
   }
   return m;
 }
@@ -767,12 +792,20 @@ function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
+/** The measurement with the highest rate. */
+function bestOf(by: ByConcurrency): Measurement {
+  return Object.values(by).reduce((a, b) => (b.rps > a.rps ? b : a));
+}
+
 function best(by: ByConcurrency): number {
   return Math.max(0, ...Object.values(by).map((m) => m.rps));
 }
 
 function line(m: Measurement): string {
-  const cpu = m.cpuMsPerRequest === undefined ? '' : `, cpu ${m.cpuMsPerRequest} ms/req, redis cpu ${m.redisCpuMsPerRequest} ms/req`;
+  const cpu =
+    (m.cpuMsPerRequest === undefined ? '' : `, cpu ${m.cpuMsPerRequest} ms/req, redis cpu ${m.redisCpuMsPerRequest} ms/req`) +
+    (m.nameserverCpuMsPerRequest === undefined ? '' : `, nameserver cpu ${m.nameserverCpuMsPerRequest} ms/req`) +
+    (m.clientCpuMsPerRequest === undefined ? '' : `, load generator cpu ${m.clientCpuMsPerRequest} ms/req`);
   return `${m.rps}/s p50 ${m.p50Ms} ms p99 ${m.p99Ms} ms (${m.ok} ok, ${m.errors} errors${m.firstError ? `: ${m.firstError}` : ''})${cpu}`;
 }
 

@@ -19,6 +19,8 @@ export interface Measurement {
   redisCpuMsPerRequest?: number;
   /** Server in child processes: CPU time of the bench process (the load generator) per request, ms. */
   clientCpuMsPerRequest?: number;
+  /** CPU time of the nameserver (knotd or named) per request, or per name for raw UPDATEs, ms. */
+  nameserverCpuMsPerRequest?: number;
 }
 
 export function percentile(sorted: ArrayLike<number>, p: number): number {

@@ -20,6 +20,8 @@ export interface NameServer {
   zone: string;
   key: TsigKey;
   dir: string;
+  /** The server process while it runs (the bench reads its CPU time). */
+  readonly pid: number | undefined;
   /** SIGTERM and wait (SIGKILL after 5 s). */
   stop(): Promise<void>;
   /** Start again on the same port and directory; the journal keeps earlier updates. */
@@ -95,6 +97,9 @@ export async function startNameServer(kind: LabKind, opts: NameServerOptions): P
       zone,
       key: opts.key,
       dir,
+      get pid() {
+        return proc.pid;
+      },
       stop: () => proc.stop(),
       start,
       query: (name, type) => digQuery(port, name, type),

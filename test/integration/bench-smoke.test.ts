@@ -120,6 +120,11 @@ describe('bench --quick (CI smoke)', function () {
       }
       // What bounds them: both derived from measured figures.
       expect(headline.nochgVsHttpCeilingCpuBound).to.be.above(0).and.below(1);
+      expect(headline.changeVsRawBatchedCpuBound).to.be.above(0);
+      // The nameserver's CPU per name is read from its own process: batched raw UPDATEs and the change path.
+      expect(ns.rawBatched['64'].nameserverCpuMsPerRequest, `${kind} raw batched ns cpu`).to.be.a('number').and.at.least(0);
+      expect(ns.bridge['workers-2'].change['64'].nameserverCpuMsPerRequest, `${kind} change ns cpu`).to.be.a('number').and.at.least(0);
+      expect(ns.bridge['workers-2'].nochg['64'].nameserverCpuMsPerRequest, 'nochg never involves the nameserver').to.equal(undefined);
       const ceilingCpu = onlyRound.ceiling.clientCpuMsPerRequest + onlyRound.ceiling.cpuMsPerRequest;
       if (ns.paired.rounds.length === 1) expect(headline.nochgVsHttpCeilingCpuBound).to.be.closeTo(ceilingCpu / (ceilingCpu + onlyRound.nochg.redisCpuMsPerRequest), 0.001);
       expect(headline.p50C1OverheadFloorMs).to.be.closeTo(report.httpCeiling[report.settings.headlineMode]['1'].p50Ms + 2 * report.redisRoundTrips.isolated.p50Ms, 0.001);
@@ -150,6 +155,7 @@ describe('bench --quick (CI smoke)', function () {
     expect(md).to.include('| nameserver | round | HTTP ceiling /s (c=64) | nochg /s (c=64) | nochg / ceiling |');
     expect(md).to.match(/nochg \/ HTTP ceiling, from CPU alone: .* allows at most Knot 0\.\d\d, BIND 0\.\d\d/);
     expect(md).to.match(/two Redis round trips after idle time \([\d.]+ ms each/);
+    expect(md).to.match(/from CPU alone \(\d+ cores for a ceiling request's CPU.*\) at most Knot [\d.]+, BIND [\d.]+/);
     expect(md).to.match(/\| Knot \| 1 \| [\d,.]+ \|/);
     expect(md).to.match(/\| BIND \| 1 \| [\d,.]+ \|/);
   });
