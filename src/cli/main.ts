@@ -35,7 +35,7 @@ const cli = yargs(hideBin(process.argv))
     (y) =>
       withConfig(y)
         .option('port', { type: 'number', describe: 'override the port of every listen address' })
-        .option('workers', { type: 'number', default: 1, describe: 'worker processes sharing the listen addresses (node:cluster)' }),
+        .option('workers', { type: 'string', default: '1', describe: "worker processes sharing the listen addresses (node:cluster); 'auto': one per CPU" }),
     async (argv) => serve(await ctx(argv, true), { port: argv.port, workers: argv.workers }),
   )
   .command('account', 'manage accounts', (y) =>

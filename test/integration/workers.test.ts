@@ -6,6 +6,7 @@
  */
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
 import { BridgeEnv, CLI, ZONE, sleep } from '../support/bridge.js';
 import { requireBinariesOrSkip } from '../../src/lab/index.js';
 import { runHttpLoad } from '../../src/bench/load.js';
@@ -22,7 +23,7 @@ interface Cluster {
 }
 
 /** Spawn `serve --workers N` (as BridgeEnv.startServe does) and wait for the primary's "listening". */
-async function startCluster(env: BridgeEnv, workers: number): Promise<Cluster> {
+async function startCluster(env: BridgeEnv, workers: number | 'auto'): Promise<Cluster> {
   const child = spawn(process.execPath, [CLI, 'serve', '--config', env.configPath, '--workers', String(workers)], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, DDNS_BRIDGE_CONFIG: '' },
@@ -200,5 +201,17 @@ describe('serve --workers 2 (node:cluster)', function () {
     // 10 restarts allowed, the 11th death ends it.
     expect(logLines(cluster.log()).filter((l) => l.msg === 'worker died; starting another')).to.have.length(10);
     await waitFor(() => workerPids(cluster!).every((p) => !alive(p)), 5000, 'the workers to be gone');
+  });
+
+  it('--workers auto forks one worker per CPU (as the systemd unit runs it)', async () => {
+    cluster = await startCluster(env, 'auto');
+    const cpus = Math.min(os.availableParallelism(), 8);
+    expect(logLines(cluster.log()).find((l) => l.msg === 'listening')?.workers).to.equal(cpus);
+    expect(new Set(workerPids(cluster))).to.have.property('size', cpus);
+    const h = `auto-workers.${ZONE}`;
+    await env.addHost(h, 'fred');
+    expect((await up(h, '203.0.113.77')).body).to.equal('good 203.0.113.77\n');
+    cluster.child.kill('SIGTERM');
+    expect((await cluster.exited).code).to.equal(0);
   });
 });

@@ -10,26 +10,41 @@
  * loop), and on SIGTERM/SIGINT stops the workers gracefully.
  */
 import cluster, { type Worker } from 'node:cluster';
+import os from 'node:os';
 import { buildBridge } from '../compose.js';
 import { UsageError, type CommandContext } from '../context.js';
 
 export interface ServeOptions {
   port?: number;
-  /** Worker processes (default 1: no cluster, this process serves). */
-  workers?: number;
+  /** Worker processes: a count, or 'auto' for one per CPU (default 1: no cluster, this process serves). */
+  workers?: number | string;
 }
 
 export const MAX_WORKERS = 256;
+/**
+ * `--workers auto` stops here: past a few workers the one Redis (single-threaded, one Lua
+ * script per request) is the limit, and every worker keeps its own UPDATE messages in flight
+ * (BIND refuses UPDATEs past its update-quota, 100 by default).
+ */
+export const MAX_AUTO_WORKERS = 8;
 /** Worker restarts allowed in any 60 s window before the primary gives up. */
 export const MAX_RESTARTS_PER_MINUTE = 10;
 /** How long a worker may take to stop gracefully before it is killed. */
 const WORKER_STOP_GRACE_MS = 30_000;
 
-export async function serve(ctx: CommandContext, opts: ServeOptions): Promise<void> {
-  const workers = opts.workers ?? 1;
-  if (!Number.isInteger(workers) || workers < 1 || workers > MAX_WORKERS) {
-    throw new UsageError(`--workers: expected a whole number from 1 to ${MAX_WORKERS}, got ${String(opts.workers)}`);
+/** `--workers`: a whole number from 1 to MAX_WORKERS, or 'auto' (one per CPU the process may use, at most MAX_AUTO_WORKERS). */
+export function workerCount(value: number | string | undefined, cpus: number): number {
+  if (value === undefined) return 1;
+  if (value === 'auto') return Math.max(1, Math.min(cpus, MAX_AUTO_WORKERS));
+  const n = typeof value === 'number' ? value : /^\d{1,4}$/.test(value) ? Number(value) : NaN;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_WORKERS) {
+    throw new UsageError(`--workers: expected 'auto' or a whole number from 1 to ${MAX_WORKERS}, got ${JSON.stringify(value)}`);
   }
+  return n;
+}
+
+export async function serve(ctx: CommandContext, opts: ServeOptions): Promise<void> {
+  const workers = workerCount(opts.workers, os.availableParallelism());
   if (cluster.isWorker) return serveWorker(ctx, opts);
   if (workers === 1) return serveSingle(ctx, opts);
   return servePrimary(ctx, opts, workers);

@@ -1,0 +1,32 @@
+import { expect } from 'chai';
+import { MAX_AUTO_WORKERS, MAX_WORKERS, workerCount } from '../../src/cli/commands/serve.js';
+import { UsageError } from '../../src/cli/context.js';
+
+describe('serve --workers', () => {
+  it('defaults to one process; takes a count as yargs passes it (a string) or as a number', () => {
+    expect(workerCount(undefined, 8)).to.equal(1);
+    expect(workerCount('1', 8)).to.equal(1);
+    expect(workerCount('3', 8)).to.equal(3);
+    expect(workerCount(2, 8)).to.equal(2);
+    expect(workerCount(String(MAX_WORKERS), 8)).to.equal(MAX_WORKERS);
+  });
+
+  it("'auto' is one worker per CPU the process may use, at most 8", () => {
+    expect(MAX_AUTO_WORKERS).to.equal(8);
+    expect(workerCount('auto', 2)).to.equal(2);
+    expect(workerCount('auto', 1)).to.equal(1);
+    expect(workerCount('auto', 8)).to.equal(8);
+    expect(workerCount('auto', 64)).to.equal(8);
+    // An explicit count may go higher.
+    expect(workerCount('64', 2)).to.equal(64);
+  });
+
+  it('refuses anything else with a usage error that names the value', () => {
+    for (const bad of ['0', '-1', '1.5', 'two', '', ' 2', 'AUTO', String(MAX_WORKERS + 1), '0x2', 0, 1.5, NaN]) {
+      expect(() => workerCount(bad, 2), JSON.stringify(bad))
+        .to.throw(UsageError, /--workers: expected 'auto' or a whole number from 1 to 256/)
+        .with.property('message')
+        .that.includes(JSON.stringify(bad));
+    }
+  });
+});
