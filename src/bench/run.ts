@@ -365,7 +365,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
               progress(`${kind} bridge change (${mode}) c=${c}: ${line(m)}${result.hostsPerMessage?.[String(c)] ? `, ${result.hostsPerMessage[String(c)]} hosts/msg` : ''}`);
             }
             for (const c of conc) {
-              const m = await nochgRun(lab, target, kind, c, profile.httpRequests, profile.httpSeconds, perZoneSmall, (calls, requests) => {
+              const m = await nochgRun(lab, target, kind, c, profile.httpRequests, profile.httpSeconds, cursor, (calls, requests) => {
                 if (String(c) === top) perRequest.nochg = perRequestDelta(calls.before, calls.after, requests);
               });
               result.nochg[String(c)] = m;
@@ -379,7 +379,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
           }
           if (pairing) {
             for (const kind of kinds) {
-              const rounds = await pairedRounds(lab, ceiling, target, kind, profile, Number(top), cursors.get(kind)!, perZoneSmall, progress);
+              const rounds = await pairedRounds(lab, ceiling, target, kind, profile, Number(top), cursors.get(kind)!, progress);
               nameservers[kind]!.paired = { mode, concurrency: Number(top), rounds };
             }
           }
@@ -438,8 +438,8 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
             largeFirst,
           );
           const [smallNochg, largeNochg] = await inOrder(
-            () => nochgRun(lab, targets.small, kind, c, profile.httpRequests, profile.httpSeconds, perZoneSmall),
-            () => nochgRun(lab, targets.large, kind, c, profile.httpRequests, profile.httpSeconds, perZoneLarge),
+            () => nochgRun(lab, targets.small, kind, c, profile.httpRequests, profile.httpSeconds, smallCursor),
+            () => nochgRun(lab, targets.large, kind, c, profile.httpRequests, profile.httpSeconds, largeCursor),
             largeFirst,
           );
           rounds.push({ smallChange, largeChange, smallNochg, largeNochg });
@@ -524,7 +524,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
           `the isolated raw UPDATE row: one client, ${profile.isolatedPauseMs} ms idle before each message (about the gap the bridge leaves the primary at c=1); the p50 target uses the back-to-back row, the JSON also has the difference to the isolated one (p50C1MinusIsolatedRawMs): BIND answers a woken-up request slower than a busy stream, Knot answers on a fixed cycle, so idle time before a request shortens its wait`,
           `change path: each request sets a new address on a host no other request in flight touches; the requests cycle through ${perZoneSmall} hosts per zone: with the small registry all of them, with the large one hosts spread over its whole range (every ${largeStride}th), each updated once before the measurement so that the primary changes existing names in both`,
           `registry size: the large registry is database 1 of the same redis-server (its own keyspace); a bridge per registry, measured in alternation, ${profile.pairedRounds} round(s) of ${profile.httpSeconds} s`,
-          'nochg path: each client repeats one host and address (set once before the run)',
+          'nochg path: each client repeats one host and address (set once before the run), one of the last hosts of the change runs\' pool (with either registry)',
           'the bridge sends at most 1 UPDATE message at a time to BIND (zones[].maxInFlight, as README recommends) and 4 to Knot (dns.maxInFlight default); the raw sender keeps c messages in flight',
           'every HTTP request is a new TCP connection with Connection: close; load generator and servers share the machine',
           'in-process: the bridge runs in the bench process, beside the load generator (one event loop); workers-N: `serve --workers N` child processes',
@@ -596,14 +596,16 @@ async function nochgRun(
   concurrency: number,
   requests: number,
   maxSeconds: number,
-  hostsInZone: number,
+  pool: HostCursor,
   onCommandCalls?: (calls: { before: Map<string, number>; after: Map<string, number> }, requests: number) => void,
 ): Promise<Measurement> {
   const requestOf: string[] = [];
   const addressOf: string[] = [];
   for (let s = 0; s < concurrency; s++) {
     addressOf[s] = nextAddress();
-    requestOf[s] = updateRequest(hostName(lab, kind, hostsInZone - 1 - s), addressOf[s]!, lab.authorization);
+    // The last hosts of the change runs' pool: with either registry, hosts the change runs touch too.
+    const host = pool.from + (pool.count - 1 - s) * (pool.stride ?? 1);
+    requestOf[s] = updateRequest(hostName(lab, kind, host), addressOf[s]!, lab.authorization);
   }
   const primed = await runHttpLoad({
     host: '127.0.0.1',
@@ -729,7 +731,6 @@ async function pairedRounds(
   profile: BenchProfile,
   concurrency: number,
   cursor: HostCursor,
-  hostsInZone: number,
   progress: (line: string) => void,
 ): Promise<PairedRound[]> {
   const zone = lab.config.zones.find((z) => z.name === lab.zoneOf(kind))!;
@@ -749,7 +750,7 @@ async function pairedRounds(
           expect: (_i, _s, body) => body === CEILING_BODY,
         }),
       );
-    const measureNochg = () => nochgRun(lab, target, kind, concurrency, profile.httpRequests, seconds, hostsInZone);
+    const measureNochg = () => nochgRun(lab, target, kind, concurrency, profile.httpRequests, seconds, cursor);
     const measureRaw = () =>
       runRawUpdates({ zone, concurrency: 1, namesPerMessage: 1, messages: profile.rawMessages, maxSeconds: seconds, prefix: 'raw-', namePool: profile.rawNamePool });
     const measureChange = () => changeRun(lab, target, kind, 1, profile.httpRequests, seconds, cursor);
