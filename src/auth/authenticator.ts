@@ -11,7 +11,8 @@ import type { Config } from '../config/schema.js';
 import { CredentialCache } from './credential-cache.js';
 import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword, type ScryptCost } from './password.js';
 
-const MAX_PARALLEL_HASHES = 2;
+/** scrypt runs at once per process unless told otherwise (each takes 32 MiB and ~50 ms of a core). */
+export const DEFAULT_PARALLEL_HASHES = 2;
 
 export interface AuthenticatorOptions {
   /** Milliseconds clock for the credential cache. */
@@ -20,6 +21,8 @@ export interface AuthenticatorOptions {
   dummyCost?: ScryptCost;
   /** The password check (tests count calls); verifyPassword by default. */
   verify?: (password: string, storedHash: string) => Promise<boolean>;
+  /** At most this many password checks at once (default DEFAULT_PARALLEL_HASHES). */
+  parallelHashes?: number;
 }
 
 export class PasswordAuthenticator implements Authenticator {
@@ -29,6 +32,7 @@ export class PasswordAuthenticator implements Authenticator {
   private readonly verifying = new Map<string, Promise<boolean>>();
   private hashing = 0;
   private readonly hashQueue: Array<() => void> = [];
+  private readonly maxParallelHashes: number;
 
   constructor(
     private readonly logins: LoginLookup,
@@ -38,6 +42,7 @@ export class PasswordAuthenticator implements Authenticator {
   ) {
     this.cache = new CredentialCache({ ttlMs: cfg.cacheTtlMs, maxEntries: cfg.cacheSize, clock: options.clock });
     this.verify = options.verify ?? verifyPassword;
+    this.maxParallelHashes = Math.max(1, Math.floor(options.parallelHashes ?? DEFAULT_PARALLEL_HASHES));
   }
 
   async authenticate(credentials: Credentials, sourceIp: string, proceed: Promise<boolean> = Promise.resolve(true)): Promise<AuthResult> {
@@ -90,11 +95,11 @@ export class PasswordAuthenticator implements Authenticator {
   }
 
   /**
-   * At most MAX_PARALLEL_HASHES scrypt runs at once (each takes 32 MiB and ~50 ms of a core):
+   * At most maxParallelHashes scrypt runs at once (each takes 32 MiB and ~50 ms of a core):
    * bounds memory under a burst of cold logins and slows a guessing flood, not the cache hits.
    */
   private async limited<T>(work: () => Promise<T>): Promise<T> {
-    while (this.hashing >= MAX_PARALLEL_HASHES) await new Promise<void>((r) => this.hashQueue.push(r));
+    while (this.hashing >= this.maxParallelHashes) await new Promise<void>((r) => this.hashQueue.push(r));
     this.hashing++;
     try {
       return await work();

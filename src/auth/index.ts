@@ -8,4 +8,4 @@ export {
   type ScryptCost,
 } from './password.js';
 export { CredentialCache, type CredentialCacheOptions } from './credential-cache.js';
-export { PasswordAuthenticator, type AuthenticatorOptions } from './authenticator.js';
+export { PasswordAuthenticator, DEFAULT_PARALLEL_HASHES, type AuthenticatorOptions } from './authenticator.js';

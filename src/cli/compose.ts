@@ -26,11 +26,16 @@ export function leaseMs(config: Config): number {
   return config.dns.timeoutMs + 2000;
 }
 
-export function buildBridge(config: Config, logger: Logger): Bridge {
+export interface BridgeOptions {
+  /** Password checks (scrypt) one process runs at once; see serve's hashesPerWorker. */
+  parallelHashes?: number;
+}
+
+export function buildBridge(config: Config, logger: Logger, options: BridgeOptions = {}): Bridge {
   const store = openStore(config, logger);
   const publisher = new DnsPublisher(config.zones, config.dns, logger);
   const mxResolver = new DnsMxResolver(config.mx);
-  const authenticator = new PasswordAuthenticator(store.accounts, store.failures, config.credentials);
+  const authenticator = new PasswordAuthenticator(store.accounts, store.failures, config.credentials, { parallelHashes: options.parallelHashes });
   const frequency = {
     minIntervalMs: config.frequency.minIntervalMs,
     donatorMinIntervalMs: config.frequency.donatorMinIntervalMs,

@@ -11,6 +11,7 @@ import { BridgeEnv, CLI, ZONE, sleep } from '../support/bridge.js';
 import { requireBinariesOrSkip } from '../../src/lab/index.js';
 import { runHttpLoad } from '../../src/bench/load.js';
 import { procCpu } from '../../src/bench/targets.js';
+import { hashesPerWorker } from '../../src/cli/commands/serve.js';
 
 const UA = 'ddns-bridge-tests/1.0 tests@example.test';
 
@@ -109,10 +110,11 @@ describe('serve --workers 2 (node:cluster)', function () {
     expect(pids).to.have.length(2);
     expect(new Set(pids).size).to.equal(2);
     expect(pids).to.not.include(cluster!.child.pid);
-    const ports = logLines(cluster!.log())
-      .filter((l) => l.msg === 'worker listening')
-      .map((l) => l.port);
-    expect(ports).to.deep.equal([cluster!.port, cluster!.port]);
+    const listening = logLines(cluster!.log()).filter((l) => l.msg === 'worker listening');
+    expect(listening.map((l) => l.port)).to.deep.equal([cluster!.port, cluster!.port]);
+    // Password checks per worker: about one per CPU across the two.
+    const hashes = hashesPerWorker(2, os.availableParallelism());
+    expect(listening.map((l) => l.parallelHashes)).to.deep.equal([hashes, hashes]);
   });
 
   it('spreads connections over both workers (each spends CPU on them)', async () => {

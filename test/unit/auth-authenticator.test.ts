@@ -182,6 +182,27 @@ describe('auth/authenticator', () => {
     expect(peak).to.equal(2);
   });
 
+  it('parallelHashes lowers that bound (one scrypt per worker when every CPU has a worker)', async () => {
+    const failures = new FakeFailures();
+    const accounts = new FakeAccounts(failures);
+    for (let i = 0; i < 4; i++) await accounts.create({ name: `u${i}`, passwordHash: `h${i}`, donator: false, createdAt: 1 });
+    let running = 0;
+    let peak = 0;
+    const auth = new PasswordAuthenticator(accounts, failures, CFG, {
+      dummyCost: FAST,
+      parallelHashes: 1,
+      verify: async () => {
+        peak = Math.max(peak, ++running);
+        await new Promise((r) => setTimeout(r, 10));
+        running--;
+        return true;
+      },
+    });
+    const results = await Promise.all(Array.from({ length: 4 }, (_, i) => auth.authenticate({ user: `u${i}`, password: 'pw' }, '192.0.2.1')));
+    expect(results.every((r) => r.ok)).to.equal(true);
+    expect(peak).to.equal(1);
+  });
+
   it('recordMalformed counts a failure for the source', async () => {
     const { auth, failures } = await setup();
     await auth.recordMalformed('2001:db8::1');

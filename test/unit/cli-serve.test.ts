@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { MAX_AUTO_WORKERS, MAX_WORKERS, workerCount } from '../../src/cli/commands/serve.js';
+import { hashesPerWorker, MAX_AUTO_WORKERS, MAX_WORKERS, workerCount } from '../../src/cli/commands/serve.js';
 import { UsageError } from '../../src/cli/context.js';
 
 describe('serve --workers', () => {
@@ -28,5 +28,14 @@ describe('serve --workers', () => {
         .with.property('message')
         .that.includes(JSON.stringify(bad));
     }
+  });
+
+  it('password checks per process: about one per CPU in all, at least one, at most two', () => {
+    expect(hashesPerWorker(1, 1)).to.equal(1);
+    expect(hashesPerWorker(1, 2)).to.equal(2);
+    expect(hashesPerWorker(1, 16)).to.equal(2);
+    expect(hashesPerWorker(2, 2)).to.equal(1); // --workers auto on two CPUs
+    expect(hashesPerWorker(2, 4)).to.equal(2);
+    expect(hashesPerWorker(8, 2)).to.equal(1);
   });
 });

@@ -11,7 +11,8 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import os from 'node:os';
-import { buildBridge } from '../compose.js';
+import { DEFAULT_PARALLEL_HASHES } from '../../auth/index.js';
+import { buildBridge, type BridgeOptions } from '../compose.js';
 import { UsageError, type CommandContext } from '../context.js';
 
 export interface ServeOptions {
@@ -43,10 +44,20 @@ export function workerCount(value: number | string | undefined, cpus: number): n
   return n;
 }
 
+/**
+ * Password checks each process runs at once: together about one per CPU (scrypt is CPU-bound,
+ * more at once only holds more of its 32 MiB buffers), at least one, at most the default.
+ */
+export function hashesPerWorker(workers: number, cpus: number): number {
+  return Math.max(1, Math.min(DEFAULT_PARALLEL_HASHES, Math.floor(cpus / workers)));
+}
+
 export async function serve(ctx: CommandContext, opts: ServeOptions): Promise<void> {
-  const workers = workerCount(opts.workers, os.availableParallelism());
-  if (cluster.isWorker) return serveWorker(ctx, opts);
-  if (workers === 1) return serveSingle(ctx, opts);
+  const cpus = os.availableParallelism();
+  const workers = workerCount(opts.workers, cpus);
+  const bridgeOptions = { parallelHashes: hashesPerWorker(workers, cpus) };
+  if (cluster.isWorker) return serveWorker(ctx, opts, bridgeOptions);
+  if (workers === 1) return serveSingle(ctx, opts, bridgeOptions);
   return servePrimary(ctx, opts, workers);
 }
 
@@ -57,16 +68,16 @@ function listenersOf(ctx: CommandContext, opts: ServeOptions): Listener[] {
 }
 
 /** Build the bridge and listen everywhere; undefined (exit status 1 set) when an address cannot be bound. */
-async function startBridge(ctx: CommandContext, opts: ServeOptions, listeningMsg: string) {
+async function startBridge(ctx: CommandContext, opts: ServeOptions, bridgeOptions: BridgeOptions, listeningMsg: string) {
   const { config, logger } = ctx;
-  const bridge = buildBridge(config, logger);
+  const bridge = buildBridge(config, logger, bridgeOptions);
   const bound: Listener[] = [];
   try {
     for (const l of listenersOf(ctx, opts)) {
       // One server object can listen once: extra addresses get their own frontend.
       const port = await bridge.http.listen(l.host, l.port);
       bound.push({ host: l.host, port });
-      logger.info(listeningMsg, { host: l.host, port, zones: config.zones.map((z) => z.name), pid: process.pid });
+      logger.info(listeningMsg, { host: l.host, port, zones: config.zones.map((z) => z.name), pid: process.pid, parallelHashes: bridgeOptions.parallelHashes });
     }
   } catch (err) {
     logger.error('cannot listen', { error: (err as Error).message });
@@ -92,9 +103,9 @@ function stopSignal(): Promise<string> {
   });
 }
 
-async function serveSingle(ctx: CommandContext, opts: ServeOptions): Promise<void> {
+async function serveSingle(ctx: CommandContext, opts: ServeOptions, bridgeOptions: BridgeOptions): Promise<void> {
   const { logger } = ctx;
-  const started = await startBridge(ctx, opts, 'listening');
+  const started = await startBridge(ctx, opts, bridgeOptions, 'listening');
   if (!started) return;
   const signal = await stopSignal();
   logger.info('stopping', { signal });
@@ -105,7 +116,7 @@ async function serveSingle(ctx: CommandContext, opts: ServeOptions): Promise<voi
 /** Messages between the primary and a worker. */
 type WorkerMessage = { kind: 'ready'; bound: Listener[] };
 
-async function serveWorker(ctx: CommandContext, opts: ServeOptions): Promise<void> {
+async function serveWorker(ctx: CommandContext, opts: ServeOptions, bridgeOptions: BridgeOptions): Promise<void> {
   const { logger } = ctx;
   // The primary stops us with SIGTERM (a terminal's Ctrl-C reaches us directly as SIGINT);
   // if the primary dies, the IPC channel closes and we stop too.
@@ -113,7 +124,7 @@ async function serveWorker(ctx: CommandContext, opts: ServeOptions): Promise<voi
     void stopSignal().then(resolve);
     process.once('disconnect', () => resolve('primary gone'));
   });
-  const started = await startBridge(ctx, opts, 'worker listening');
+  const started = await startBridge(ctx, opts, bridgeOptions, 'worker listening');
   if (!started) {
     process.disconnect?.();
     return;
