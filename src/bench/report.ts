@@ -111,7 +111,7 @@ export function renderMarkdown(r: BenchReport): string {
       `${fmt(mem.large.bytesPerHost)} at ${mem.large.hosts.toLocaleString('en')} (bulk import: ${mem.large.importRate.toLocaleString('en')} hosts/s).`,
   );
   const rss = Object.entries(r.bridgeRss)
-    .map(([md, x]) => `${md}: largest process ${mib(x.maxProcessBytes)} MB, all ${x.processes} processes ${mib(x.maxTotalBytes)} MB${x.includesLoadGenerator ? ' (includes the load generator)' : ''}`)
+    .map(([md, x]) => `${md}: largest process ${mib(x.maxProcessBytes)} MiB, all ${x.processes} processes ${mib(x.maxTotalBytes)} MiB${x.includesLoadGenerator ? ' (includes the load generator)' : ''}`)
     .join('; ');
   out.push(`Bridge RSS (maximum during the runs): ${rss}.`);
   out.push('');
