@@ -2,10 +2,12 @@
 import { writeFile } from 'node:fs/promises';
 import type { LabKind } from '../lab/index.js';
 import { renderMarkdown } from './report.js';
-import { runBench, type BenchReport } from './run.js';
+import type { BenchReport } from './report-types.js';
+import { runBench } from './run.js';
 import type { BridgeMode } from './targets.js';
 
-export { runBench, type BenchReport, type BenchOptions } from './run.js';
+export { runBench, type BenchOptions } from './run.js';
+export type { BenchReport } from './report-types.js';
 export { renderMarkdown } from './report.js';
 export type { BridgeMode } from './targets.js';
 

@@ -1,6 +1,6 @@
 /** The bench report as a markdown table (Knot and BIND side by side). */
 import type { LabKind } from '../lab/index.js';
-import type { BenchReport, ByConcurrency } from './run.js';
+import type { BenchReport, ByConcurrency } from './report-types.js';
 import type { Measurement } from './stats.js';
 
 const NAMES: Record<LabKind, string> = { knot: 'Knot', bind: 'BIND' };

@@ -1,0 +1,181 @@
+/** The bench report (its JSON): what was measured, the ratios derived from it, the targets. */
+import type { LabKind } from '../lab/index.js';
+import type { BenchProfile } from './profile.js';
+import type { Measurement } from './stats.js';
+import type { BridgeMode } from './targets.js';
+
+/** Measurements keyed by concurrency. */
+export type ByConcurrency = Record<string, Measurement>;
+
+export interface BridgeResult {
+  change: ByConcurrency;
+  nochg: ByConcurrency;
+  /** In-process only: hosts per UPDATE message the bridge sent during each change run. */
+  hostsPerMessage?: Record<string, number>;
+  /**
+   * Redis commands per request at the highest concurrency (INFO commandstats delta / requests;
+   * includes the commands the Lua scripts run, and the bench's own two INFO calls).
+   */
+  redisCommandsPerRequest?: { change: Record<string, number>; nochg: Record<string, number> };
+}
+
+export interface RssResult {
+  /** Largest resident set of any one bridge process during the runs. */
+  maxProcessBytes: number;
+  /** Largest sum over the bridge's processes (primary + workers) at one moment. */
+  maxTotalBytes: number;
+  processes: number;
+  /** In-process: the figure includes the bench's own load generator. */
+  includesLoadGenerator: boolean;
+}
+
+export interface Ratios {
+  /** Best change-path rps / best batched raw UPDATE rate (names/s). Target ≥ 0.8. */
+  changeVsRawBatched: number;
+  /** Best nochg rps / best bare node:http rps, same process layout. Target ≥ 0.8. */
+  nochgVsHttpCeiling: number;
+  /** Change-path p50 at concurrency 1 minus raw one-name UPDATE p50 at concurrency 1 (back to back), ms. Target ≤ 1. */
+  p50C1MinusRawMs: number;
+  /** Headline layout: the median over the paired rounds of nochg rps / the HTTP ceiling's rps measured beside it. */
+  nochgVsHttpCeilingPaired: number;
+  /** Headline layout: the median over the paired rounds of change p50 − raw UPDATE p50 at c=1, measured beside each other, ms. */
+  p50C1MinusRawMsPaired: number;
+  /**
+   * Headline layout, from CPU alone: what nochg/ceiling could reach if the bridge cost the
+   * machine no more than the ceiling plus redis-server's own work for the request: the
+   * ceiling's CPU per request (load generator + server) / that plus redis-server's CPU per
+   * nochg request (paired-round medians; both runs keep the two cores busy).
+   */
+  nochgVsHttpCeilingCpuBound: number;
+  /**
+   * Headline layout, from CPU alone: the change rate the machine's cores could carry if a
+   * change cost no more than a ceiling request (load generator + server), redis-server's
+   * work for a change and the nameserver's work for one name in a batched message, over the
+   * batched raw capacity.
+   */
+  changeVsRawBatchedCpuBound: number;
+  /**
+   * What a change at c=1 adds to its UPDATE at least: the HTTP ceiling's p50 at c=1 plus two
+   * Redis round trips after idle time (admit before the UPDATE, commit after it), ms. A
+   * primary that answers at once (BIND) shows it whole; Knot's answer cycle hides it.
+   */
+  p50C1OverheadFloorMs: number;
+  /**
+   * The same against isolated raw UPDATEs (`isolatedPauseMs` idle before each, about the gap
+   * the bridge leaves at c=1). BIND answers a woken-up request slower than a busy stream;
+   * Knot answers on a fixed cycle (~11 ms here), so idle time before a request shortens it.
+   */
+  p50C1MinusIsolatedRawMs: number;
+  /**
+   * Change-path rps with the large registry / with the small one, highest concurrency: the
+   * median over the registry rounds (each pair measured back to back). Target ≥ 0.9.
+   */
+  changeLargeVsSmall: number;
+  /** The same for the nochg path. */
+  nochgLargeVsSmall: number;
+  /**
+   * Best bare node:http rps / best batched raw UPDATE rate: the change path can never beat
+   * the HTTP ceiling, so when this is below 0.8 the first target is out of reach by construction.
+   */
+  httpCeilingVsRawBatched: number;
+}
+
+/**
+ * One paired round: a reference and the bridge measured right after each other (the order
+ * alternates from round to round), so that a shared machine's drift hits both alike.
+ */
+export interface PairedRound {
+  /** The bare node:http ceiling and the bridge's nochg path, the highest concurrency. */
+  ceiling: Measurement;
+  nochg: Measurement;
+  /** Raw one-name UPDATEs back to back and the bridge's change path, concurrency 1. */
+  rawC1: Measurement;
+  changeC1: Measurement;
+}
+
+/** One registry round: the same load against the small and the large registry, back to back (odd rounds: large first). */
+export interface RegistryRound {
+  smallChange: Measurement;
+  largeChange: Measurement;
+  smallNochg: Measurement;
+  largeNochg: Measurement;
+}
+
+/** Round trips of the bench's own Redis client (PING), one at a time: back to back, and after idle time. */
+export interface RedisRoundTrips {
+  backToBack: Measurement;
+  /** `isolatedPauseMs` idle before each: about what a bridge at c=1 sees. */
+  isolated: Measurement;
+}
+
+export interface NameserverResult {
+  zone: string;
+  rawSingle: ByConcurrency;
+  rawBatched: ByConcurrency;
+  /** One client, one name per message, `isolatedPauseMs` idle after each: the p50 reference. */
+  rawIsolated: Measurement;
+  nsupdate: Measurement;
+  bridge: Record<string, BridgeResult>;
+  /**
+   * Registry size (headline layout, highest concurrency): two bridges, one on the small
+   * registry and one on the large (another database of the same redis-server), measured in
+   * alternation so that drift over the bench's lifetime (the primary's journal grows with
+   * every run, a shared machine's load moves) hits both alike.
+   */
+  large: {
+    /** Hosts in the large registry, and in the small one. */
+    hosts: number;
+    smallHosts: number;
+    concurrency: number;
+    rounds: RegistryRound[];
+  };
+  /** Headline layout: paired rounds (the targets for nochg/ceiling and p50 at c=1 use their medians). */
+  paired: { mode: BridgeMode; concurrency: number; rounds: PairedRound[] };
+  /** Ratios per bridge mode (the large-scale and paired ones only for the headline mode). */
+  ratios: Record<string, Partial<Ratios>>;
+}
+
+export interface BenchReport {
+  version: 1;
+  profile: BenchProfile['name'];
+  startedAt: string;
+  durationSeconds: number;
+  command: string;
+  machine: {
+    nproc: number;
+    cpu: string;
+    node: string;
+    knot: string;
+    bind: string;
+    redis: string;
+    loadAverageAtStart: number[];
+    loadAverageAtEnd: number[];
+    /** True when the 1-minute load average before the bench showed other work on the machine. */
+    otherLoad: boolean;
+  };
+  settings: {
+    concurrencies: number[];
+    namesPerMessage: number;
+    /** Idle time between the isolated raw UPDATEs (the p50 reference). */
+    isolatedPauseMs: number;
+    httpRequestsMax: number;
+    httpSecondsMax: number;
+    rawMessagesMax: number;
+    rawSecondsMax: number;
+    pairedRounds: number;
+    pairedSecondsMax: number;
+    modes: BridgeMode[];
+    headlineMode: BridgeMode;
+    headlineReason: string;
+    notes: string[];
+  };
+  httpCeiling: Record<string, ByConcurrency>;
+  redisRoundTrips: RedisRoundTrips;
+  nameservers: Partial<Record<LabKind, NameserverResult>>;
+  redisMemory: {
+    small: { hosts: number; bytesPerHost: number };
+    large: { hosts: number; bytesPerHost: number; importSeconds: number; importRate: number };
+  };
+  bridgeRss: Record<string, RssResult>;
+  targets: { name: string; nameserver?: LabKind; value: number; target: string; met: boolean }[];
+}

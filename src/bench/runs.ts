@@ -1,0 +1,254 @@
+/**
+ * The bench's measurement procedures: a change run, a nochg run, the CPU of every party around
+ * a run, the bulk registration, RSS sampling, the paired rounds and Redis round trips.
+ */
+import type { LabKind } from '../lab/index.js';
+import { importLines, outcomeHandler, type ImportSummary, type Rejection } from '../cli/commands/import.js';
+import { BulkHostImporter } from '../store/index.js';
+import { CEILING_BODY } from './ceiling-server.js';
+import { BENCH_ACCOUNT, redisCommandCalls, redisCpuSeconds, type BenchLab, type BenchRegistry } from './lab.js';
+import { runHttpLoad, updateRequest } from './load.js';
+import type { BenchProfile } from './profile.js';
+import { nextAddress, runRawUpdates } from './raw-dns.js';
+import type { PairedRound, RssResult } from './report-types.js';
+import { round, summarize, type Measurement } from './stats.js';
+import { procCpu, type Target } from './targets.js';
+
+/** Which hosts a change run uses: `count` of them, indexes from, from + stride, from + 2·stride, … */
+export interface HostCursor {
+  next: number;
+  from: number;
+  count: number;
+  /** Distance between the pool's host indexes (default 1). */
+  stride?: number;
+}
+
+const hostName = (lab: BenchLab, kind: LabKind, index: number) => `h${index}.${lab.zoneOf(kind)}`;
+
+/** Every request changes the address of a host no other request in flight touches. */
+export async function changeRun(
+  lab: BenchLab,
+  target: Target,
+  kind: LabKind,
+  concurrency: number,
+  requests: number,
+  maxSeconds: number,
+  cursor: HostCursor,
+): Promise<Measurement> {
+  const addresses: string[] = [];
+  const first = cursor.next;
+  const load = () =>
+    runHttpLoad({
+      host: '127.0.0.1',
+      port: target.port,
+      concurrency,
+      requests,
+      maxSeconds,
+      request: (i) => {
+        addresses[i] = nextAddress();
+        const host = cursor.from + ((first + i) % cursor.count) * (cursor.stride ?? 1);
+        return updateRequest(hostName(lab, kind, host), addresses[i]!, lab.authorization);
+      },
+      expect: (i, _s, body) => body === `good ${addresses[i]}\n`,
+    });
+  const m = await withCpu(lab, target, load, kind);
+  cursor.next = first + m.ok + m.errors;
+  return m;
+}
+
+/** Each client repeats one host and address: set once (good), then nochg every time. */
+export async function nochgRun(
+  lab: BenchLab,
+  target: Target,
+  kind: LabKind,
+  concurrency: number,
+  requests: number,
+  maxSeconds: number,
+  pool: HostCursor,
+  onCommandCalls?: (calls: { before: Map<string, number>; after: Map<string, number> }, requests: number) => void,
+): Promise<Measurement> {
+  const requestOf: string[] = [];
+  const addressOf: string[] = [];
+  for (let s = 0; s < concurrency; s++) {
+    addressOf[s] = nextAddress();
+    // The last hosts of the change runs' pool: with either registry, hosts the change runs touch too.
+    const host = pool.from + (pool.count - 1 - s) * (pool.stride ?? 1);
+    requestOf[s] = updateRequest(hostName(lab, kind, host), addressOf[s]!, lab.authorization);
+  }
+  const primed = await runHttpLoad({
+    host: '127.0.0.1',
+    port: target.port,
+    concurrency,
+    requests: concurrency,
+    maxSeconds: 30,
+    request: (_i, s) => requestOf[s]!,
+    expect: (_i, s, body) => body === `good ${addressOf[s]}\n`,
+  });
+  if (primed.errors > 0) throw new Error(`bench: setting up the nochg hosts failed: ${primed.firstError}`);
+  const before = onCommandCalls ? await redisCommandCalls(lab.store) : undefined;
+  const m = await withCpu(lab, target, () =>
+    runHttpLoad({
+      host: '127.0.0.1',
+      port: target.port,
+      concurrency,
+      requests,
+      maxSeconds,
+      request: (_i, s) => requestOf[s]!,
+      expect: (_i, s, body) => body === `nochg ${addressOf[s]}\n`,
+    }),
+  );
+  if (onCommandCalls && before) onCommandCalls({ before, after: await redisCommandCalls(lab.store) }, m.ok + m.errors);
+  return m;
+}
+
+/** Run one measurement and add the CPU time per request of the target and of redis-server. */
+/**
+ * Run a measurement and add CPU time per operation: of the target's processes and of
+ * redis-server (when there is a target: the raw UPDATE sender is the bench itself), of the
+ * load generator (target in child processes), of the nameserver (when given).
+ */
+export async function withCpu<M extends Measurement>(lab: BenchLab, target: Target | undefined, run: () => Promise<M>, nameserver?: LabKind): Promise<M> {
+  const nsPid = nameserver === undefined ? undefined : lab.nameservers.get(nameserver)?.pid;
+  const sample = () =>
+    Promise.all([target?.cpuSeconds() ?? 0, target ? redisCpuSeconds(lab.store) : 0, nsPid === undefined ? 0 : procCpu([nsPid])]);
+  const [cpu0, redis0, ns0] = await sample();
+  const client0 = process.cpuUsage();
+  const m = await run();
+  const client = process.cpuUsage(client0);
+  const [cpu1, redis1, ns1] = await sample();
+  const n = m.ok + m.errors;
+  if (n > 0) {
+    if (target) {
+      m.cpuMsPerRequest = round(((cpu1 - cpu0) * 1000) / n, 3);
+      m.redisCpuMsPerRequest = round(((redis1 - redis0) * 1000) / n, 3);
+    }
+    if (!target?.inProcess) m.clientCpuMsPerRequest = round((client.user + client.system) / 1000 / n, 3);
+    if (nsPid !== undefined) m.nameserverCpuMsPerRequest = round(((ns1 - ns0) * 1000) / n, 3);
+  }
+  return m;
+}
+
+export function perRequestDelta(before: Map<string, number>, after: Map<string, number>, requests: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [cmd, n] of after) {
+    const d = n - (before.get(cmd) ?? 0);
+    if (d > 0 && requests > 0 && cmd !== 'info') out[cmd] = round(d / requests, 2);
+  }
+  return out;
+}
+
+/** Register hosts h{from}…h{to-1} in every zone through the bulk import path. */
+export async function importHosts(registry: BenchRegistry, lab: BenchLab, kinds: readonly LabKind[], from: number, to: number): Promise<void> {
+  if (to <= from) return;
+  const rejections: Rejection[] = [];
+  const summary: ImportSummary = { imported: 0, rejected: 0 };
+  const onReject = (r: Rejection) => rejections.length < 5 && rejections.push(r);
+  const importer = new BulkHostImporter(registry.store.redis, registry.store.keys, outcomeHandler(summary, onReject));
+  function* lines(): Generator<string> {
+    for (const kind of kinds) for (let i = from; i < to; i++) yield `${hostName(lab, kind, i)} ${BENCH_ACCOUNT}`;
+  }
+  await importLines(lines(), { importer, zones: registry.config.zones.map((z) => z.name) }, onReject, summary);
+  if (summary.rejected > 0) throw new Error(`bench: import rejected ${summary.rejected} lines, e.g. ${JSON.stringify(rejections)}`);
+}
+
+export function senderStats(target: Target, zone: string) {
+  const stats = target.bridge?.publisher.senderFor(zone)?.stats;
+  return stats ? { ...stats } : undefined;
+}
+
+/** Samples the target's resident memory every 100 ms; keeps the maxima. */
+export class RssSampler {
+  private maxProcess = 0;
+  private maxTotal = 0;
+  private readonly pids = new Set<number>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly target: Target) {
+    this.timer = setInterval(() => void this.sample(), 100);
+    void this.sample();
+  }
+
+  private async sample(): Promise<void> {
+    const rss = await this.target.rss();
+    let total = 0;
+    for (const [pid, bytes] of rss) {
+      this.pids.add(pid);
+      total += bytes;
+      this.maxProcess = Math.max(this.maxProcess, bytes);
+    }
+    this.maxTotal = Math.max(this.maxTotal, total);
+  }
+
+  stop(inProcess: boolean): RssResult {
+    clearInterval(this.timer);
+    return { maxProcessBytes: this.maxProcess, maxTotalBytes: this.maxTotal, processes: this.pids.size, includesLoadGenerator: inProcess };
+  }
+}
+
+/**
+ * Paired rounds for one nameserver: HTTP ceiling and nochg at the highest concurrency, raw
+ * UPDATE and change at c=1, each pair back to back; odd rounds measure the bridge first.
+ */
+export async function pairedRounds(
+  lab: BenchLab,
+  ceiling: Target,
+  target: Target,
+  kind: LabKind,
+  profile: BenchProfile,
+  concurrency: number,
+  cursor: HostCursor,
+  progress: (line: string) => void,
+): Promise<PairedRound[]> {
+  const zone = lab.config.zones.find((z) => z.name === lab.zoneOf(kind))!;
+  const ceilingRequest = updateRequest(`ceiling.${lab.zoneOf(kind)}`, '192.0.2.1', lab.authorization);
+  const seconds = profile.pairedSeconds;
+  const rounds: PairedRound[] = [];
+  for (let i = 0; i < profile.pairedRounds; i++) {
+    const measureCeiling = () =>
+      withCpu(lab, ceiling, () =>
+        runHttpLoad({
+          host: '127.0.0.1',
+          port: ceiling.port,
+          concurrency,
+          requests: profile.httpRequests,
+          maxSeconds: seconds,
+          request: () => ceilingRequest,
+          expect: (_i, _s, body) => body === CEILING_BODY,
+        }),
+      );
+    const measureNochg = () => nochgRun(lab, target, kind, concurrency, profile.httpRequests, seconds, cursor);
+    const measureRaw = () =>
+      runRawUpdates({ zone, concurrency: 1, namesPerMessage: 1, messages: profile.rawMessages, maxSeconds: seconds, prefix: 'raw-', namePool: profile.rawNamePool });
+    const measureChange = () => changeRun(lab, target, kind, 1, profile.httpRequests, seconds, cursor);
+    const bridgeFirst = i % 2 === 1;
+    const [ceilingM, nochg] = await inOrder(measureCeiling, measureNochg, bridgeFirst);
+    const [rawC1, changeC1] = await inOrder(measureRaw, measureChange, bridgeFirst);
+    rounds.push({ ceiling: ceilingM, nochg, rawC1, changeC1 });
+    progress(
+      `${kind} paired round ${i + 1}${bridgeFirst ? ' (bridge first)' : ''}: ceiling ${ceilingM.rps}/s, nochg ${nochg.rps}/s (c=${concurrency}) → ${round(nochg.rps / ceilingM.rps, 2)}; ` +
+        `p50 c=1 raw ${rawC1.p50Ms} ms, change ${changeC1.p50Ms} ms → ${round(changeC1.p50Ms - rawC1.p50Ms, 2)} ms`,
+    );
+  }
+  return rounds;
+}
+
+export async function inOrder<A, B>(a: () => Promise<A>, b: () => Promise<B>, bFirst: boolean): Promise<[A, B]> {
+  if (!bFirst) {
+    const x = await a();
+    return [x, await b()];
+  }
+  const y = await b();
+  return [await a(), y];
+}
+
+export async function measureRedisRoundTrips(lab: BenchLab, count: number, pauseMs: number): Promise<Measurement> {
+  const latencies: number[] = [];
+  const started = performance.now();
+  for (let i = 0; i < count; i++) {
+    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    const t = performance.now();
+    await lab.store.redis.ping();
+    latencies.push(performance.now() - t);
+  }
+  return summarize(latencies, count, 0, (performance.now() - started) / 1000);
+}
