@@ -62,7 +62,11 @@ const POINTER_TO_ZONE = 0xc000 | ZONE_NAME_OFFSET;
 
 /** A name's labels, checked (`a.b` or `a.b.`; `` or `.` is the root). */
 function labelsOf(name: string): string[] {
-  const text = name.endsWith('.') ? name.slice(0, -1) : name;
+  return splitLabels(name.endsWith('.') ? name.slice(0, -1) : name, name);
+}
+
+/** Labels of a name without its final dot (`` is the root); an empty label anywhere is an error. */
+function splitLabels(text: string, name: string): string[] {
   if (text === '') return [];
   const labels = text.split('.');
   for (const label of labels) {
@@ -146,14 +150,17 @@ function splitOwner(name: string, apex: Apex): OwnerForm {
   let prefix: string | undefined;
   if (apex.name !== '') {
     if (lower === apex.name) prefix = '';
-    else if (lower.endsWith(apex.name) && lower[lower.length - apex.name.length - 1] === '.') prefix = text.slice(0, text.length - apex.name.length - 1);
+    // At least one character and a dot before the apex: ".ex.org" is no name under ex.org.
+    else if (lower.length > apex.name.length + 1 && lower.endsWith(apex.name) && lower[lower.length - apex.name.length - 1] === '.') {
+      prefix = text.slice(0, text.length - apex.name.length - 1);
+    }
   }
   if (prefix === undefined) {
-    const labels = labelsOf(text);
+    const labels = splitLabels(text, name);
     if (labelsLength(labels, 1) > 255) throw new WireFormatError(`name too long: ${JSON.stringify(name)}`);
     return { labels, toApex: false };
   }
-  const labels = labelsOf(prefix);
+  const labels = splitLabels(prefix, name);
   // The whole name, as a reader expands it, must still fit the 255-byte limit.
   if (labelsLength(labels, 0) + apex.wireLength > 255) throw new WireFormatError(`name too long: ${JSON.stringify(name)}`);
   return { labels, toApex: true };

@@ -113,6 +113,11 @@ describe('dns wire: UPDATE encoding (RFC 1035 §4.1, RFC 2136 §2)', () => {
     expect(() => encodeName('a..b')).to.throw(WireFormatError);
     expect(() => encodeName(`${'a'.repeat(64)}.org`)).to.throw(WireFormatError);
     expect(() => encodeName(Array(130).fill('ab').join('.'))).to.throw(WireFormatError);
+    // An empty label stays an error where the owner meets the apex, and a second final dot too.
+    for (const name of ['a..ex.org', 'a.ex.org..', '.ex.org']) {
+      const owner = () => encodeUpdate({ id: 1, zone: 'ex.org', prerequisites: [{ kind: 'rrset-absent', name, type: 'A' }], updates: [] });
+      expect(owner, name).to.throw(WireFormatError, /bad label length/);
+    }
     // Compressed, an owner must still fit 255 bytes once the reader expands the pointer.
     const zone = Array(40).fill('abc').join('.'); // 161 bytes on the wire
     const tooLong = `${Array(24).fill('abc').join('.')}.${zone}`; // 96 more
