@@ -75,7 +75,7 @@ function bestOf(by: ByConcurrency): Measurement {
 }
 
 function best(by: ByConcurrency): number {
-  return Math.max(0, ...Object.values(by).map((m) => m.rps));
+  return bestOf(by).rps;
 }
 
 export const mib = (bytes: number) => round(bytes / (1024 * 1024), 1);

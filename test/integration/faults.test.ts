@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { BridgeEnv, ZONE, deepMerge, expectedReply, parseHttp, sleep, type HttpResult } from '../support/bridge.js';
+import { BridgeEnv, ZONE, deepMerge, expectedReply, sleep, type HttpResult } from '../support/bridge.js';
 import { generateTsigKey, makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
 import { encodeTsigRecord, extractTsig, readName, signMessage } from '../../src/dns/index.js';
 import type { TsigKeyConfig } from '../../src/config/schema.js';

@@ -68,7 +68,6 @@ for (const kind of ['knot', 'bind'] as const) {
       const [w, m] = await hosts(2);
       const r = await run(conf('203.0.113.7', [`wildcard=yes, mx=${MAIL}, backupmx=yes ${w}`, `mx=${MAIL}, backupmx=no ${m}`]));
       const out = redact(r.output);
-      const received = r.stdout;
       expect(r.code, out).to.equal(0);
       expect(out).to.include(`hostname=${w}&myip=203.0.113.7&wildcard=ON&mx=${MAIL}&backmx=YES HTTP/1.1`);
       expect(out).to.include(`hostname=${m}&myip=203.0.113.7&mx=${MAIL}&backmx=NO HTTP/1.1`);
@@ -86,7 +85,6 @@ for (const kind of ['knot', 'bind'] as const) {
       expect((await run(conf('203.0.113.8', [h!]))).code).to.equal(0);
       const r = await run(conf('2001:db8::8', [h!]));
       const out = redact(r.output);
-      const received = r.stdout;
       expect(r.code, out).to.equal(0);
       expect(out).to.include(`hostname=${h}&myip=2001:db8::8 HTTP/1.1`);
       expect(out).to.include(`SUCCESS:  updating ${h}: good: IP address set to 2001:db8::8`);
@@ -98,7 +96,6 @@ for (const kind of ['knot', 'bind'] as const) {
       const [h] = await hosts(1);
       const r = await run(conf('203.0.113.9', [h!], { login: ALICE.login, password: 'not-the-password' }));
       const out = redact(r.output);
-      const received = r.stdout;
       expect(r.code, out).to.equal(1);
       expect(out).to.include(`FAILED:   updating ${h}: authorization failed (HTTP/1.0 401 Unauthorized`);
       expect(out).to.match(/WWW-Authenticate: Basic realm="ddns-bridge"/);

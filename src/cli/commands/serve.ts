@@ -58,7 +58,7 @@ export async function serve(ctx: CommandContext, opts: ServeOptions): Promise<vo
   const bridgeOptions = { parallelHashes: hashesPerWorker(workers, cpus) };
   if (cluster.isWorker) return serveWorker(ctx, opts, bridgeOptions);
   if (workers === 1) return serveSingle(ctx, opts, bridgeOptions);
-  return servePrimary(ctx, opts, workers);
+  return servePrimary(ctx, workers);
 }
 
 type Listener = { host: string; port: number };
@@ -138,7 +138,7 @@ async function serveWorker(ctx: CommandContext, opts: ServeOptions, bridgeOption
   if (process.connected) process.disconnect();
 }
 
-async function servePrimary(ctx: CommandContext, opts: ServeOptions, count: number): Promise<void> {
+async function servePrimary(ctx: CommandContext, count: number): Promise<void> {
   const { logger } = ctx;
   const alive = new Set<Worker>();
   const restarts: number[] = [];
