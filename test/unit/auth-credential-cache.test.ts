@@ -20,7 +20,7 @@ describe('auth/credential-cache', () => {
     expect(cache.get('bob', 'pw', 'H1')).to.equal(undefined);
   });
 
-  it('misses at once after a password change (the stored hash is part of the key)', () => {
+  it('misses at once after a password change (the entry remembers which stored hash it matched)', () => {
     const cache = new CredentialCache({ ttlMs: 60_000, maxEntries: 10 });
     cache.set('alice', 'old', 'H-old', alice);
     expect(cache.get('alice', 'old', 'H-new')).to.equal(undefined);
