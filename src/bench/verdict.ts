@@ -57,7 +57,13 @@ export function targetsOf(report: BenchReport, kinds: readonly LabKind[]): Bench
     out.push({ name: `nochg rps at ${report.redisMemory.large.hosts} / ${report.redisMemory.small.hosts} hosts`, nameserver: kind, value: r.nochgLargeVsSmall!, target: '≥ 0.9', met: r.nochgLargeVsSmall! >= 0.9 });
   }
   const rss = report.bridgeRss[mode]!;
-  out.push({ name: `bridge RSS, largest process (${mode}), MiB (as systemd and top show it)`, value: mib(rss.maxProcessBytes), target: '≤ 150', met: mib(rss.maxProcessBytes) <= 150 });
+  // The issue says 150 MB: held to the stricter, decimal reading (150 × 10^6 bytes = 143 MiB).
+  out.push({
+    name: `bridge RSS, largest process (${mode}), MB (10^6 bytes; ${mib(rss.maxProcessBytes)} MiB)`,
+    value: round(rss.maxProcessBytes / 1e6, 1),
+    target: '≤ 150',
+    met: rss.maxProcessBytes <= 150e6,
+  });
   const perHost = report.redisMemory.large.bytesPerHost;
   out.push({ name: `Redis bytes per host at ${report.redisMemory.large.hosts} hosts`, value: perHost, target: '≤ 300', met: perHost <= 300 });
   return out;

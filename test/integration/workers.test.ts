@@ -6,12 +6,13 @@
  */
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { BridgeEnv, CLI, ZONE, sleep } from '../support/bridge.js';
 import { requireBinariesOrSkip } from '../../src/lab/index.js';
 import { runHttpLoad } from '../../src/bench/load.js';
 import { procCpu } from '../../src/bench/targets.js';
-import { hashesPerWorker } from '../../src/cli/commands/serve.js';
+import { hashesPerWorker, WORKER_SEMI_SPACE_MIB } from '../../src/cli/commands/serve.js';
 
 const UA = 'ddns-bridge-tests/1.0 tests@example.test';
 
@@ -115,6 +116,12 @@ describe('serve --workers 2 (node:cluster)', function () {
     // Password checks per worker: about one per CPU across the two.
     const hashes = hashesPerWorker(2, os.availableParallelism());
     expect(listening.map((l) => l.parallelHashes)).to.deep.equal([hashes, hashes]);
+  });
+
+  it('starts each worker with a bounded young generation (the primary keeps its own options)', () => {
+    const argvOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0');
+    for (const pid of workerPids(cluster!)) expect(argvOf(pid)).to.include(`--max-semi-space-size=${WORKER_SEMI_SPACE_MIB}`);
+    expect(argvOf(cluster!.child.pid!).some((a) => a.includes('semi-space'))).to.equal(false);
   });
 
   it('spreads connections over both workers (each spends CPU on them)', async () => {

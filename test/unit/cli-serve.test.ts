@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { hashesPerWorker, MAX_AUTO_WORKERS, MAX_WORKERS, workerCount } from '../../src/cli/commands/serve.js';
+import { hashesPerWorker, MAX_AUTO_WORKERS, MAX_WORKERS, WORKER_SEMI_SPACE_MIB, workerCount, workerExecArgv } from '../../src/cli/commands/serve.js';
 import { UsageError } from '../../src/cli/context.js';
 
 describe('serve --workers', () => {
@@ -37,5 +37,18 @@ describe('serve --workers', () => {
     expect(hashesPerWorker(2, 2)).to.equal(1); // --workers auto on two CPUs
     expect(hashesPerWorker(2, 4)).to.equal(2);
     expect(hashesPerWorker(8, 2)).to.equal(1);
+  });
+
+  it("workers get a bounded young generation unless the operator's options choose one", () => {
+    const bound = `--max-semi-space-size=${WORKER_SEMI_SPACE_MIB}`;
+    expect(WORKER_SEMI_SPACE_MIB).to.equal(8);
+    expect(workerExecArgv([], undefined)).to.deep.equal([bound]);
+    expect(workerExecArgv(['--enable-source-maps'], '')).to.deep.equal(['--enable-source-maps', bound]);
+    // The operator's choice stays, in either spelling, on the command line or in NODE_OPTIONS.
+    expect(workerExecArgv(['--max-semi-space-size=32'], undefined)).to.deep.equal(['--max-semi-space-size=32']);
+    expect(workerExecArgv(['--max_semi_space_size', '4'], undefined)).to.deep.equal(['--max_semi_space_size', '4']);
+    expect(workerExecArgv([], '--trace-gc --max-semi-space-size=2')).to.deep.equal([]);
+    // A similar-looking option is not a choice of this one.
+    expect(workerExecArgv([], '--max-old-space-size=512')).to.deep.equal([bound]);
   });
 });
