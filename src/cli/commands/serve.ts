@@ -12,7 +12,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import os from 'node:os';
 import { DEFAULT_PARALLEL_HASHES } from '../../auth/index.js';
-import { buildBridge, type BridgeOptions } from '../compose.js';
+import type { BridgeOptions } from '../compose.js';
 import { UsageError, type CommandContext } from '../context.js';
 
 export interface ServeOptions {
@@ -88,6 +88,8 @@ function listenersOf(ctx: CommandContext, opts: ServeOptions): Listener[] {
 /** Build the bridge and listen everywhere; undefined (exit status 1 set) when an address cannot be bound. */
 async function startBridge(ctx: CommandContext, opts: ServeOptions, bridgeOptions: BridgeOptions, listeningMsg: string) {
   const { config, logger } = ctx;
+  // Loaded here, not at the top: a cluster primary never builds a bridge (see main.ts).
+  const { buildBridge } = await import('../compose.js');
   const bridge = buildBridge(config, logger, bridgeOptions);
   const bound: Listener[] = [];
   try {
