@@ -32,6 +32,7 @@ import {
   RssSampler,
   senderStats,
   withCpu,
+  type BridgeRun,
   type HostCursor,
 } from './runs.js';
 import { round, type Measurement } from './stats.js';
@@ -191,12 +192,12 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
           for (const kind of kinds) {
             const result: BridgeResult = { change: {}, nochg: {} };
             const cursor = cursors.get(kind)!;
-            await changeRun(lab, target, kind, 16, profile.warmupRequests, 30, cursor);
+            await changeRun(lab, { target, kind, concurrency: 16, requests: profile.warmupRequests, maxSeconds: 30, hosts: cursor });
             const perRequest: Partial<NonNullable<BridgeResult['redisCommandsPerRequest']>> = {};
             for (const c of conc) {
               const before = senderStats(target, lab.zoneOf(kind));
               const calls = String(c) === top ? await redisCommandCalls(lab.store) : undefined;
-              const m = await changeRun(lab, target, kind, c, profile.httpRequests, profile.httpSeconds, cursor);
+              const m = await changeRun(lab, { target, kind, concurrency: c, requests: profile.httpRequests, maxSeconds: profile.httpSeconds, hosts: cursor });
               if (calls) perRequest.change = perRequestDelta(calls, await redisCommandCalls(lab.store), m.ok + m.errors);
               result.change[String(c)] = m;
               const after = senderStats(target, lab.zoneOf(kind));
@@ -206,7 +207,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
               progress(`${kind} bridge change (${mode}) c=${c}: ${line(m)}${result.hostsPerMessage?.[String(c)] ? `, ${result.hostsPerMessage[String(c)]} hosts/msg` : ''}`);
             }
             for (const c of conc) {
-              const m = await nochgRun(lab, target, kind, c, profile.httpRequests, profile.httpSeconds, cursor, (calls, requests) => {
+              const m = await nochgRun(lab, { target, kind, concurrency: c, requests: profile.httpRequests, maxSeconds: profile.httpSeconds, hosts: cursor }, (calls, requests) => {
                 if (String(c) === top) perRequest.nochg = perRequestDelta(calls.before, calls.after, requests);
               });
               result.nochg[String(c)] = m;
@@ -265,22 +266,25 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
         // pass first (its names enter the zone), so both bridges change the address of
         // existing names and only the number of registered hosts differs.
         const largeCursor: HostCursor = { next: 0, from: perZoneSmall, count: perZoneSmall, stride: largeStride };
-        await changeRun(lab, targets.large, kind, 16, perZoneSmall, 60, largeCursor);
+        await changeRun(lab, { target: targets.large, kind, concurrency: 16, requests: perZoneSmall, maxSeconds: 60, hosts: largeCursor });
+        // The measured load, the same on either registry.
+        const onSmall: BridgeRun = { target: targets.small, kind, concurrency: c, requests: profile.httpRequests, maxSeconds: profile.httpSeconds, hosts: smallCursor };
+        const onLarge = { ...onSmall, target: targets.large, hosts: largeCursor };
         // A freshly started bridge runs its first load ~25 % slower than later ones (JIT,
         // both workers warming): one unmeasured run each.
-        await changeRun(lab, targets.small, kind, c, profile.httpRequests, profile.httpSeconds, smallCursor);
-        await changeRun(lab, targets.large, kind, c, profile.httpRequests, profile.httpSeconds, largeCursor);
+        await changeRun(lab, onSmall);
+        await changeRun(lab, onLarge);
         const rounds: RegistryRound[] = [];
         for (let i = 0; i < profile.pairedRounds; i++) {
           const largeFirst = i % 2 === 1;
           const [smallChange, largeChange] = await inOrder(
-            () => changeRun(lab, targets.small, kind, c, profile.httpRequests, profile.httpSeconds, smallCursor),
-            () => changeRun(lab, targets.large, kind, c, profile.httpRequests, profile.httpSeconds, largeCursor),
+            () => changeRun(lab, onSmall),
+            () => changeRun(lab, onLarge),
             largeFirst,
           );
           const [smallNochg, largeNochg] = await inOrder(
-            () => nochgRun(lab, targets.small, kind, c, profile.httpRequests, profile.httpSeconds, smallCursor),
-            () => nochgRun(lab, targets.large, kind, c, profile.httpRequests, profile.httpSeconds, largeCursor),
+            () => nochgRun(lab, onSmall),
+            () => nochgRun(lab, onLarge),
             largeFirst,
           );
           rounds.push({ smallChange, largeChange, smallNochg, largeNochg });

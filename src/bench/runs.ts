@@ -25,16 +25,22 @@ export interface HostCursor {
 
 const hostName = (lab: BenchLab, kind: LabKind, index: number) => `h${index}.${lab.zoneOf(kind)}`;
 
+/** One load against a bridge: who, against which zone's hosts, how hard, for how long. */
+export interface BridgeRun {
+  target: Target;
+  kind: LabKind;
+  concurrency: number;
+  /** Stop after this many requests… */
+  requests: number;
+  /** …or after this many seconds. */
+  maxSeconds: number;
+  /** The hosts: a change run takes the pool's next ones; a nochg run its last ones. */
+  hosts: HostCursor;
+}
+
 /** Every request changes the address of a host no other request in flight touches. */
-export async function changeRun(
-  lab: BenchLab,
-  target: Target,
-  kind: LabKind,
-  concurrency: number,
-  requests: number,
-  maxSeconds: number,
-  cursor: HostCursor,
-): Promise<Measurement> {
+export async function changeRun(lab: BenchLab, run: BridgeRun): Promise<Measurement> {
+  const { target, kind, concurrency, requests, maxSeconds, hosts: cursor } = run;
   const addresses: string[] = [];
   const first = cursor.next;
   const load = () =>
@@ -59,14 +65,10 @@ export async function changeRun(
 /** Each client repeats one host and address: set once (good), then nochg every time. */
 export async function nochgRun(
   lab: BenchLab,
-  target: Target,
-  kind: LabKind,
-  concurrency: number,
-  requests: number,
-  maxSeconds: number,
-  pool: HostCursor,
+  run: BridgeRun,
   onCommandCalls?: (calls: { before: Map<string, number>; after: Map<string, number> }, requests: number) => void,
 ): Promise<Measurement> {
+  const { target, kind, concurrency, requests, maxSeconds, hosts: pool } = run;
   const requestOf: string[] = [];
   const addressOf: string[] = [];
   for (let s = 0; s < concurrency; s++) {
@@ -216,10 +218,10 @@ export async function pairedRounds(
           expect: (_i, _s, body) => body === CEILING_BODY,
         }),
       );
-    const measureNochg = () => nochgRun(lab, target, kind, concurrency, profile.httpRequests, seconds, cursor);
+    const measureNochg = () => nochgRun(lab, { target, kind, concurrency, requests: profile.httpRequests, maxSeconds: seconds, hosts: cursor });
     const measureRaw = () =>
       runRawUpdates({ zone, concurrency: 1, namesPerMessage: 1, messages: profile.rawMessages, maxSeconds: seconds, prefix: 'raw-', namePool: profile.rawNamePool });
-    const measureChange = () => changeRun(lab, target, kind, 1, profile.httpRequests, seconds, cursor);
+    const measureChange = () => changeRun(lab, { target, kind, concurrency: 1, requests: profile.httpRequests, maxSeconds: seconds, hosts: cursor });
     const bridgeFirst = i % 2 === 1;
     const [ceilingM, nochg] = await inOrder(measureCeiling, measureNochg, bridgeFirst);
     const [rawC1, changeC1] = await inOrder(measureRaw, measureChange, bridgeFirst);
