@@ -106,7 +106,11 @@ export type Admission =
   /** Every expectation already holds (counted by the frequency rule); nothing else to know. */
   | { kind: 'nochg' }
   /** A change: the caller holds the lease until commit() or release(). */
-  | { kind: 'change'; host: HostRecord; lease: Lease };
+  /**
+   * repairDue: the lease taken over had expired (an interrupted change, or a republish still
+   * due), so DNS may hold what Redis does not: if this change fails, the repair stays due.
+   */
+  | { kind: 'change'; host: HostRecord; lease: Lease; repairDue: boolean };
 
 export interface AdmitRequest {
   fqdn: string;
@@ -137,6 +141,14 @@ export interface AdmitGuard {
  * abuse and the frequency rule atomically (one Redis Lua call, Redis TIME), after the
  * request's guard if it has one.
  */
+/** An expired lease taken over by the reconciler, with the stored state to publish again. */
+export interface Reclaimed {
+  host: HostRecord;
+  lease: Lease;
+  /** Republishes of this host that failed since DNS and Redis last agreed. */
+  failedRepublishes: number;
+}
+
 export interface HostGate {
   admit(req: AdmitRequest): Promise<Admission>;
   /** Persist the published state and drop the lease. */
@@ -146,15 +158,16 @@ export interface HostGate {
    * `republishInMs`, the primary may hold something Redis does not (what was sent may still
    * be applied): the lease is left expired instead, due in `staleLeases` after that delay,
    * so the stored state is published again (see `reclaim`); no request is answered nochg
-   * meanwhile, and a request that changes the host republishes in full.
+   * meanwhile, and a request that changes the host republishes in full. `failedRepublish`:
+   * a republish of the stored state failed (counted: see `Reclaimed.failedRepublishes`).
    */
-  release(lease: Lease, opts?: { republishInMs?: number }): Promise<void>;
+  release(lease: Lease, opts?: { republishInMs?: number; failedRepublish?: boolean }): Promise<void>;
   /** Hosts whose change lease has expired: their holder died between DNS and Redis, or released it for republishing. */
   staleLeases(limit: number): Promise<string[]>;
   /** Look at these expired leases again in `ms` (their zone's primary is unreachable now). */
   postpone(fqdns: readonly string[], ms: number): Promise<void>;
   /** Take over an expired lease, with the stored state; undefined when there is none to take. */
-  reclaim(fqdn: string, leaseMs: number): Promise<{ host: HostRecord; lease: Lease } | undefined>;
+  reclaim(fqdn: string, leaseMs: number): Promise<Reclaimed | undefined>;
 }
 
 /** Frequency rule for the address echo, per requesting address. */

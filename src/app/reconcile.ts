@@ -4,13 +4,24 @@
  * UPDATE got no trustworthy answer (timeout, lost connection): the primary may hold a change
  * nobody acknowledged. Redis is the record of what was acknowledged, so its state is
  * published again (full rewrite) and the host is back to "fully old". Runs on every
- * frontend; reclaiming a lease is atomic, so one of them repairs each host.
+ * frontend; reclaiming a lease is atomic, so one of them repairs each host. A republish that
+ * fails is tried again after a lease's time, then twice as long after each further failure
+ * (at most MAX_REPUBLISH_DELAY_MS): a primary that keeps refusing a host is not asked every
+ * few seconds for ever, and the log says so once per attempt.
  */
 import type { Logger } from '../core/log.js';
 import { pickDns } from '../core/types.js';
 import type { HostGate, Publisher } from './ports.js';
 
 const BATCH = 100;
+
+/** The longest wait between two republish attempts of one host. */
+export const MAX_REPUBLISH_DELAY_MS = 60 * 60 * 1000;
+
+/** The wait after a republish failed, given how many had failed before it. */
+export function republishDelayMs(leaseMs: number, failedBefore: number): number {
+  return Math.min(MAX_REPUBLISH_DELAY_MS, leaseMs * 2 ** Math.min(Math.max(0, failedBefore), 32));
+}
 
 export class Reconciler {
   private timer: NodeJS.Timeout | undefined;
@@ -36,7 +47,7 @@ export class Reconciler {
       }
       const claimed = await hosts.reclaim(fqdn, leaseMs);
       if (!claimed) continue;
-      const { host, lease } = claimed;
+      const { host, lease, failedRepublishes } = claimed;
       if (zone === undefined) {
         await hosts.release(lease); // its zone is no longer configured: nothing to publish to
         continue;
@@ -52,10 +63,16 @@ export class Reconciler {
             return true;
           },
           async (err: unknown) => {
-            // Due again after a lease's time; until then a request may take the host over
-            // (and republishes in full), so requests never wait for a primary that is down.
-            logger.warn('could not republish an interrupted change yet', { host: fqdn, error: (err as Error).message });
-            await hosts.release(lease, { republishInMs: leaseMs });
+            // Due again later; until then a request may take the host over (and republishes
+            // in full), so requests never wait for a primary that is down.
+            const retryInMs = republishDelayMs(leaseMs, failedRepublishes);
+            logger.warn('could not republish an interrupted change yet', {
+              host: fqdn,
+              error: (err as Error).message,
+              attempt: failedRepublishes + 1,
+              retryInMs,
+            });
+            await hosts.release(lease, { republishInMs: retryInMs, failedRepublish: true });
             return false;
           },
         ),

@@ -208,9 +208,11 @@ export class UpdateService {
       await this.deps.publisher.publish({ fqdn, zone, previous: admission.host, target });
     } catch (err) {
       // dnserr promises the stored state untouched: if the count and lease cannot be undone,
-      // say 911. When the primary may still apply what was sent, the stored state goes out
-      // again (the reconciler), so DNS ends where Redis says.
-      const republish = err instanceof DnsUpdateError && err.maybeApplied ? { republishInMs: 0 } : {};
+      // say 911. When the primary may still apply what was sent, or this change took over a
+      // repair that was due, the stored state goes out again (the reconciler), so DNS ends
+      // where Redis says.
+      const mayDiffer = (err instanceof DnsUpdateError && err.maybeApplied) || admission.repairDue;
+      const republish = mayDiffer ? { republishInMs: 0 } : {};
       await this.deps.hosts.release(admission.lease, republish).catch((releaseErr: unknown) => {
         throw new ServiceFault(`release failed: ${(releaseErr as Error).message}`);
       });

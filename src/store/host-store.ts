@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { Admission, AdmitRequest, HostAdmin, HostGate, Lease } from '../app/ports.js';
+import type { Admission, AdmitRequest, HostAdmin, HostGate, Lease, Reclaimed } from '../app/ports.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { normalizeHostname } from '../core/names.js';
@@ -95,7 +95,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
     }
   }
 
-  async release(lease: Lease, opts: { republishInMs?: number } = {}): Promise<void> {
+  async release(lease: Lease, opts: { republishInMs?: number; failedRepublish?: boolean } = {}): Promise<void> {
     const own = asHostLease(lease);
     await storeCall('release', () =>
       this.scripts.release(this.keys.host(lease.fqdn), this.keys.pendingChanges(), [
@@ -105,6 +105,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
         // Without our bookkeeping (a foreign Lease object) only the lease is dropped.
         own?.sequence ?? '-',
         opts.republishInMs === undefined ? '' : Math.max(0, Math.round(opts.republishInMs)),
+        flag(opts.failedRepublish ?? false),
       ]),
     );
   }
@@ -124,14 +125,19 @@ export class RedisHostStore implements HostGate, HostAdmin {
     return keys.map((k) => this.keys.fqdnOfHostKey(k)).filter((f): f is string => f !== undefined);
   }
 
-  async reclaim(fqdn: string, leaseMs: number): Promise<{ host: HostRecord; lease: Lease } | undefined> {
+  async reclaim(fqdn: string, leaseMs: number): Promise<Reclaimed | undefined> {
     const token = randomUUID();
     const reply = await storeCall('reclaim', () =>
       this.scripts.reclaim(this.keys.host(fqdn), this.keys.pendingChanges(), token, Math.max(1, Math.floor(leaseMs))),
     );
     if (!Array.isArray(reply) || reply[0] !== 'reclaimed') return undefined;
-    // No frequency bookkeeping: releasing this lease leaves the counters as they are.
-    return { host: decodeHost(fqdn, fieldsFromFlat(reply[1] as unknown[])), lease: new HostLease(fqdn, token, '', '', '-') };
+    const fields = fieldsFromFlat(reply[1] as unknown[]);
+    return {
+      host: decodeHost(fqdn, fields),
+      // No frequency bookkeeping: releasing this lease leaves the counters as they are.
+      lease: new HostLease(fqdn, token, '', '', '-'),
+      failedRepublishes: Math.max(0, Number(fields[HOST_FIELDS.republishFailures] ?? 0) || 0),
+    };
   }
 
   // ---- HostAdmin (the CLI) ----
@@ -225,6 +231,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
           kind,
           host: decodeHost(fqdn, fieldsFromFlat(reply[1] as unknown[])),
           lease: new HostLease(fqdn, token, String(reply[2]), String(reply[3]), String(reply[4])),
+          repairDue: reply[5] === '1',
         };
       default:
         throw new Error(`unexpected admit reply kind: ${kind}`);

@@ -35,6 +35,8 @@ export const HOST_FIELDS = {
   frequencySeq: 'fs',
   leaseToken: 'lk',
   leaseUntil: 'lu',
+  /** Failed republishes since DNS and Redis last agreed (the reconciler's back-off). */
+  republishFailures: 'rf',
 } as const;
 
 /** Short field names of the account hash. */

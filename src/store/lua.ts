@@ -16,7 +16,8 @@ local function ms(n) return string.format('%.0f', n) end
 
 /**
  * admit(KEYS: host, pending; ARGV: account, minIntervalMs, maxFrequent, leaseMs, token, mode,
- * [field, value]…) → {kind} | {'change', hostFlat, prevFl, prevFc, seq}.
+ * [field, value]…) → {kind} | {'change', hostFlat, prevFl, prevFc, seq, repairDue}.
+ * repairDue = '1': the lease taken over had expired (a repair was due), else ''.
  * mode 'count' = only the frequency rule; 'expect' = compare the field/value pairs
  * (absent field = '', flag '0' = ''). The body reads its arguments from `A` (see GUARD).
  */
@@ -81,7 +82,7 @@ end
 local leaseEnd = now + tonumber(A[4])
 redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'], 'lk', A[5], 'lu', ms(leaseEnd))
 redis.call('ZADD', KEYS[2], leaseEnd, key)
-return {'change', hostFlat(), prevFl, prevFc, h['fs']}
+return {'change', hostFlat(), prevFl, prevFc, h['fs'], stale and '1' or ''}
 `;
 
 const ADMIT = `${NOW}local A = ARGV${ADMIT_BODY}`;
@@ -110,6 +111,7 @@ const ADMIT_GUARDED = `${NOW}${GUARD}${ADMIT_BODY}`;
  * 'ok' | 'lost' (the lease was no longer ours; written anyway: DNS holds it) | 'gone' (host
  * removed). A state an operator set meanwhile (blocked, closed) is kept. republish = '1': the
  * recorded state was published again (reconciler), so the time of the last update stays.
+ * 'ok' also clears the count of failed republishes: DNS and Redis agree again.
  */
 const COMMIT = `${NOW}
 local key = KEYS[1]
@@ -130,18 +132,19 @@ if state ~= 'blocked' and state ~= 'closed' then
 end
 if ARGV[8] == '1' then redis.call('HSET', key, 's', state) else redis.call('HSET', key, 's', state, 'u', ms(now)) end
 if status == 'ok' then
-  redis.call('HDEL', key, 'lk', 'lu')
+  redis.call('HDEL', key, 'lk', 'lu', 'rf')
   redis.call('ZREM', KEYS[2], key)
 end
 return status
 `;
 
 /**
- * release(KEYS: host, pending; ARGV: token, prevFl, prevFc, seq, republishInMs) → 1 | 0
+ * release(KEYS: host, pending; ARGV: token, prevFl, prevFc, seq, republishInMs, failed) → 1 | 0
  * (lease not ours). Undoes this request's frequency count unless a later request counted
  * since. With republishInMs (a number, '' = none) the primary may hold something Redis does
  * not: the lease is left expired (admit never answers nochg then) and due in the pending set
- * after that delay, for reclaim to publish the stored state again.
+ * after that delay, for reclaim to publish the stored state again. failed = '1': a republish
+ * failed; the host's count of them (rf, which reclaim returns) goes up by one.
  */
 const RELEASE = `${NOW}
 local key = KEYS[1]
@@ -150,6 +153,7 @@ local republishIn = tonumber(ARGV[5])
 if republishIn then
   redis.call('HSET', key, 'lu', ms(now))
   redis.call('ZADD', KEYS[2], now + republishIn, key)
+  if ARGV[6] == '1' then redis.call('HINCRBY', key, 'rf', 1) end
 else
   redis.call('HDEL', key, 'lk', 'lu')
   redis.call('ZREM', KEYS[2], key)

@@ -665,6 +665,44 @@ describe('fault: kill -9 after the primary applied a change but before the bridg
     expect(await env.ns.query(h, 'A'), `after ${r.body.trim()}`).to.deep.equal(['192.0.2.70']);
     expect((await env.hostJson(h)).ipv4).to.equal('192.0.2.70');
   });
+
+  it('a request that takes over the due repair and is refused leaves the repair due: never nochg while DNS differs', async () => {
+    const { h } = await crashAfterApply();
+    // Before the dead lease expires: every UPDATE is refused from now on (a wrong TSIG
+    // secret: BADSIG, final), the reconciler's and the client's alike.
+    const relayConfig = await readFile(env.configPath, 'utf8');
+    await writeFile(path.join(env.dir, 'wrong.secret'), generateTsigKey().secret + '\n', { mode: 0o600 });
+    const refusing = JSON.parse(relayConfig) as { zones: Array<{ key: { secretFile: string } }> };
+    refusing.zones[0]!.key.secretFile = 'wrong.secret';
+    try {
+      await writeFile(env.configPath, JSON.stringify(refusing), { mode: 0o600 });
+      await env.stopServes('SIGTERM');
+      let port = await env.startServe();
+      // Waits for the dead lease, takes it over (a full republish of .72), is refused.
+      const r = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.72`, { auth, ua: UA, port });
+      expect(r.raw.toString()).to.equal(DNSERR);
+      expect(await env.ns.query(h, 'A'), 'DNS still holds the unacknowledged change').to.deep.equal(['192.0.2.71']);
+      const redis = new Redis(env.redis.url);
+      try {
+        const key = `ddns:h:${h}`;
+        expect(await redis.hget(key, '4'), 'Redis holds the acknowledged address').to.equal('192.0.2.70');
+        expect(await redis.hget(key, 'lk'), 'the lease stays, expired').to.be.a('string');
+        expect(await redis.zscore('ddns:pending', key), 'the repair is still due').to.not.equal(null);
+      } finally {
+        redis.disconnect();
+      }
+      // The primary accepts again: the acknowledged address is what a request finds.
+      await writeFile(env.configPath, relayConfig, { mode: 0o600 });
+      await env.stopServes('SIGTERM');
+      port = await env.startServe();
+      const back = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.70`, { auth, ua: UA, port });
+      expect(back.body).to.match(/^(good|nochg) 192\.0\.2\.70\n$/);
+      expect(await env.ns.query(h, 'A'), `after ${back.body.trim()}`).to.deep.equal(['192.0.2.70']);
+      expect((await env.hostJson(h)).ipv4).to.equal('192.0.2.70');
+    } finally {
+      await writeFile(env.configPath, relayConfig, { mode: 0o600 });
+    }
+  });
 });
 
 // ---- 5b. the primary applies a change whose answer never comes back (no crash) ----------

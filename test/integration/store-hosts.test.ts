@@ -136,6 +136,8 @@ describe('store: hosts (real redis-server)', function () {
       if (first.kind === 'change' && second.kind === 'change') {
         expect(second.lease.token).to.not.equal(first.lease.token);
         expect(await raw.hget(hostKey, 'lk')).to.equal(second.lease.token);
+        // Only the second took over a lease that had expired: a repair was due.
+        expect([first.repairDue, second.repairDue]).to.deep.equal([false, true]);
       }
     });
 
@@ -324,6 +326,24 @@ describe('store: hosts (real redis-server)', function () {
       await new Promise((r) => setTimeout(r, 5));
       await store.hosts.commit((await reclaimed()).lease, TARGET, { republish: true });
       expect(await raw.hmget(hostKey, 'u', '4', 'lk')).to.deep.equal([updated, '203.0.113.7', null]);
+    });
+
+    it('failed republishes are counted on the host (reclaim reports them) until a commit clears the count', async () => {
+      const a = await store.hosts.admit(request());
+      if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
+      await store.hosts.release(a.lease, { republishInMs: 0 });
+      expect(await raw.hexists(hostKey, 'rf'), 'a request\'s release is not a failed republish').to.equal(0);
+      for (let i = 0; i < 3; i++) {
+        const r = await reclaimed();
+        expect(r.failedRepublishes).to.equal(i);
+        await store.hosts.release(r.lease, { republishInMs: 0, failedRepublish: true });
+      }
+      expect(await raw.hget(hostKey, 'rf')).to.equal('3');
+      const last = await reclaimed();
+      expect(last.failedRepublishes).to.equal(3);
+      expect(last.host).to.not.have.property('rf');
+      await store.hosts.commit(last.lease, TARGET, { republish: true });
+      expect(await raw.hmget(hostKey, 'rf', 'lk', 'lu')).to.deep.equal([null, null, null]);
     });
 
     it('release with republishInMs > 0 is due that much later; postpone moves what is still pending', async () => {

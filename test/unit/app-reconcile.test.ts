@@ -4,8 +4,8 @@
  * postpones because their zone's primary just timed out, and what it does on failure.
  */
 import { expect } from 'chai';
-import type { HostChange, HostGate, Lease, Publisher } from '../../src/app/ports.js';
-import { Reconciler } from '../../src/app/reconcile.js';
+import type { HostChange, HostGate, Lease, Publisher, Reclaimed } from '../../src/app/ports.js';
+import { MAX_REPUBLISH_DELAY_MS, Reconciler, republishDelayMs } from '../../src/app/reconcile.js';
 import { DnsUpdateError } from '../../src/core/errors.js';
 import type { Logger } from '../../src/core/log.js';
 import type { HostRecord, TargetState } from '../../src/core/types.js';
@@ -19,21 +19,24 @@ function record(fqdn: string, ipv4: string): HostRecord {
 
 class MemoryHosts implements Pick<HostGate, 'staleLeases' | 'reclaim' | 'commit' | 'release' | 'postpone'> {
   readonly calls: string[] = [];
+  /** Failed republishes per host, as the release script counts them. */
+  readonly failed = new Map<string, number>();
   constructor(readonly due: Map<string, HostRecord>) {}
   async staleLeases(): Promise<string[]> {
     return [...this.due.keys()];
   }
-  async reclaim(fqdn: string): Promise<{ host: HostRecord; lease: Lease } | undefined> {
+  async reclaim(fqdn: string): Promise<Reclaimed | undefined> {
     this.calls.push(`reclaim ${fqdn}`);
     const host = this.due.get(fqdn);
-    return host && { host, lease: { fqdn, token: `t-${fqdn}` } };
+    return host && { host, lease: { fqdn, token: `t-${fqdn}` }, failedRepublishes: this.failed.get(fqdn) ?? 0 };
   }
   async commit(lease: Lease, target: TargetState, opts?: { republish?: boolean }): Promise<void> {
     this.calls.push(`commit ${lease.fqdn} ${target.ipv4}${opts?.republish ? ' (republish)' : ''}`);
     this.due.delete(lease.fqdn);
   }
-  async release(lease: Lease, opts?: { republishInMs?: number }): Promise<void> {
-    this.calls.push(`release ${lease.fqdn} ${opts?.republishInMs}`);
+  async release(lease: Lease, opts?: { republishInMs?: number; failedRepublish?: boolean }): Promise<void> {
+    this.calls.push(`release ${lease.fqdn} ${opts?.republishInMs}${opts?.failedRepublish ? ' (failed)' : ''}`);
+    if (opts?.failedRepublish) this.failed.set(lease.fqdn, (this.failed.get(lease.fqdn) ?? 0) + 1);
   }
   async postpone(fqdns: readonly string[], ms: number): Promise<void> {
     if (fqdns.length > 0) this.calls.push(`postpone ${fqdns.join(',')} ${ms}`);
@@ -84,6 +87,26 @@ describe('app: reconciler', () => {
     const publisher = new MemoryPublisher();
     publisher.failing.add('a.z1');
     expect(await reconciler(hosts, publisher).sweep()).to.equal(0);
-    expect(hosts.calls).to.deep.equal(['reclaim a.z1', `release a.z1 ${LEASE_MS}`]);
+    expect(hosts.calls).to.deep.equal(['reclaim a.z1', `release a.z1 ${LEASE_MS} (failed)`]);
+  });
+
+  it('each further failed republish waits twice as long, at most an hour', async () => {
+    const hosts = new MemoryHosts(new Map([['a.z1', record('a.z1', '192.0.2.1')]]));
+    const publisher = new MemoryPublisher();
+    publisher.failing.add('a.z1');
+    const r = reconciler(hosts, publisher);
+    for (let i = 0; i < 4; i++) expect(await r.sweep()).to.equal(0);
+    expect(hosts.calls.filter((c) => c.startsWith('release'))).to.deep.equal(
+      [1, 2, 4, 8].map((k) => `release a.z1 ${k * LEASE_MS} (failed)`),
+    );
+    expect(MAX_REPUBLISH_DELAY_MS).to.equal(3_600_000);
+    expect(republishDelayMs(LEASE_MS, 0)).to.equal(LEASE_MS);
+    expect(republishDelayMs(LEASE_MS, 9)).to.equal(512 * LEASE_MS);
+    expect(republishDelayMs(LEASE_MS, 10)).to.equal(MAX_REPUBLISH_DELAY_MS);
+    expect(republishDelayMs(LEASE_MS, 10_000)).to.equal(MAX_REPUBLISH_DELAY_MS);
+    // Once it works, the host is recorded (the store clears the count on commit).
+    publisher.failing.clear();
+    expect(await r.sweep()).to.equal(1);
+    expect(hosts.calls.at(-1)).to.equal('commit a.z1 192.0.2.1 (republish)');
   });
 });
