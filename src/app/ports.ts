@@ -136,11 +136,6 @@ export interface AdmitGuard {
   login: VerifiedLogin;
 }
 
-/**
- * The host registry as the update path sees it. `admit` runs the checks from nohost to
- * abuse and the frequency rule atomically (one Redis Lua call, Redis TIME), after the
- * request's guard if it has one.
- */
 /** An expired lease taken over by the reconciler, with the stored state to publish again. */
 export interface Reclaimed {
   host: HostRecord;
@@ -149,6 +144,11 @@ export interface Reclaimed {
   failedRepublishes: number;
 }
 
+/**
+ * The host registry as the update path sees it. `admit` runs the checks from nohost to
+ * abuse and the frequency rule atomically (one Redis Lua call, Redis TIME), after the
+ * request's guard if it has one.
+ */
 export interface HostGate {
   admit(req: AdmitRequest): Promise<Admission>;
   /** Persist the published state and drop the lease. */
