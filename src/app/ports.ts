@@ -177,8 +177,18 @@ export interface EchoGate {
 }
 
 /** Administrative access to hosts (CLI). */
+/** A republish of a host's stored state that is due: DNS may hold what Redis does not. */
+export interface DnsRepair {
+  /** Milliseconds since the epoch: when a reconciler takes it up (earlier if a request changes the host). */
+  dueAt: number;
+  /** Republishes of it that failed so far (each waits twice as long as the one before). */
+  failedRepublishes: number;
+}
+
 export interface HostAdmin {
   get(fqdn: string): Promise<HostRecord | undefined>;
+  /** The host's due repair; undefined when none is (a change in flight is not one). */
+  repairOf(fqdn: string): Promise<DnsRepair | undefined>;
   add(fqdn: string, account: string, type: HostType): Promise<void>; // ConflictError, NotFoundError (account)
   remove(fqdn: string): Promise<void>; // NotFoundError
   list(account?: string): Promise<HostRecord[]>;

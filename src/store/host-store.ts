@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { Admission, AdmitRequest, HostAdmin, HostGate, Lease, Reclaimed } from '../app/ports.js';
+import type { Admission, AdmitRequest, DnsRepair, HostAdmin, HostGate, Lease, Reclaimed } from '../app/ports.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { normalizeHostname } from '../core/names.js';
@@ -146,6 +146,23 @@ export class RedisHostStore implements HostGate, HostAdmin {
     const name = lookupName(fqdn);
     const fields = await storeCall('host get', () => this.redis.hgetall(this.keys.host(name)));
     return fields[HOST_FIELDS.owner] === undefined ? undefined : decodeHost(name, fields);
+  }
+
+  async repairOf(fqdn: string): Promise<DnsRepair | undefined> {
+    const key = this.keys.host(lookupName(fqdn));
+    const [lease, due] = await storeCall('host repair', async () => {
+      const replies = await this.redis
+        .pipeline()
+        .hmget(key, HOST_FIELDS.leaseToken, HOST_FIELDS.leaseUntil, HOST_FIELDS.republishFailures)
+        .zscore(this.keys.pendingChanges(), key)
+        .exec();
+      for (const [err] of replies ?? []) if (err) throw err;
+      return [replies![0]![1] as (string | null)[], replies![1]![1] as string | null];
+    });
+    const [token, until, failed] = lease;
+    // A lease that has not expired belongs to a change in flight: no repair (yet).
+    if (!token || Number(until ?? 0) > Date.now()) return undefined;
+    return { dueAt: due === null ? Date.now() : Number(due), failedRepublishes: Number(failed ?? 0) || 0 };
   }
 
   async add(fqdn: string, account: string, type: HostType): Promise<void> {

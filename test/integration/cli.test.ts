@@ -228,8 +228,9 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       expect(added.code, added.stderr).to.equal(0);
       expect(added.stdout).to.include(dyn);
       const view = await env.hostJson(dyn);
-      expect(view).to.include({ owner, type: 'dynamic', state: 'active', wildcard: false, mx: null, backmx: false });
+      expect(view).to.include({ owner, type: 'dynamic', state: 'active', wildcard: false, mx: null, backmx: false, repair: null });
       expect(view.addresses).to.deep.equal([]);
+      expect(await env.cliOk(['host', 'show', dyn])).to.include('\nrepair: none\n');
 
       const stat = uniqHost('stat');
       await env.cliOk(['host', 'add', stat, '--account', owner, '--type', 'static']);

@@ -691,6 +691,10 @@ describe('fault: kill -9 after the primary applied a change but before the bridg
       } finally {
         redis.disconnect();
       }
+      // The operator sees it: host show names the due repair.
+      const shown = (await env.hostJson(h)).repair as { dueAt: number; failedRepublishes: number } | null;
+      expect(shown, 'host show: repair').to.be.an('object');
+      expect(shown!.dueAt).to.be.a('number');
       // The primary accepts again: the acknowledged address is what a request finds.
       await writeFile(env.configPath, relayConfig, { mode: 0o600 });
       await env.stopServes('SIGTERM');
@@ -698,7 +702,7 @@ describe('fault: kill -9 after the primary applied a change but before the bridg
       const back = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.70`, { auth, ua: UA, port });
       expect(back.body).to.match(/^(good|nochg) 192\.0\.2\.70\n$/);
       expect(await env.ns.query(h, 'A'), `after ${back.body.trim()}`).to.deep.equal(['192.0.2.70']);
-      expect((await env.hostJson(h)).ipv4).to.equal('192.0.2.70');
+      expect(await env.hostJson(h)).to.include({ ipv4: '192.0.2.70', repair: null });
     } finally {
       await writeFile(env.configPath, relayConfig, { mode: 0o600 });
     }

@@ -346,6 +346,27 @@ describe('store: hosts (real redis-server)', function () {
       expect(await raw.hmget(hostKey, 'rf', 'lk', 'lu')).to.deep.equal([null, null, null]);
     });
 
+    it('repairOf: none for a settled host or a change in flight; when due, when and after how many failures', async () => {
+      expect(await store.hosts.repairOf(HOST)).to.equal(undefined);
+      const a = await store.hosts.admit(request());
+      if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
+      expect(await store.hosts.repairOf(HOST), 'a change in flight').to.equal(undefined);
+      const now = Date.now();
+      await store.hosts.release(a.lease, { republishInMs: 30_000 });
+      const due = await store.hosts.repairOf(HOST);
+      expect(due?.failedRepublishes).to.equal(0);
+      expect(due?.dueAt).to.be.within(now + 29_000, now + 31_000);
+      await store.hosts.postpone([HOST], 0);
+      const r = await reclaimed();
+      expect(await store.hosts.repairOf(HOST), 'the reconciler holds it').to.equal(undefined);
+      await store.hosts.release(r.lease, { republishInMs: 60_000, failedRepublish: true });
+      expect((await store.hosts.repairOf(HOST))?.failedRepublishes).to.equal(1);
+      await store.hosts.postpone([HOST], 0);
+      await store.hosts.commit((await reclaimed()).lease, TARGET, { republish: true });
+      expect(await store.hosts.repairOf(HOST)).to.equal(undefined);
+      expect(await store.hosts.repairOf('other.dyn.example.org'), 'no such host').to.equal(undefined);
+    });
+
     it('release with republishInMs > 0 is due that much later; postpone moves what is still pending', async () => {
       const pending = PREFIX + 'pending';
       const a = await store.hosts.admit(request());

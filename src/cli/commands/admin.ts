@@ -3,6 +3,7 @@ import { hashPassword } from '../../auth/index.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../../core/errors.js';
 import { normalizeHostname } from '../../core/names.js';
 import { checkRegistration } from '../../core/registration.js';
+import type { DnsRepair } from '../../app/ports.js';
 import type { HostRecord } from '../../core/types.js';
 import { DnsPublisher } from '../../dns/index.js';
 import { openStore, type Store } from '../../store/index.js';
@@ -151,11 +152,18 @@ export async function hostList(ctx: CommandContext, account: string | undefined,
 
 export async function hostShow(ctx: CommandContext, name: string, json: boolean, out: Out): Promise<void> {
   const fqdn = hostName(name);
-  const host = await withStore(ctx, (s) => s.hosts.get(fqdn));
+  const [host, repair] = await withStore(ctx, (s) => Promise.all([s.hosts.get(fqdn), s.hosts.repairOf(fqdn)]));
   if (!host) throw new NotFoundError(`no host ${fqdn}`);
-  const view = hostView(host);
+  // repair: DNS may hold what Redis does not until the stored state is published again.
+  const view = { ...hostView(host), repair: repair ?? null };
   if (json) out(JSON.stringify(view));
-  else for (const [k, v] of Object.entries(view)) out(`${k}: ${Array.isArray(v) ? v.join(' ') : String(v)}`);
+  else for (const [k, v] of Object.entries(view)) out(`${k}: ${k === 'repair' ? repairText(repair) : Array.isArray(v) ? v.join(' ') : String(v)}`);
+}
+
+function repairText(repair: DnsRepair | undefined): string {
+  if (repair === undefined) return 'none';
+  const failed = repair.failedRepublishes === 0 ? '' : ` (${repair.failedRepublishes} failed republish${repair.failedRepublishes === 1 ? '' : 'es'})`;
+  return `due ${new Date(repair.dueAt).toISOString()}${failed}`;
 }
 
 const STATE_CHANGES = {
