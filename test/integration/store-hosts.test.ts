@@ -1,31 +1,16 @@
 /** HostGate and HostAdmin against a real redis-server: admit / commit / release and the frequency rule. */
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { Redis } from 'ioredis';
 import type { Admission, AdmitGuard, AdmitRequest, Expectations } from '../../src/app/ports.js';
-import type { Logger } from '../../src/core/log.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../../src/core/errors.js';
 import type { TargetState } from '../../src/core/types.js';
-import { makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
 import { createRedis, storeOn, type Store, type StoreConfig } from '../../src/store/index.js';
+import { RecordingLogger, storeTestConfig, useRedisStore } from '../support/store-server.js';
 
 const PREFIX = 't:';
 
 function storeConfig(url: string): StoreConfig {
-  return {
-    redis: { url, keyPrefix: PREFIX, commandTimeoutMs: 2000 },
-    agents: { blocked: [] },
-    junk: { threshold: 3, windowMs: 1000, blockMs: 300 },
-    credentials: { maxFailures: 3, windowMs: 1000, cooldownMs: 300, cacheTtlMs: 1000, cacheSize: 10 },
-  };
-}
-
-class RecordingLogger implements Logger {
-  readonly lines: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
-  debug(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'debug', msg, fields }); }
-  info(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'info', msg, fields }); }
-  warn(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'warn', msg, fields }); }
-  error(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'error', msg, fields }); }
+  return storeTestConfig(url, { keyPrefix: PREFIX });
 }
 
 const HOST = 'home.dyn.example.org';
@@ -46,135 +31,115 @@ function request(over: Partial<AdmitRequest> = {}): AdmitRequest {
 const TARGET: TargetState = { ipv4: '203.0.113.7', ipv6: null, wildcard: false, mx: null, backmx: false, offline: false };
 
 describe('store: hosts (real redis-server)', function () {
-  let dir: string;
-  let server: RedisServer;
-  let store: Store;
-  let logger: RecordingLogger;
-  let raw: Redis;
-
-  before(async function () {
-    requireBinariesOrSkip(this, ['redis-server']);
-    dir = await makeTempDir('store-hosts-');
-    server = await startRedis({ dir });
-    logger = new RecordingLogger();
-    const cfg = storeConfig(server.url);
-    store = storeOn(createRedis(cfg.redis, logger), cfg, logger);
-    raw = new Redis(server.url);
-  });
-
-  after(async () => {
-    await store?.close();
-    raw?.disconnect();
-    await server?.stop();
-    if (dir) await removeDir(dir);
-  });
+  const logger = new RecordingLogger();
+  const lab = useRedisStore('store-hosts', storeConfig, { logger });
 
   beforeEach(async () => {
-    await raw.flushdb();
+    await lab.raw.flushdb();
     logger.lines.length = 0;
-    await store.accounts.create({ name: 'alice', passwordHash: '$scrypt$x', donator: false, createdAt: 1 });
-    await store.accounts.create({ name: 'bob', passwordHash: '$scrypt$y', donator: false, createdAt: 2 });
-    await store.hosts.add(HOST, 'alice', 'dynamic');
+    await lab.store.accounts.create({ name: 'alice', passwordHash: '$scrypt$x', donator: false, createdAt: 1 });
+    await lab.store.accounts.create({ name: 'bob', passwordHash: '$scrypt$y', donator: false, createdAt: 2 });
+    await lab.store.hosts.add(HOST, 'alice', 'dynamic');
   });
 
   const hostKey = PREFIX + 'h:' + HOST;
   const redisNow = async (): Promise<number> => {
-    const [s, us] = await raw.time();
+    const [s, us] = await lab.raw.time();
     return Number(s) * 1000 + Math.floor(Number(us) / 1000);
   };
 
   /** Take over the host's expired lease as the reconciler does. */
   const reclaimed = async () => {
-    const r = await store.hosts.reclaim(HOST, 5000);
+    const r = await lab.store.hosts.reclaim(HOST, 5000);
     if (!r) throw new Error('nothing to reclaim');
     return r;
   };
 
   describe('admit outcomes', () => {
     it('nohost for a name that is not registered', async () => {
-      expect(await store.hosts.admit(request({ fqdn: 'other.dyn.example.org' }))).to.deep.equal({ kind: 'nohost' });
+      expect(await lab.store.hosts.admit(request({ fqdn: 'other.dyn.example.org' }))).to.deep.equal({ kind: 'nohost' });
     });
 
     it('notyours for another account\'s host, without counting', async () => {
-      expect(await store.hosts.admit(request({ account: 'bob' }))).to.deep.equal({ kind: 'notyours' });
-      expect(await raw.hmget(hostKey, 'fl', 'fc', 'fs')).to.deep.equal([null, null, null]);
+      expect(await lab.store.hosts.admit(request({ account: 'bob' }))).to.deep.equal({ kind: 'notyours' });
+      expect(await lab.raw.hmget(hostKey, 'fl', 'fc', 'fs')).to.deep.equal([null, null, null]);
     });
 
     it('badsys for a host that is not dynamic', async () => {
-      await store.hosts.add('static.dyn.example.org', 'alice', 'static');
-      expect(await store.hosts.admit(request({ fqdn: 'static.dyn.example.org' }))).to.deep.equal({ kind: 'badsys' });
+      await lab.store.hosts.add('static.dyn.example.org', 'alice', 'static');
+      expect(await lab.store.hosts.admit(request({ fqdn: 'static.dyn.example.org' }))).to.deep.equal({ kind: 'badsys' });
     });
 
     it('closed and abuse for closed and blocked hosts', async () => {
-      await store.hosts.setState(HOST, 'closed');
-      expect(await store.hosts.admit(request())).to.deep.equal({ kind: 'closed' });
-      await store.hosts.setState(HOST, 'blocked');
-      expect(await store.hosts.admit(request())).to.deep.equal({ kind: 'abuse' });
+      await lab.store.hosts.setState(HOST, 'closed');
+      expect(await lab.store.hosts.admit(request())).to.deep.equal({ kind: 'closed' });
+      await lab.store.hosts.setState(HOST, 'blocked');
+      expect(await lab.store.hosts.admit(request())).to.deep.equal({ kind: 'abuse' });
     });
 
     it('change with a lease when something differs; busy while the lease is held', async () => {
-      const a = await store.hosts.admit(request());
+      const a = await lab.store.hosts.admit(request());
       expect(a.kind).to.equal('change');
       if (a.kind !== 'change') return;
       expect(a.host).to.deep.include({ fqdn: HOST, account: 'alice', type: 'dynamic', state: 'active', ipv4: null, updatedAt: 0 });
       expect(a.lease.fqdn).to.equal(HOST);
-      expect(await raw.hget(hostKey, 'lk')).to.equal(a.lease.token);
-      const lu = Number(await raw.hget(hostKey, 'lu'));
+      expect(await lab.raw.hget(hostKey, 'lk')).to.equal(a.lease.token);
+      const lu = Number(await lab.raw.hget(hostKey, 'lu'));
       expect(lu - (await redisNow())).to.be.within(4000, 5000);
-      const fsBefore = await raw.hget(hostKey, 'fs');
-      expect(await store.hosts.admit(request())).to.deep.equal({ kind: 'busy' });
-      expect(await store.hosts.admit(request({ expect: null }))).to.deep.equal({ kind: 'busy' });
-      expect(await raw.hget(hostKey, 'fs')).to.equal(fsBefore); // busy counts nothing
+      const fsBefore = await lab.raw.hget(hostKey, 'fs');
+      expect(await lab.store.hosts.admit(request())).to.deep.equal({ kind: 'busy' });
+      expect(await lab.store.hosts.admit(request({ expect: null }))).to.deep.equal({ kind: 'busy' });
+      expect(await lab.raw.hget(hostKey, 'fs')).to.equal(fsBefore); // busy counts nothing
     });
 
     it('an expired lease is taken over', async () => {
-      const first = await store.hosts.admit(request({ leaseMs: 50 }));
+      const first = await lab.store.hosts.admit(request({ leaseMs: 50 }));
       expect(first.kind).to.equal('change');
       await new Promise((r) => setTimeout(r, 80));
-      const second = await store.hosts.admit(request());
+      const second = await lab.store.hosts.admit(request());
       expect(second.kind).to.equal('change');
       if (first.kind === 'change' && second.kind === 'change') {
         expect(second.lease.token).to.not.equal(first.lease.token);
-        expect(await raw.hget(hostKey, 'lk')).to.equal(second.lease.token);
+        expect(await lab.raw.hget(hostKey, 'lk')).to.equal(second.lease.token);
         // Only the second took over a lease that had expired: a repair was due.
         expect([first.repairDue, second.repairDue]).to.deep.equal([false, true]);
       }
     });
 
     it('nochg when every expectation holds (absent fields read as empty / 0)', async () => {
-      await raw.hset(hostKey, '4', '203.0.113.7');
-      const a = await store.hosts.admit(request());
+      await lab.raw.hset(hostKey, '4', '203.0.113.7');
+      const a = await lab.store.hosts.admit(request());
       expect(a.kind).to.equal('nochg');
       expect(a).to.deep.equal({ kind: 'nochg' });
-      expect(await raw.hexists(hostKey, 'lk')).to.equal(0);
+      expect(await lab.raw.hexists(hostKey, 'lk')).to.equal(0);
       // A stored '0' flag equals an expected '0' as well.
-      await raw.hset(hostKey, 'w', '0');
-      expect((await store.hosts.admit(request({ minIntervalMs: 0 }))).kind).to.equal('nochg');
+      await lab.raw.hset(hostKey, 'w', '0');
+      expect((await lab.store.hosts.admit(request({ minIntervalMs: 0 }))).kind).to.equal('nochg');
       // One differing field → change.
-      expect((await store.hosts.admit(request({ minIntervalMs: 0, expect: { ...WANT, wildcard: '1' } }))).kind).to.equal(
+      expect((await lab.store.hosts.admit(request({ minIntervalMs: 0, expect: { ...WANT, wildcard: '1' } }))).kind).to.equal(
         'change',
       );
     });
 
     it('expect null only counts, answering nochg', async () => {
-      const a = await store.hosts.admit(request({ expect: null }));
+      const a = await lab.store.hosts.admit(request({ expect: null }));
       expect(a.kind).to.equal('nochg');
-      expect(await raw.hmget(hostKey, 'fc', 'fs')).to.deep.equal(['0', '1']);
-      expect(await raw.hexists(hostKey, 'lk')).to.equal(0);
+      expect(await lab.raw.hmget(hostKey, 'fc', 'fs')).to.deep.equal(['0', '1']);
+      expect(await lab.raw.hexists(hostKey, 'lk')).to.equal(0);
     });
 
     it('offline state is compared like any other field', async () => {
-      await raw.hset(hostKey, 's', 'offline', 'w', '1');
-      const a = await store.hosts.admit(request({ expect: { state: 'offline' } }));
+      await lab.raw.hset(hostKey, 's', 'offline', 'w', '1');
+      const a = await lab.store.hosts.admit(request({ expect: { state: 'offline' } }));
       expect(a.kind).to.equal('nochg');
       expect(a).to.deep.equal({ kind: 'nochg' });
-      expect((await store.hosts.admit(request({ minIntervalMs: 0 }))).kind).to.equal('change');
+      expect((await lab.store.hosts.admit(request({ minIntervalMs: 0 }))).kind).to.equal('change');
     });
 
     it('rejects an unknown expectation name', async () => {
       let error: unknown;
       try {
-        await store.hosts.admit(request({ expect: { colour: 'blue' } }));
+        await lab.store.hosts.admit(request({ expect: { colour: 'blue' } }));
       } catch (err) {
         error = err;
       }
@@ -187,55 +152,55 @@ describe('store: hosts (real redis-server)', function () {
       const kinds: string[] = [];
       for (let i = 0; i < 4; i++) {
         // The first request ever is not frequent: fc 0, then 1, 2, 3.
-        kinds.push((await store.hosts.admit(request({ expect: null }))).kind);
-        expect(await raw.hget(hostKey, 'fc')).to.equal(String(i));
+        kinds.push((await lab.store.hosts.admit(request({ expect: null }))).kind);
+        expect(await lab.raw.hget(hostKey, 'fc')).to.equal(String(i));
       }
       expect(kinds).to.deep.equal(['nochg', 'nochg', 'nochg', 'nochg']);
-      expect(await store.hosts.admit(request({ expect: null }))).to.deep.equal({ kind: 'abuse' });
-      expect(await raw.hget(hostKey, 's')).to.equal('blocked');
-      expect(await raw.hget(hostKey, 'fc')).to.equal('4');
-      expect((await store.hosts.get(HOST))!.state).to.equal('blocked');
+      expect(await lab.store.hosts.admit(request({ expect: null }))).to.deep.equal({ kind: 'abuse' });
+      expect(await lab.raw.hget(hostKey, 's')).to.equal('blocked');
+      expect(await lab.raw.hget(hostKey, 'fc')).to.equal('4');
+      expect((await lab.store.hosts.get(HOST))!.state).to.equal('blocked');
       // Blocked until an operator unblocks; then the rule starts afresh.
-      expect(await store.hosts.admit(request())).to.deep.equal({ kind: 'abuse' });
-      await store.hosts.setState(HOST, 'active');
-      expect(await raw.hmget(hostKey, 'fl', 'fc')).to.deep.equal([null, null]);
-      expect((await store.hosts.admit(request())).kind).to.equal('change');
-      expect(await raw.hget(hostKey, 'fc')).to.equal('0');
+      expect(await lab.store.hosts.admit(request())).to.deep.equal({ kind: 'abuse' });
+      await lab.store.hosts.setState(HOST, 'active');
+      expect(await lab.raw.hmget(hostKey, 'fl', 'fc')).to.deep.equal([null, null]);
+      expect((await lab.store.hosts.admit(request())).kind).to.equal('change');
+      expect(await lab.raw.hget(hostKey, 'fc')).to.equal('0');
     });
 
     it('a request past the minimum interval resets the run', async () => {
       const now = await redisNow();
-      await raw.hset(hostKey, 'fl', String(now - 1000), 'fc', '3');
-      expect((await store.hosts.admit(request({ expect: null, minIntervalMs: 900 }))).kind).to.equal('nochg');
-      expect(await raw.hget(hostKey, 'fc')).to.equal('0');
+      await lab.raw.hset(hostKey, 'fl', String(now - 1000), 'fc', '3');
+      expect((await lab.store.hosts.admit(request({ expect: null, minIntervalMs: 900 }))).kind).to.equal('nochg');
+      expect(await lab.raw.hget(hostKey, 'fc')).to.equal('0');
     });
 
     it('uses the interval it is given (donators: shorter)', async () => {
       const now = await redisNow();
-      await raw.hset(hostKey, 'fl', String(now - 20_000), 'fc', '3');
+      await lab.raw.hset(hostKey, 'fl', String(now - 20_000), 'fc', '3');
       // 20 s after the last request: frequent for a 60 s interval → blocks (fc 4 > 3) ...
-      expect(await store.hosts.admit(request({ expect: null, minIntervalMs: 60_000 }))).to.deep.equal({ kind: 'abuse' });
-      await store.hosts.setState(HOST, 'active');
-      await raw.hset(hostKey, 'fl', String(now - 20_000), 'fc', '3');
+      expect(await lab.store.hosts.admit(request({ expect: null, minIntervalMs: 60_000 }))).to.deep.equal({ kind: 'abuse' });
+      await lab.store.hosts.setState(HOST, 'active');
+      await lab.raw.hset(hostKey, 'fl', String(now - 20_000), 'fc', '3');
       // ... but not for a donator's 15 s interval.
-      expect((await store.hosts.admit(request({ expect: null, minIntervalMs: 15_000 }))).kind).to.equal('nochg');
-      expect(await raw.hget(hostKey, 'fc')).to.equal('0');
+      expect((await lab.store.hosts.admit(request({ expect: null, minIntervalMs: 15_000 }))).kind).to.equal('nochg');
+      expect(await lab.raw.hget(hostKey, 'fc')).to.equal('0');
     });
 
     it('nochg and change both count', async () => {
-      await store.hosts.admit(request({ expect: null }));
-      const a = await store.hosts.admit(request());
+      await lab.store.hosts.admit(request({ expect: null }));
+      const a = await lab.store.hosts.admit(request());
       expect(a.kind).to.equal('change');
-      expect(await raw.hmget(hostKey, 'fc', 'fs')).to.deep.equal(['1', '2']);
+      expect(await lab.raw.hmget(hostKey, 'fc', 'fs')).to.deep.equal(['1', '2']);
     });
   });
 
   describe('commit and release', () => {
     it('commit writes the published state, stamps u and drops the lease', async () => {
-      const a = await store.hosts.admit(request());
+      const a = await lab.store.hosts.admit(request());
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
       const before = await redisNow();
-      await store.hosts.commit(a.lease, {
+      await lab.store.hosts.commit(a.lease, {
         ipv4: '203.0.113.7',
         ipv6: '2001:db8::7',
         wildcard: true,
@@ -243,201 +208,201 @@ describe('store: hosts (real redis-server)', function () {
         backmx: true,
         offline: false,
       });
-      const fields = await raw.hgetall(hostKey);
+      const fields = await lab.raw.hgetall(hostKey);
       expect(fields).to.include({ o: 'alice', t: 'dynamic', s: 'active', 4: '203.0.113.7', 6: '2001:db8::7', w: '1', m: 'mx.example.net', b: '1' });
       expect(fields).to.not.have.property('lk');
       expect(fields).to.not.have.property('lu');
       expect(Number(fields.u)).to.be.within(before - 5, before + 1000);
-      const host = await store.hosts.get(HOST);
+      const host = await lab.store.hosts.get(HOST);
       expect(host).to.deep.include({ ipv4: '203.0.113.7', ipv6: '2001:db8::7', wildcard: true, mx: 'mx.example.net', backmx: true, state: 'active' });
       // The same request again is nochg now.
-      const again = await store.hosts.admit(
+      const again = await lab.store.hosts.admit(
         request({ minIntervalMs: 0, expect: { state: 'active', ipv4: '203.0.113.7', ipv6: '2001:db8::7', wildcard: '1', mx: 'mx.example.net', backmx: '1' } }),
       );
       expect(again.kind).to.equal('nochg');
     });
 
     it('commit of an offline target removes the addresses and sets state offline; null fields are deleted', async () => {
-      await raw.hset(hostKey, '4', '198.51.100.1', '6', '2001:db8::1', 'w', '1', 'm', 'mx.example.net');
-      const a = await store.hosts.admit(request({ expect: { state: 'offline' } }));
+      await lab.raw.hset(hostKey, '4', '198.51.100.1', '6', '2001:db8::1', 'w', '1', 'm', 'mx.example.net');
+      const a = await lab.store.hosts.admit(request({ expect: { state: 'offline' } }));
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
-      await store.hosts.commit(a.lease, { ipv4: null, ipv6: null, wildcard: true, mx: 'mx.example.net', backmx: false, offline: true });
-      const fields = await raw.hgetall(hostKey);
+      await lab.store.hosts.commit(a.lease, { ipv4: null, ipv6: null, wildcard: true, mx: 'mx.example.net', backmx: false, offline: true });
+      const fields = await lab.raw.hgetall(hostKey);
       expect(fields).to.include({ s: 'offline', w: '1', m: 'mx.example.net' });
       for (const gone of ['4', '6', 'b', 'lk', 'lu']) expect(fields).to.not.have.property(gone);
       // Coming back: state active again.
-      const b = await store.hosts.admit(request({ minIntervalMs: 0 }));
+      const b = await lab.store.hosts.admit(request({ minIntervalMs: 0 }));
       if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
-      await store.hosts.commit(b.lease, TARGET);
-      expect(await raw.hmget(hostKey, 's', '4', 'w', 'm')).to.deep.equal(['active', '203.0.113.7', null, null]);
+      await lab.store.hosts.commit(b.lease, TARGET);
+      expect(await lab.raw.hmget(hostKey, 's', '4', 'w', 'm')).to.deep.equal(['active', '203.0.113.7', null, null]);
     });
 
     it('release drops the lease and undoes exactly this request\'s count', async () => {
       // Nothing before: release must leave fl/fc absent again.
-      const first = await store.hosts.admit(request());
+      const first = await lab.store.hosts.admit(request());
       if (first.kind !== 'change') throw new Error(`expected change, got ${first.kind}`);
-      await store.hosts.release(first.lease);
-      expect(await raw.hmget(hostKey, 'fl', 'fc', 'lk', 'lu')).to.deep.equal([null, null, null, null]);
+      await lab.store.hosts.release(first.lease);
+      expect(await lab.raw.hmget(hostKey, 'fl', 'fc', 'lk', 'lu')).to.deep.equal([null, null, null, null]);
 
       // With history: fl/fc go back to their previous values.
       const now = await redisNow();
-      await raw.hset(hostKey, 'fl', String(now - 5000), 'fc', '2');
-      const second = await store.hosts.admit(request());
+      await lab.raw.hset(hostKey, 'fl', String(now - 5000), 'fc', '2');
+      const second = await lab.store.hosts.admit(request());
       if (second.kind !== 'change') throw new Error(`expected change, got ${second.kind}`);
-      expect(await raw.hget(hostKey, 'fc')).to.equal('3');
-      await store.hosts.release(second.lease);
-      expect(await raw.hmget(hostKey, 'fl', 'fc', 'lk')).to.deep.equal([String(now - 5000), '2', null]);
+      expect(await lab.raw.hget(hostKey, 'fc')).to.equal('3');
+      await lab.store.hosts.release(second.lease);
+      expect(await lab.raw.hmget(hostKey, 'fl', 'fc', 'lk')).to.deep.equal([String(now - 5000), '2', null]);
     });
 
     it('release with republishInMs (the UPDATE may still be applied): counts undone, the lease left expired and due; never nochg until republished', async () => {
       const pending = PREFIX + 'pending';
-      const a = await store.hosts.admit(request());
+      const a = await lab.store.hosts.admit(request());
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
       const before = await redisNow();
-      await store.hosts.release(a.lease, { republishInMs: 0 });
-      const [fl, fc, lk, lu] = await raw.hmget(hostKey, 'fl', 'fc', 'lk', 'lu');
+      await lab.store.hosts.release(a.lease, { republishInMs: 0 });
+      const [fl, fc, lk, lu] = await lab.raw.hmget(hostKey, 'fl', 'fc', 'lk', 'lu');
       expect([fl, fc]).to.deep.equal([null, null]);
       expect(lk, 'the lease token stays').to.equal(a.lease.token);
       expect(Number(lu)).to.be.within(before, (await redisNow()) + 1);
-      expect(Number(await raw.zscore(pending, hostKey))).to.be.within(before, Date.now() + 5);
-      expect(await store.hosts.staleLeases(10)).to.deep.equal([HOST]);
+      expect(Number(await lab.raw.zscore(pending, hostKey))).to.be.within(before, Date.now() + 5);
+      expect(await lab.store.hosts.staleLeases(10)).to.deep.equal([HOST]);
 
       // The reconciler takes the expired lease and records what it published: then nochg again.
-      await store.hosts.commit((await reclaimed()).lease, TARGET);
-      const again = await store.hosts.admit(request({ minIntervalMs: 0 }));
+      await lab.store.hosts.commit((await reclaimed()).lease, TARGET);
+      const again = await lab.store.hosts.admit(request({ minIntervalMs: 0 }));
       expect(again.kind, 'after the republish it is nochg').to.equal('nochg');
 
-      const b = await store.hosts.admit(request({ minIntervalMs: 0, expect: { ...WANT, ipv4: '203.0.113.8' } }));
+      const b = await lab.store.hosts.admit(request({ minIntervalMs: 0, expect: { ...WANT, ipv4: '203.0.113.8' } }));
       if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
-      await store.hosts.release(b.lease, { republishInMs: 0 });
-      const c = await store.hosts.admit(request({ minIntervalMs: 0 }));
+      await lab.store.hosts.release(b.lease, { republishInMs: 0 });
+      const c = await lab.store.hosts.admit(request({ minIntervalMs: 0 }));
       expect(c.kind, 'an expired lease is never nochg').to.equal('change');
     });
 
     it('a republish commit (reconciler) records the state but keeps the time of the last update', async () => {
-      const a = await store.hosts.admit(request());
+      const a = await lab.store.hosts.admit(request());
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
-      await store.hosts.commit(a.lease, TARGET);
-      const updated = await raw.hget(hostKey, 'u');
+      await lab.store.hosts.commit(a.lease, TARGET);
+      const updated = await lab.raw.hget(hostKey, 'u');
       expect(updated).to.match(/^\d+$/);
-      const b = await store.hosts.admit(request({ minIntervalMs: 0, expect: { ...WANT, ipv4: '203.0.113.8' } }));
+      const b = await lab.store.hosts.admit(request({ minIntervalMs: 0, expect: { ...WANT, ipv4: '203.0.113.8' } }));
       if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
-      await store.hosts.release(b.lease, { republishInMs: 0 });
+      await lab.store.hosts.release(b.lease, { republishInMs: 0 });
       await new Promise((r) => setTimeout(r, 5));
-      await store.hosts.commit((await reclaimed()).lease, TARGET, { republish: true });
-      expect(await raw.hmget(hostKey, 'u', '4', 'lk')).to.deep.equal([updated, '203.0.113.7', null]);
+      await lab.store.hosts.commit((await reclaimed()).lease, TARGET, { republish: true });
+      expect(await lab.raw.hmget(hostKey, 'u', '4', 'lk')).to.deep.equal([updated, '203.0.113.7', null]);
     });
 
     it('failed republishes are counted on the host (reclaim reports them) until a commit clears the count', async () => {
-      const a = await store.hosts.admit(request());
+      const a = await lab.store.hosts.admit(request());
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
-      await store.hosts.release(a.lease, { republishInMs: 0 });
-      expect(await raw.hexists(hostKey, 'rf'), 'a request\'s release is not a failed republish').to.equal(0);
+      await lab.store.hosts.release(a.lease, { republishInMs: 0 });
+      expect(await lab.raw.hexists(hostKey, 'rf'), 'a request\'s release is not a failed republish').to.equal(0);
       for (let i = 0; i < 3; i++) {
         const r = await reclaimed();
         expect(r.failedRepublishes).to.equal(i);
-        await store.hosts.release(r.lease, { republishInMs: 0, failedRepublish: true });
+        await lab.store.hosts.release(r.lease, { republishInMs: 0, failedRepublish: true });
       }
-      expect(await raw.hget(hostKey, 'rf')).to.equal('3');
+      expect(await lab.raw.hget(hostKey, 'rf')).to.equal('3');
       const last = await reclaimed();
       expect(last.failedRepublishes).to.equal(3);
       expect(last.host).to.not.have.property('rf');
-      await store.hosts.commit(last.lease, TARGET, { republish: true });
-      expect(await raw.hmget(hostKey, 'rf', 'lk', 'lu')).to.deep.equal([null, null, null]);
+      await lab.store.hosts.commit(last.lease, TARGET, { republish: true });
+      expect(await lab.raw.hmget(hostKey, 'rf', 'lk', 'lu')).to.deep.equal([null, null, null]);
     });
 
     it('repairOf: none for a settled host or a change in flight; when due, when and after how many failures', async () => {
-      expect(await store.hosts.repairOf(HOST)).to.equal(undefined);
-      const a = await store.hosts.admit(request());
+      expect(await lab.store.hosts.repairOf(HOST)).to.equal(undefined);
+      const a = await lab.store.hosts.admit(request());
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
-      expect(await store.hosts.repairOf(HOST), 'a change in flight').to.equal(undefined);
+      expect(await lab.store.hosts.repairOf(HOST), 'a change in flight').to.equal(undefined);
       const now = Date.now();
-      await store.hosts.release(a.lease, { republishInMs: 30_000 });
-      const due = await store.hosts.repairOf(HOST);
+      await lab.store.hosts.release(a.lease, { republishInMs: 30_000 });
+      const due = await lab.store.hosts.repairOf(HOST);
       expect(due?.failedRepublishes).to.equal(0);
       expect(due?.dueAt).to.be.within(now + 29_000, now + 31_000);
-      await store.hosts.postpone([HOST], 0);
+      await lab.store.hosts.postpone([HOST], 0);
       const r = await reclaimed();
-      expect(await store.hosts.repairOf(HOST), 'the reconciler holds it').to.equal(undefined);
-      await store.hosts.release(r.lease, { republishInMs: 60_000, failedRepublish: true });
-      expect((await store.hosts.repairOf(HOST))?.failedRepublishes).to.equal(1);
-      await store.hosts.postpone([HOST], 0);
-      await store.hosts.commit((await reclaimed()).lease, TARGET, { republish: true });
-      expect(await store.hosts.repairOf(HOST)).to.equal(undefined);
-      expect(await store.hosts.repairOf('other.dyn.example.org'), 'no such host').to.equal(undefined);
+      expect(await lab.store.hosts.repairOf(HOST), 'the reconciler holds it').to.equal(undefined);
+      await lab.store.hosts.release(r.lease, { republishInMs: 60_000, failedRepublish: true });
+      expect((await lab.store.hosts.repairOf(HOST))?.failedRepublishes).to.equal(1);
+      await lab.store.hosts.postpone([HOST], 0);
+      await lab.store.hosts.commit((await reclaimed()).lease, TARGET, { republish: true });
+      expect(await lab.store.hosts.repairOf(HOST)).to.equal(undefined);
+      expect(await lab.store.hosts.repairOf('other.dyn.example.org'), 'no such host').to.equal(undefined);
     });
 
     it('release with republishInMs > 0 is due that much later; postpone moves what is still pending', async () => {
       const pending = PREFIX + 'pending';
-      const a = await store.hosts.admit(request());
+      const a = await lab.store.hosts.admit(request());
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
       const now = Date.now();
-      await store.hosts.release(a.lease, { republishInMs: 60_000 });
-      expect(Number(await raw.zscore(pending, hostKey))).to.be.within(now + 59_000, now + 61_000);
-      expect(await store.hosts.staleLeases(10)).to.deep.equal([]);
-      await store.hosts.postpone([HOST, 'not-pending.dyn.example.org'], 10_000);
-      expect(Number(await raw.zscore(pending, hostKey))).to.be.within(now + 9_000, now + 11_000);
-      expect(await raw.zcard(pending), 'postpone adds nothing').to.equal(1);
+      await lab.store.hosts.release(a.lease, { republishInMs: 60_000 });
+      expect(Number(await lab.raw.zscore(pending, hostKey))).to.be.within(now + 59_000, now + 61_000);
+      expect(await lab.store.hosts.staleLeases(10)).to.deep.equal([]);
+      await lab.store.hosts.postpone([HOST, 'not-pending.dyn.example.org'], 10_000);
+      expect(Number(await lab.raw.zscore(pending, hostKey))).to.be.within(now + 9_000, now + 11_000);
+      expect(await lab.raw.zcard(pending), 'postpone adds nothing').to.equal(1);
     });
 
     it('release leaves the counters alone when another request counted since', async () => {
-      const a = await store.hosts.admit(request());
+      const a = await lab.store.hosts.admit(request());
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
-      await raw.hincrby(hostKey, 'fs', 1); // as if an operator reset / another count happened
-      const counters = await raw.hmget(hostKey, 'fl', 'fc');
-      await store.hosts.release(a.lease);
-      expect(await raw.hmget(hostKey, 'fl', 'fc', 'lk')).to.deep.equal([...counters, null]);
+      await lab.raw.hincrby(hostKey, 'fs', 1); // as if an operator reset / another count happened
+      const counters = await lab.raw.hmget(hostKey, 'fl', 'fc');
+      await lab.store.hosts.release(a.lease);
+      expect(await lab.raw.hmget(hostKey, 'fl', 'fc', 'lk')).to.deep.equal([...counters, null]);
     });
 
     it('release of a lease that is no longer ours changes nothing', async () => {
-      const a = await store.hosts.admit(request({ leaseMs: 30 }));
+      const a = await lab.store.hosts.admit(request({ leaseMs: 30 }));
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
       await new Promise((r) => setTimeout(r, 60));
-      const b = await store.hosts.admit(request());
+      const b = await lab.store.hosts.admit(request());
       if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
-      const snapshot = await raw.hgetall(hostKey);
-      await store.hosts.release(a.lease);
-      expect(await raw.hgetall(hostKey)).to.deep.equal(snapshot);
+      const snapshot = await lab.raw.hgetall(hostKey);
+      await lab.store.hosts.release(a.lease);
+      expect(await lab.raw.hgetall(hostKey)).to.deep.equal(snapshot);
     });
 
     it('commit after the lease was lost still writes (DNS has it) and warns', async () => {
-      const a = await store.hosts.admit(request({ leaseMs: 30 }));
+      const a = await lab.store.hosts.admit(request({ leaseMs: 30 }));
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
       await new Promise((r) => setTimeout(r, 60));
-      const b = await store.hosts.admit(request());
+      const b = await lab.store.hosts.admit(request());
       if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
-      await store.hosts.commit(a.lease, TARGET);
-      expect(await raw.hget(hostKey, '4')).to.equal('203.0.113.7');
-      expect(await raw.hget(hostKey, 'lk')).to.equal(b.lease.token); // the other lease stays
+      await lab.store.hosts.commit(a.lease, TARGET);
+      expect(await lab.raw.hget(hostKey, '4')).to.equal('203.0.113.7');
+      expect(await lab.raw.hget(hostKey, 'lk')).to.equal(b.lease.token); // the other lease stays
       expect(logger.lines.some((l) => l.level === 'warn' && /lease/.test(l.msg))).to.equal(true);
     });
 
     it('commit keeps a state an operator set meanwhile, and never recreates a removed host', async () => {
-      const a = await store.hosts.admit(request());
+      const a = await lab.store.hosts.admit(request());
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
-      await store.hosts.setState(HOST, 'closed');
-      await store.hosts.commit(a.lease, TARGET);
-      expect(await raw.hmget(hostKey, 's', '4')).to.deep.equal(['closed', '203.0.113.7']);
+      await lab.store.hosts.setState(HOST, 'closed');
+      await lab.store.hosts.commit(a.lease, TARGET);
+      expect(await lab.raw.hmget(hostKey, 's', '4')).to.deep.equal(['closed', '203.0.113.7']);
 
-      await store.hosts.setState(HOST, 'active');
-      const b = await store.hosts.admit(request({ expect: { ...WANT, ipv4: '192.0.2.1' } }));
+      await lab.store.hosts.setState(HOST, 'active');
+      const b = await lab.store.hosts.admit(request({ expect: { ...WANT, ipv4: '192.0.2.1' } }));
       if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
-      await store.hosts.remove(HOST);
-      await store.hosts.commit(b.lease, TARGET);
-      expect(await raw.exists(hostKey)).to.equal(0);
+      await lab.store.hosts.remove(HOST);
+      await lab.store.hosts.commit(b.lease, TARGET);
+      expect(await lab.raw.exists(hostKey)).to.equal(0);
     });
   });
 
   describe('two frontends on one Redis', () => {
     let second: Store;
     before(function () {
-      const cfg = storeConfig(server.url);
+      const cfg = storeConfig(lab.url);
       second = storeOn(createRedis(cfg.redis, logger), cfg, logger);
     });
     after(async () => second?.close());
 
     async function race(n: number, req: AdmitRequest): Promise<Admission[]> {
-      return Promise.all(Array.from({ length: n }, (_, i) => (i % 2 === 0 ? store : second).hosts.admit(req)));
+      return Promise.all(Array.from({ length: n }, (_, i) => (i % 2 === 0 ? lab.store : second).hosts.admit(req)));
     }
     const tally = (results: Admission[]) =>
       results.reduce<Record<string, number>>((acc, r) => ({ ...acc, [r.kind]: (acc[r.kind] ?? 0) + 1 }), {});
@@ -445,19 +410,19 @@ describe('store: hosts (real redis-server)', function () {
     it('50 concurrent counting admits through two clients count exactly', async () => {
       const results = await race(50, request({ expect: null, maxFrequent: 1000 }));
       expect(tally(results)).to.deep.equal({ nochg: 50 });
-      expect(await raw.hmget(hostKey, 'fc', 'fs')).to.deep.equal(['49', '50']);
+      expect(await lab.raw.hmget(hostKey, 'fc', 'fs')).to.deep.equal(['49', '50']);
     });
 
     it('50 concurrent admits with the default limit: 4 served, the rest abuse', async () => {
       const results = await race(50, request({ expect: null }));
       expect(tally(results)).to.deep.equal({ nochg: 4, abuse: 46 });
-      expect(await raw.hmget(hostKey, 's', 'fc', 'fs')).to.deep.equal(['blocked', '4', '5']);
+      expect(await lab.raw.hmget(hostKey, 's', 'fc', 'fs')).to.deep.equal(['blocked', '4', '5']);
     });
 
     it('50 concurrent changes: exactly one lease, the others busy and uncounted', async () => {
       const results = await race(50, request({ maxFrequent: 1000 }));
       expect(tally(results)).to.deep.equal({ change: 1, busy: 49 });
-      expect(await raw.hmget(hostKey, 'fc', 'fs')).to.deep.equal(['0', '1']);
+      expect(await lab.raw.hmget(hostKey, 'fc', 'fs')).to.deep.equal(['0', '1']);
     });
   });
 
@@ -482,88 +447,88 @@ describe('store: hosts (real redis-server)', function () {
     /** Every key of the database with its type and value (no TTLs): "nothing written" means equal snapshots. */
     async function dbSnapshot(): Promise<Record<string, unknown>> {
       const out: Record<string, unknown> = {};
-      for (const key of (await raw.keys('*')).sort()) {
-        const type = await raw.type(key);
-        if (type === 'hash') out[key] = { hash: await raw.hgetall(key) };
-        else if (type === 'string') out[key] = { string: await raw.get(key) };
-        else if (type === 'set') out[key] = { set: (await raw.smembers(key)).sort() };
-        else if (type === 'zset') out[key] = { zset: await raw.zrange(key, 0, -1, 'WITHSCORES') };
+      for (const key of (await lab.raw.keys('*')).sort()) {
+        const type = await lab.raw.type(key);
+        if (type === 'hash') out[key] = { hash: await lab.raw.hgetall(key) };
+        else if (type === 'string') out[key] = { string: await lab.raw.get(key) };
+        else if (type === 'set') out[key] = { set: (await lab.raw.smembers(key)).sort() };
+        else if (type === 'zset') out[key] = { zset: await lab.raw.zrange(key, 0, -1, 'WITHSCORES') };
         else out[key] = { type };
       }
       return out;
     }
 
     beforeEach(async () => {
-      await store.accounts.create({ name: 'gina', passwordHash: GINA_HASH, donator: false, createdAt: 3 });
-      await store.hosts.add(GINA_HOST, 'gina', 'dynamic');
+      await lab.store.accounts.create({ name: 'gina', passwordHash: GINA_HASH, donator: false, createdAt: 3 });
+      await lab.store.hosts.add(GINA_HOST, 'gina', 'dynamic');
     });
 
     it('a holding guard: the same change / nochg as an unguarded admit, counted the same way', async () => {
-      const a = await store.hosts.admit(ginaRequest());
+      const a = await lab.store.hosts.admit(ginaRequest());
       expect(a.kind).to.equal('change');
       if (a.kind !== 'change') return;
       expect(a.host).to.deep.include({ fqdn: GINA_HOST, account: 'gina', type: 'dynamic', state: 'active', ipv4: null });
-      expect(await raw.hget(ginaKey, 'lk')).to.equal(a.lease.token);
-      expect(await raw.zrange(PREFIX + 'pending', 0, -1)).to.deep.equal([ginaKey]);
-      expect(await raw.hmget(ginaKey, 'fc', 'fs')).to.deep.equal(['0', '1']);
+      expect(await lab.raw.hget(ginaKey, 'lk')).to.equal(a.lease.token);
+      expect(await lab.raw.zrange(PREFIX + 'pending', 0, -1)).to.deep.equal([ginaKey]);
+      expect(await lab.raw.hmget(ginaKey, 'fc', 'fs')).to.deep.equal(['0', '1']);
       // busy while the lease is held, like the unguarded admit
-      expect(await store.hosts.admit(ginaRequest())).to.deep.equal({ kind: 'busy' });
-      await store.hosts.commit(a.lease, TARGET);
-      expect(await raw.zcard(PREFIX + 'pending')).to.equal(0);
+      expect(await lab.store.hosts.admit(ginaRequest())).to.deep.equal({ kind: 'busy' });
+      await lab.store.hosts.commit(a.lease, TARGET);
+      expect(await lab.raw.zcard(PREFIX + 'pending')).to.equal(0);
 
-      const b = await store.hosts.admit(ginaRequest());
+      const b = await lab.store.hosts.admit(ginaRequest());
       expect(b.kind).to.equal('nochg');
       expect(b).to.deep.equal({ kind: 'nochg' });
-      expect(await raw.hmget(ginaKey, 'fc', 'fs', 'lk')).to.deep.equal(['1', '2', null]);
+      expect(await lab.raw.hmget(ginaKey, 'fc', 'fs', 'lk')).to.deep.equal(['1', '2', null]);
       // and an unguarded admit of the same request agrees
-      expect((await store.hosts.admit(request({ fqdn: GINA_HOST, account: 'gina' }))).kind).to.equal('nochg');
-      expect(await raw.hmget(ginaKey, 'fc', 'fs')).to.deep.equal(['2', '3']);
+      expect((await lab.store.hosts.admit(request({ fqdn: GINA_HOST, account: 'gina' }))).kind).to.equal('nochg');
+      expect(await lab.raw.hmget(ginaKey, 'fc', 'fs')).to.deep.equal(['2', '3']);
       // a differing field is a change again
-      expect((await store.hosts.admit(ginaRequest({ expect: { ...WANT, ipv4: '192.0.2.99' } }))).kind).to.equal('change');
+      expect((await lab.store.hosts.admit(ginaRequest({ expect: { ...WANT, ipv4: '192.0.2.99' } }))).kind).to.equal('change');
     });
 
     it('a holding guard passes the other outcomes through (nohost, notyours, abuse) and the frequency rule', async () => {
-      expect(await store.hosts.admit(ginaRequest({ fqdn: 'other.dyn.example.org' }))).to.deep.equal({ kind: 'nohost' });
-      expect(await store.hosts.admit(ginaRequest({ fqdn: HOST }))).to.deep.equal({ kind: 'notyours' });
+      expect(await lab.store.hosts.admit(ginaRequest({ fqdn: 'other.dyn.example.org' }))).to.deep.equal({ kind: 'nohost' });
+      expect(await lab.store.hosts.admit(ginaRequest({ fqdn: HOST }))).to.deep.equal({ kind: 'notyours' });
       const kinds: string[] = [];
-      for (let i = 0; i < 5; i++) kinds.push((await store.hosts.admit(ginaRequest({ expect: null }))).kind);
+      for (let i = 0; i < 5; i++) kinds.push((await lab.store.hosts.admit(ginaRequest({ expect: null }))).kind);
       expect(kinds).to.deep.equal(['nochg', 'nochg', 'nochg', 'nochg', 'abuse']);
-      expect(await raw.hget(ginaKey, 's')).to.equal('blocked');
+      expect(await lab.raw.hget(ginaKey, 's')).to.equal('blocked');
     });
 
     it('a donator\'s guard holds when the account is a donator', async () => {
-      await store.accounts.setDonator('gina', true);
-      expect((await store.hosts.admit(ginaRequest({ guard: guard({ donator: true }) }))).kind).to.equal('change');
+      await lab.store.accounts.setDonator('gina', true);
+      expect((await lab.store.hosts.admit(ginaRequest({ guard: guard({ donator: true }) }))).kind).to.equal('change');
     });
 
     it('checks of other sources, agents and accounts do not apply', async () => {
-      await raw.set(store.keys.junkBlock(SOURCE, 'OtherAgent/1.0'), '1', 'PX', 60_000);
-      await raw.set(store.keys.junkBlock('198.51.100.21', AGENT), '1', 'PX', 60_000);
-      await raw.set(store.keys.cooldownBySource('198.51.100.21'), '1', 'PX', 60_000);
-      await raw.set(store.keys.cooldownByAccount('alice'), '1', 'PX', 60_000);
-      expect((await store.hosts.admit(ginaRequest())).kind).to.equal('change');
+      await lab.raw.set(lab.store.keys.junkBlock(SOURCE, 'OtherAgent/1.0'), '1', 'PX', 60_000);
+      await lab.raw.set(lab.store.keys.junkBlock('198.51.100.21', AGENT), '1', 'PX', 60_000);
+      await lab.raw.set(lab.store.keys.cooldownBySource('198.51.100.21'), '1', 'PX', 60_000);
+      await lab.raw.set(lab.store.keys.cooldownByAccount('alice'), '1', 'PX', 60_000);
+      expect((await lab.store.hosts.admit(ginaRequest())).kind).to.equal('change');
     });
 
     describe('a failing guard: unverified, and nothing written', () => {
       /** Give the host some history first, so "unchanged" covers fl/fc/fs and the addresses. */
       async function withHistory(): Promise<void> {
-        const a = await store.hosts.admit(ginaRequest({ guard: undefined }));
+        const a = await lab.store.hosts.admit(ginaRequest({ guard: undefined }));
         if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
-        await store.hosts.commit(a.lease, { ...TARGET, ipv4: '192.0.2.1' });
+        await lab.store.hosts.commit(a.lease, { ...TARGET, ipv4: '192.0.2.1' });
       }
 
       async function expectUnverified(req: AdmitRequest): Promise<void> {
-        const hostBefore = await raw.hgetall(ginaKey);
+        const hostBefore = await lab.raw.hgetall(ginaKey);
         const dbBefore = await dbSnapshot();
         expect(hostBefore).to.include({ 4: '192.0.2.1', fc: '0', fs: '1' });
-        expect(await store.hosts.admit(req)).to.deep.equal({ kind: 'unverified' });
+        expect(await lab.store.hosts.admit(req)).to.deep.equal({ kind: 'unverified' });
         // the same request, counting only: unverified as well
-        expect(await store.hosts.admit({ ...req, expect: null })).to.deep.equal({ kind: 'unverified' });
-        const hostAfter = await raw.hgetall(ginaKey);
+        expect(await lab.store.hosts.admit({ ...req, expect: null })).to.deep.equal({ kind: 'unverified' });
+        const hostAfter = await lab.raw.hgetall(ginaKey);
         expect(hostAfter).to.deep.equal(hostBefore);
         expect(hostAfter).to.not.have.property('lk');
         expect(hostAfter).to.not.have.property('lu');
-        expect(await raw.zcard(PREFIX + 'pending')).to.equal(0);
+        expect(await lab.raw.zcard(PREFIX + 'pending')).to.equal(0);
         expect(await dbSnapshot()).to.deep.equal(dbBefore);
       }
 
@@ -574,58 +539,58 @@ describe('store: hosts (real redis-server)', function () {
         await expectUnverified(ginaRequest({ guard: guard({ digest: sha1(GINA_HASH).toUpperCase() }) }));
         await expectUnverified(ginaRequest({ guard: guard({ digest: '' }) }));
         // and after a real password change the old digest no longer holds
-        await store.accounts.setPasswordHash('gina', '$scrypt$ln=15,r=8,p=1$bmV3$bmV3aGFzaA');
+        await lab.store.accounts.setPasswordHash('gina', '$scrypt$ln=15,r=8,p=1$bmV3$bmV3aGFzaA');
         await expectUnverified(ginaRequest());
       });
 
       it('donator flag different from the account\'s (either way)', async () => {
         await expectUnverified(ginaRequest({ guard: guard({ donator: true }) }));
-        await store.accounts.setDonator('gina', true);
+        await lab.store.accounts.setDonator('gina', true);
         await expectUnverified(ginaRequest({ guard: guard({ donator: false }) }));
       });
 
       it('account missing', async () => {
-        await raw.del(store.keys.account('gina'));
+        await lab.raw.del(lab.store.keys.account('gina'));
         await expectUnverified(ginaRequest());
         // a guard naming an account that never existed, for a host it does not own
         await expectUnverified(ginaRequest({ account: 'ghost', guard: guard({ name: 'ghost' }) }));
       });
 
       it('junk block set on the (source, agent) pair', async () => {
-        await raw.set(store.keys.junkBlock(SOURCE, AGENT), '1', 'PX', 60_000);
+        await lab.raw.set(lab.store.keys.junkBlock(SOURCE, AGENT), '1', 'PX', 60_000);
         await expectUnverified(ginaRequest());
       });
 
       it('login cool-down of the source (an IPv6 source by its /64)', async () => {
-        await raw.set(store.keys.cooldownBySource(SOURCE), '1', 'PX', 60_000);
+        await lab.raw.set(lab.store.keys.cooldownBySource(SOURCE), '1', 'PX', 60_000);
         await expectUnverified(ginaRequest());
-        await raw.set(store.keys.cooldownBySource('2001:db8:1:2::5'), '1', 'PX', 60_000);
+        await lab.raw.set(lab.store.keys.cooldownBySource('2001:db8:1:2::5'), '1', 'PX', 60_000);
         await expectUnverified(ginaRequest({ guard: guard({ sourceIp: '2001:db8:1:2:aaaa::99' }) }));
       });
 
       it('login cool-down of the account', async () => {
-        await raw.set(store.keys.cooldownByAccount('gina'), '1', 'PX', 60_000);
+        await lab.raw.set(lab.store.keys.cooldownByAccount('gina'), '1', 'PX', 60_000);
         await expectUnverified(ginaRequest());
       });
 
       it('the guard is checked before the host: unverified even for a host that would be busy or nohost', async () => {
-        await raw.set(store.keys.cooldownByAccount('gina'), '1', 'PX', 60_000);
+        await lab.raw.set(lab.store.keys.cooldownByAccount('gina'), '1', 'PX', 60_000);
         await expectUnverified(ginaRequest({ fqdn: 'other.dyn.example.org' }));
-        await raw.del(store.keys.cooldownByAccount('gina'));
-        const held = await store.hosts.admit(ginaRequest({ expect: { ...WANT, ipv4: '192.0.2.50' } }));
+        await lab.raw.del(lab.store.keys.cooldownByAccount('gina'));
+        const held = await lab.store.hosts.admit(ginaRequest({ expect: { ...WANT, ipv4: '192.0.2.50' } }));
         expect(held.kind).to.equal('change');
-        await raw.set(store.keys.cooldownByAccount('gina'), '1', 'PX', 60_000);
-        const before = await raw.hgetall(ginaKey);
-        expect(await store.hosts.admit(ginaRequest())).to.deep.equal({ kind: 'unverified' });
-        expect(await raw.hgetall(ginaKey)).to.deep.equal(before);
+        await lab.raw.set(lab.store.keys.cooldownByAccount('gina'), '1', 'PX', 60_000);
+        const before = await lab.raw.hgetall(ginaKey);
+        expect(await lab.store.hosts.admit(ginaRequest())).to.deep.equal({ kind: 'unverified' });
+        expect(await lab.raw.hgetall(ginaKey)).to.deep.equal(before);
       });
     });
   });
 
   describe('admin', () => {
     it('add normalises the name and validates account, type and syntax', async () => {
-      await store.hosts.add(' Second.DYN.example.org. ', 'bob', 'dynamic');
-      expect(await raw.hgetall(PREFIX + 'h:second.dyn.example.org')).to.deep.equal({ o: 'bob', t: 'dynamic', s: 'active' });
+      await lab.store.hosts.add(' Second.DYN.example.org. ', 'bob', 'dynamic');
+      expect(await lab.raw.hgetall(PREFIX + 'h:second.dyn.example.org')).to.deep.equal({ o: 'bob', t: 'dynamic', s: 'active' });
       const failures: unknown[] = [];
       for (const args of [
         ['second.dyn.example.org', 'bob', 'dynamic'],
@@ -634,7 +599,7 @@ describe('store: hosts (real redis-server)', function () {
         ['not a name', 'bob', 'dynamic'],
       ] as const) {
         try {
-          await store.hosts.add(args[0], args[1], args[2] as 'dynamic');
+          await lab.store.hosts.add(args[0], args[1], args[2] as 'dynamic');
           failures.push(undefined);
         } catch (err) {
           failures.push(err);
@@ -644,24 +609,24 @@ describe('store: hosts (real redis-server)', function () {
       expect(failures[1]).to.be.instanceOf(NotFoundError);
       expect(failures[2]).to.be.instanceOf(InvalidInputError);
       expect(failures[3]).to.be.instanceOf(InvalidInputError);
-      expect(await raw.exists(PREFIX + 'h:third.dyn.example.org')).to.equal(0);
+      expect(await lab.raw.exists(PREFIX + 'h:third.dyn.example.org')).to.equal(0);
     });
 
     it('get, list (all / per account), remove', async () => {
-      await store.hosts.add('b.dyn.example.org', 'bob', 'dynamic');
-      await store.hosts.add('a.dyn.example.org', 'alice', 'static');
-      expect(await store.hosts.get('HOME.dyn.example.org')).to.deep.equal({
+      await lab.store.hosts.add('b.dyn.example.org', 'bob', 'dynamic');
+      await lab.store.hosts.add('a.dyn.example.org', 'alice', 'static');
+      expect(await lab.store.hosts.get('HOME.dyn.example.org')).to.deep.equal({
         fqdn: HOST, account: 'alice', type: 'dynamic', state: 'active',
         ipv4: null, ipv6: null, wildcard: false, mx: null, backmx: false, updatedAt: 0,
       });
-      expect(await store.hosts.get('missing.dyn.example.org')).to.equal(undefined);
-      expect((await store.hosts.list()).map((h) => h.fqdn)).to.deep.equal(['a.dyn.example.org', 'b.dyn.example.org', HOST]);
-      expect((await store.hosts.list('alice')).map((h) => h.fqdn)).to.deep.equal(['a.dyn.example.org', HOST]);
-      await store.hosts.remove('b.dyn.example.org');
-      expect(await raw.exists(PREFIX + 'h:b.dyn.example.org')).to.equal(0);
+      expect(await lab.store.hosts.get('missing.dyn.example.org')).to.equal(undefined);
+      expect((await lab.store.hosts.list()).map((h) => h.fqdn)).to.deep.equal(['a.dyn.example.org', 'b.dyn.example.org', HOST]);
+      expect((await lab.store.hosts.list('alice')).map((h) => h.fqdn)).to.deep.equal(['a.dyn.example.org', HOST]);
+      await lab.store.hosts.remove('b.dyn.example.org');
+      expect(await lab.raw.exists(PREFIX + 'h:b.dyn.example.org')).to.equal(0);
       let error: unknown;
       try {
-        await store.hosts.remove('b.dyn.example.org');
+        await lab.store.hosts.remove('b.dyn.example.org');
       } catch (err) {
         error = err;
       }
@@ -669,29 +634,29 @@ describe('store: hosts (real redis-server)', function () {
     });
 
     it('list walks more hosts than one SCAN batch', async () => {
-      const pipeline = raw.pipeline();
+      const pipeline = lab.raw.pipeline();
       for (let i = 0; i < 2500; i++) pipeline.hset(`${PREFIX}h:n${i}.dyn.example.org`, 'o', i % 2 ? 'alice' : 'bob', 't', 'dynamic', 's', 'active');
       await pipeline.exec();
-      await raw.set(PREFIX + 'ag', 'x'); // other keys of the prefix are not hosts
-      expect(await store.hosts.list()).to.have.length(2501);
-      expect(await store.hosts.list('bob')).to.have.length(1250);
+      await lab.raw.set(PREFIX + 'ag', 'x'); // other keys of the prefix are not hosts
+      expect(await lab.store.hosts.list()).to.have.length(2501);
+      expect(await lab.store.hosts.list('bob')).to.have.length(1250);
     });
 
     it('setState validates the host and the state', async () => {
       let error: unknown;
       try {
-        await store.hosts.setState('missing.dyn.example.org', 'closed');
+        await lab.store.hosts.setState('missing.dyn.example.org', 'closed');
       } catch (err) {
         error = err;
       }
       expect(error).to.be.instanceOf(NotFoundError);
-      expect(await raw.exists(PREFIX + 'h:missing.dyn.example.org')).to.equal(0);
+      expect(await lab.raw.exists(PREFIX + 'h:missing.dyn.example.org')).to.equal(0);
     });
 
     it('a host costs a few hundred bytes at most', async () => {
-      await raw.hset(hostKey, '4', '203.0.113.250', '6', '2001:db8:1234:5678:9abc:def0:1234:5678', 'w', '1', 'm', 'mx.example.net',
+      await lab.raw.hset(hostKey, '4', '203.0.113.250', '6', '2001:db8:1234:5678:9abc:def0:1234:5678', 'w', '1', 'm', 'mx.example.net',
         'b', '1', 'u', '1700000000000', 'fl', '1700000000000', 'fc', '3', 'fs', '123456');
-      const bytes = Number(await raw.memory('USAGE', hostKey));
+      const bytes = Number(await lab.raw.memory('USAGE', hostKey));
       expect(bytes).to.be.below(300);
     });
   });

@@ -2,27 +2,14 @@
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import { StoreUnavailableError } from '../../src/core/errors.js';
-import type { Logger } from '../../src/core/log.js';
-import { freePort, makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
-import { openStore, type Store, type StoreConfig } from '../../src/store/index.js';
+import { freePort } from '../../src/lab/index.js';
+import { openStore, type StoreConfig } from '../../src/store/index.js';
+import { RecordingLogger, storeTestConfig, useRedisStore } from '../support/store-server.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-class RecordingLogger implements Logger {
-  readonly lines: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
-  debug(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'debug', msg, fields }); }
-  info(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'info', msg, fields }); }
-  warn(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'warn', msg, fields }); }
-  error(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'error', msg, fields }); }
-}
-
 function config(url: string, commandTimeoutMs = 500): StoreConfig {
-  return {
-    redis: { url, keyPrefix: 'out:', commandTimeoutMs },
-    agents: { blocked: [] },
-    junk: { threshold: 3, windowMs: 1000, blockMs: 300 },
-    credentials: { maxFailures: 3, windowMs: 1000, cooldownMs: 300, cacheTtlMs: 1000, cacheSize: 10 },
-  };
+  return storeTestConfig(url, { keyPrefix: 'out:', commandTimeoutMs });
 }
 
 /** Resolves to how long the call took and what it threw. */
@@ -46,41 +33,29 @@ const REQUEST = {
 };
 
 describe('store: Redis outages (real redis-server)', function () {
-  let dir: string;
-  let server: RedisServer;
-  let store: Store;
-  let logger: RecordingLogger;
+  const logger = new RecordingLogger();
+  // No plain client: the tests reach Redis through the store (and a blocker of their own).
+  const lab = useRedisStore('store-outage', config, { logger, raw: false });
 
-  before(async function () {
-    requireBinariesOrSkip(this, ['redis-server']);
-    dir = await makeTempDir('store-outage-');
-    server = await startRedis({ dir });
-    logger = new RecordingLogger();
-    store = openStore(config(server.url), logger);
-    await store.accounts.create({ name: 'alice', passwordHash: 'h', donator: false, createdAt: 1 });
-    await store.hosts.add('home.dyn.example.org', 'alice', 'dynamic');
-  });
-
-  after(async () => {
-    await store?.close();
-    await server?.stop();
-    if (dir) await removeDir(dir);
+  before(async () => {
+    await lab.store.accounts.create({ name: 'alice', passwordHash: 'h', donator: false, createdAt: 1 });
+    await lab.store.hosts.add('home.dyn.example.org', 'alice', 'dynamic');
   });
 
   it('fails every adapter fast while redis-server is down, logs once, and recovers after start()', async () => {
-    expect((await store.hosts.admit(REQUEST)).kind).to.equal('nochg');
-    await server.stop();
+    expect((await lab.store.hosts.admit(REQUEST)).kind).to.equal('nochg');
+    await lab.server.stop();
     const calls: [string, () => Promise<unknown>][] = [
-      ['admit', () => store.hosts.admit(REQUEST)],
-      ['accounts.get', () => store.accounts.get('alice')],
-      ['getForLogin', () => store.accounts.getForLogin('alice', '192.0.2.1')],
-      ['isThrottled', () => store.failures.isThrottled('192.0.2.1', 'alice')],
-      ['recordFailure', () => store.failures.recordFailure('192.0.2.1', 'alice')],
-      ['isBlocked', () => store.clientPolicy.isBlocked('ddclient/3.10.0', '192.0.2.1')],
-      ['recordJunk', () => store.clientPolicy.recordJunk('ddclient/3.10.0', '192.0.2.1')],
-      ['echo', () => store.echoGate.admit('192.0.2.1', 60_000, 3, 1000)],
-      ['hosts.list', () => store.hosts.list()],
-      ['ping', () => store.ping()],
+      ['admit', () => lab.store.hosts.admit(REQUEST)],
+      ['accounts.get', () => lab.store.accounts.get('alice')],
+      ['getForLogin', () => lab.store.accounts.getForLogin('alice', '192.0.2.1')],
+      ['isThrottled', () => lab.store.failures.isThrottled('192.0.2.1', 'alice')],
+      ['recordFailure', () => lab.store.failures.recordFailure('192.0.2.1', 'alice')],
+      ['isBlocked', () => lab.store.clientPolicy.isBlocked('ddclient/3.10.0', '192.0.2.1')],
+      ['recordJunk', () => lab.store.clientPolicy.recordJunk('ddclient/3.10.0', '192.0.2.1')],
+      ['echo', () => lab.store.echoGate.admit('192.0.2.1', 60_000, 3, 1000)],
+      ['hosts.list', () => lab.store.hosts.list()],
+      ['ping', () => lab.store.ping()],
     ];
     // Twice: right after the stop, and again while reconnect attempts keep failing.
     for (const round of [0, 1]) {
@@ -94,10 +69,10 @@ describe('store: Redis outages (real redis-server)', function () {
     const errors = logger.lines.filter((l) => l.level === 'error');
     expect(errors, JSON.stringify(errors)).to.have.length(1);
 
-    await server.start();
+    await lab.server.start();
     const started = Date.now();
     for (;;) {
-      const { error } = await timed(() => store.ping());
+      const { error } = await timed(() => lab.store.ping());
       if (error === undefined) break;
       expect(Date.now() - started, 'recovery after start()').to.be.below(5000);
       await sleep(100);
@@ -105,15 +80,15 @@ describe('store: Redis outages (real redis-server)', function () {
     expect(logger.lines.some((l) => l.level === 'info' && /available again/.test(l.msg))).to.equal(true);
     // A restarted server has no scripts cached: these script calls work only because
     // EVALSHA falls back to EVAL.
-    await store.redis.flushdb();
-    await store.accounts.create({ name: 'alice', passwordHash: 'h', donator: false, createdAt: 1 });
-    await store.hosts.add('home.dyn.example.org', 'alice', 'dynamic');
-    expect((await store.hosts.admit(REQUEST)).kind).to.equal('nochg');
-    expect(await store.redis.hget('out:h:home.dyn.example.org', 'fs')).to.equal('1');
+    await lab.store.redis.flushdb();
+    await lab.store.accounts.create({ name: 'alice', passwordHash: 'h', donator: false, createdAt: 1 });
+    await lab.store.hosts.add('home.dyn.example.org', 'alice', 'dynamic');
+    expect((await lab.store.hosts.admit(REQUEST)).kind).to.equal('nochg');
+    expect(await lab.store.redis.hget('out:h:home.dyn.example.org', 'fs')).to.equal('1');
   });
 
   it('a command that gets no answer fails after commandTimeoutMs', async () => {
-    const blocker = new Redis(server.url);
+    const blocker = new Redis(lab.url);
     try {
       // A busy script blocks the whole server for ~1.5 s (Redis answers nobody meanwhile).
       const busy = blocker
@@ -124,7 +99,7 @@ describe('store: Redis outages (real redis-server)', function () {
         )
         .catch(() => undefined);
       await sleep(100);
-      const { ms, error } = await timed(() => store.accounts.get('alice'));
+      const { ms, error } = await timed(() => lab.store.accounts.get('alice'));
       expect(error).to.be.instanceOf(StoreUnavailableError);
       expect(ms).to.be.within(400, 1000);
       await busy;
@@ -132,7 +107,7 @@ describe('store: Redis outages (real redis-server)', function () {
       blocker.disconnect();
     }
     // Afterwards the same client works again.
-    await store.ping();
+    await lab.store.ping();
   });
 
   it('fails within a second when Redis was never reachable (no endless offline queue)', async () => {
