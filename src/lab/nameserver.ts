@@ -4,10 +4,10 @@
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { freePort, writePrivateFile } from './files.js';
+import { writePrivateFile } from './files.js';
 import { findBinary, requireBinary } from './binaries.js';
 import { renderTemplate } from './paths.js';
-import { PortInUseError, ServerProcess } from './process.js';
+import { onFreePort, ServerProcess } from './process.js';
 import type { TsigKey } from './tsig.js';
 
 export type LabKind = 'knot' | 'bind';
@@ -59,10 +59,7 @@ export async function startNameServer(kind: LabKind, opts: NameServerOptions): P
   const extra = (opts.records ?? []).map((r) => r.trimEnd()).join('\n');
   await writePrivateFile(path.join(dir, `${zone}.zone`), `${zoneText.trimEnd()}\n${extra}${extra ? '\n' : ''}`);
 
-  const attempts = opts.port === undefined ? 3 : 1;
-  let lastError: unknown;
-  for (let i = 0; i < attempts; i++) {
-    const port = opts.port ?? (await freePort());
+  return onFreePort(opts.port, async (port) => {
     const vars = {
       DIR: dir,
       PORT: String(port),
@@ -82,14 +79,7 @@ export async function startNameServer(kind: LabKind, opts: NameServerOptions): P
       proc.spawn();
       await proc.waitUntilReady(port, async () => (await digQuery(port, zone, 'SOA')).length > 0);
     };
-    try {
-      await start();
-    } catch (err) {
-      // Only a lost race for the port is worth another port; anything else is reported as is.
-      if (!(err instanceof PortInUseError)) throw err;
-      lastError = err;
-      continue;
-    }
+    await start();
     return {
       kind,
       host: HOST,
@@ -110,8 +100,7 @@ export async function startNameServer(kind: LabKind, opts: NameServerOptions): P
         return serial;
       },
     };
-  }
-  throw lastError;
+  });
 }
 
 function digBinary(): { path: string; kdig: boolean } {

@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile, readdir, readlink } from 'node:fs/promises';
+import { freePort } from './files.js';
 
 const live = new Set<ChildProcess>();
 let exitHookInstalled = false;
@@ -173,3 +174,22 @@ export class ServerProcess {
 
 /** The port was taken by someone else between freePort() and the server binding it. */
 export class PortInUseError extends Error {}
+
+/**
+ * Start a server on `port`, or on a free port when none is given: a port from freePort() can
+ * be taken by a parallel run before the server binds it, so a lost race (PortInUseError) gets
+ * another port, twice at most; anything else is reported as is.
+ */
+export async function onFreePort<T>(port: number | undefined, start: (port: number) => Promise<T>): Promise<T> {
+  const attempts = port === undefined ? 3 : 1;
+  let lastError: unknown;
+  for (let i = 0; i < attempts; i++) {
+    try {
+      return await start(port ?? (await freePort()));
+    } catch (err) {
+      if (!(err instanceof PortInUseError)) throw err;
+      lastError = err;
+    }
+  }
+  throw lastError;
+}

@@ -1,9 +1,8 @@
 /** A private redis-server on a loopback port, in a directory of the caller's choosing. */
 import { connect } from 'node:net';
 import path from 'node:path';
-import { freePort } from './files.js';
 import { requireBinary } from './binaries.js';
-import { PortInUseError, ServerProcess } from './process.js';
+import { onFreePort, ServerProcess } from './process.js';
 
 export interface RedisServer {
   host: string;
@@ -35,11 +34,7 @@ const HOST = '127.0.0.1';
 
 export async function startRedis(opts: RedisOptions): Promise<RedisServer> {
   const binary = requireBinary('redis-server');
-  // A port from freePort() can be taken by a parallel run before redis binds it: retry.
-  const attempts = opts.port === undefined ? 3 : 1;
-  let lastError: unknown;
-  for (let i = 0; i < attempts; i++) {
-    const port = opts.port ?? (await freePort());
+  return onFreePort(opts.port, async (port) => {
     const args = ['--port', String(port), '--bind', HOST, '--save', '', '--dir', opts.dir, '--daemonize', 'no'];
     // Also a Unix socket, owner-only (the path stays far below the 107-byte limit in a temp dir).
     const socket = path.join(opts.dir, `redis-${port}.sock`);
@@ -51,14 +46,7 @@ export async function startRedis(opts: RedisOptions): Promise<RedisServer> {
       proc.spawn();
       await proc.waitUntilReady(port, () => redisPing(HOST, port));
     };
-    try {
-      await start();
-    } catch (err) {
-      // Only a lost race for the port is worth another port; anything else is reported as is.
-      if (!(err instanceof PortInUseError)) throw err;
-      lastError = err;
-      continue;
-    }
+    await start();
     return {
       host: HOST,
       port,
@@ -73,8 +61,7 @@ export async function startRedis(opts: RedisOptions): Promise<RedisServer> {
       start,
       kill: () => proc.kill(),
     };
-  }
-  throw lastError;
+  });
 }
 
 /** True when a raw PING gets +PONG (not -LOADING while the AOF is replayed). */

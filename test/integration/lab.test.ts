@@ -17,6 +17,7 @@ import {
   type RedisServer,
   type TsigKey,
 } from '../../src/lab/index.js';
+import { onFreePort, PortInUseError } from '../../src/lab/process.js';
 
 /** Runs nsupdate with the key in a file (never in argv); resolves with exit status and output. */
 function nsupdate(keyFile: string, script: string): Promise<{ code: number; output: string }> {
@@ -47,6 +48,45 @@ function redisCommand(port: number, command: string): Promise<string> {
     });
   });
 }
+
+describe('lab: onFreePort', () => {
+  it('a lost race for a free port gets another port, twice at most; a fixed port or another error is not retried', async () => {
+    const tried: number[] = [];
+    const loseTwice = async (port: number) => {
+      tried.push(port);
+      if (tried.length < 3) throw new PortInUseError('taken');
+      return port;
+    };
+    expect(await onFreePort(undefined, loseTwice)).to.equal(tried[2]);
+    expect(tried).to.have.length(3);
+    for (const p of tried) expect(p).to.be.within(1024, 65535);
+
+    tried.length = 0;
+    const alwaysTaken = async (port: number) => {
+      tried.push(port);
+      throw new PortInUseError(`taken ${tried.length}`);
+    };
+    let err: unknown;
+    await onFreePort(undefined, alwaysTaken).catch((e: unknown) => (err = e));
+    expect((err as Error).message).to.equal('taken 3');
+
+    tried.length = 0;
+    err = undefined;
+    await onFreePort(5353, alwaysTaken).catch((e: unknown) => (err = e));
+    expect(tried).to.deep.equal([5353]);
+    expect(err).to.be.instanceOf(PortInUseError);
+
+    tried.length = 0;
+    const broken = async (port: number) => {
+      tried.push(port);
+      throw new Error('no such binary');
+    };
+    err = undefined;
+    await onFreePort(undefined, broken).catch((e: unknown) => (err = e));
+    expect(tried).to.have.length(1);
+    expect((err as Error).message).to.equal('no such binary');
+  });
+});
 
 describe('lab: real redis-server', function () {
   let dir: string;
