@@ -26,6 +26,8 @@ export function republishDelayMs(leaseMs: number, failedBefore: number): number 
 export class Reconciler {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  /** The last sweep found a whole batch due: more may be waiting, so the next one starts at once. */
+  private moreDue = false;
 
   constructor(
     private readonly deps: { hosts: HostGate; publisher: Publisher; leaseMs: number; logger: Logger },
@@ -36,7 +38,11 @@ export class Reconciler {
     const { hosts, publisher, leaseMs, logger } = this.deps;
     const repairs: Promise<boolean>[] = [];
     const postponed: string[] = [];
-    for (const fqdn of await hosts.staleLeases(BATCH)) {
+    const due = await hosts.staleLeases(BATCH);
+    // Every host of a batch leaves the due range (republished, postponed, backed off, or
+    // found clean), so sweeping again at once always makes progress.
+    this.moreDue = due.length >= BATCH;
+    for (const fqdn of due) {
       // A primary that just timed out would hold the host's lease through another timeout,
       // and a client's request for it would wait that long: look again later. Requests for
       // such a host republish it in full anyway (an expired lease is never nochg).
@@ -83,15 +89,21 @@ export class Reconciler {
     return done.filter((r) => r.status === 'fulfilled' && r.value).length;
   }
 
-  /** Sweep now and then every `intervalMs` until stop(). Failures are logged, never thrown. */
+  /**
+   * Sweep now and then every `intervalMs` until stop(), at once again while whole batches are
+   * due (after an outage, repairs are not held to a batch a second). Failures are logged, never thrown.
+   */
   start(intervalMs: number): void {
     const tick = () => {
       this.running = this.sweep()
         .then(() => undefined)
-        .catch((err: unknown) => this.deps.logger.debug('reconcile sweep failed', { error: (err as Error).message }))
+        .catch((err: unknown) => {
+          this.moreDue = false; // Redis may be down: wait the interval
+          this.deps.logger.debug('reconcile sweep failed', { error: (err as Error).message });
+        })
         .finally(() => {
           this.running = undefined;
-          if (this.timer) this.timer = setTimeout(tick, intervalMs).unref();
+          if (this.timer) this.timer = setTimeout(tick, this.moreDue ? 0 : intervalMs).unref();
         });
     };
     this.timer = setTimeout(tick, 0).unref();

@@ -22,8 +22,8 @@ class MemoryHosts implements Pick<HostGate, 'staleLeases' | 'reclaim' | 'commit'
   /** Failed republishes per host, as the release script counts them. */
   readonly failed = new Map<string, number>();
   constructor(readonly due: Map<string, HostRecord>) {}
-  async staleLeases(): Promise<string[]> {
-    return [...this.due.keys()];
+  async staleLeases(limit: number): Promise<string[]> {
+    return [...this.due.keys()].slice(0, limit);
   }
   async reclaim(fqdn: string): Promise<Reclaimed | undefined> {
     this.calls.push(`reclaim ${fqdn}`);
@@ -88,6 +88,21 @@ describe('app: reconciler', () => {
     publisher.failing.add('a.z1');
     expect(await reconciler(hosts, publisher).sweep()).to.equal(0);
     expect(hosts.calls).to.deep.equal(['reclaim a.z1', `release a.z1 ${LEASE_MS} (failed)`]);
+  });
+
+  it('while whole batches are due, the next sweep starts at once instead of after the interval', async () => {
+    const due = new Map<string, HostRecord>();
+    for (let i = 0; i < 250; i++) due.set(`h${i}.z1`, record(`h${i}.z1`, '192.0.2.1'));
+    const hosts = new MemoryHosts(due);
+    const r = reconciler(hosts, new MemoryPublisher());
+    r.start(60_000); // an interval no test waits for: only the immediate sweeps can finish
+    try {
+      for (let i = 0; i < 200 && due.size > 0; i++) await new Promise((done) => setTimeout(done, 10));
+      expect(due.size, 'hosts still due').to.equal(0);
+      expect(hosts.calls.filter((c) => c.startsWith('commit'))).to.have.length(250);
+    } finally {
+      await r.stop();
+    }
   });
 
   it('each further failed republish waits twice as long, at most an hour', async () => {
