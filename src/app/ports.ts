@@ -179,15 +179,23 @@ export interface EchoGate {
 /** Administrative access to hosts (CLI). */
 /** A republish of a host's stored state that is due: DNS may hold what Redis does not. */
 export interface DnsRepair {
-  /** Milliseconds since the epoch: when a reconciler takes it up (earlier if a request changes the host). */
+  /**
+   * Milliseconds since the epoch: when a reconciler takes it up (earlier if a request changes
+   * the host); while an attempt is in progress, when that attempt's lease ends.
+   */
   dueAt: number;
   /** Republishes of it that failed so far (each waits twice as long as the one before). */
   failedRepublishes: number;
+  /** An attempt holds the host's lease now. */
+  inProgress: boolean;
 }
 
 export interface HostAdmin {
   get(fqdn: string): Promise<HostRecord | undefined>;
-  /** The host's due repair; undefined when none is (a change in flight is not one). */
+  /**
+   * The host's due repair; undefined when none is. A lease in flight is one only after a
+   * republish failed (else it is a client's change, or a first repair not yet known to fail).
+   */
   repairOf(fqdn: string): Promise<DnsRepair | undefined>;
   add(fqdn: string, account: string, type: HostType): Promise<void>; // ConflictError, NotFoundError (account)
   remove(fqdn: string): Promise<void>; // NotFoundError

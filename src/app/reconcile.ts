@@ -4,11 +4,14 @@
  * UPDATE got no trustworthy answer (timeout, lost connection): the primary may hold a change
  * nobody acknowledged. Redis is the record of what was acknowledged, so its state is
  * published again (full rewrite) and the host is back to "fully old". Runs on every
- * frontend; reclaiming a lease is atomic, so one of them repairs each host. A republish that
- * fails is tried again after a lease's time, then twice as long after each further failure
- * (at most MAX_REPUBLISH_DELAY_MS): a primary that keeps refusing a host is not asked every
- * few seconds for ever, and the log says so once per attempt.
+ * frontend; reclaiming a lease is atomic, so one of them repairs each host. A republish the
+ * primary refuses is tried again after a lease's time, then twice as long after each further
+ * refusal (at most MAX_REPUBLISH_DELAY_MS): a primary that keeps refusing a host is not asked
+ * every few seconds for ever, and the log says so once per attempt. A primary that does not
+ * answer is not counted against the host: it is looked at again after a lease's time, so the
+ * repair follows soon after the primary is back.
  */
+import { DnsUpdateError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { pickDns } from '../core/types.js';
 import type { HostGate, Publisher } from './ports.js';
@@ -21,6 +24,11 @@ export const MAX_REPUBLISH_DELAY_MS = 60 * 60 * 1000;
 /** The wait after a republish failed, given how many had failed before it. */
 export function republishDelayMs(leaseMs: number, failedBefore: number): number {
   return Math.min(MAX_REPUBLISH_DELAY_MS, leaseMs * 2 ** Math.min(Math.max(0, failedBefore), 32));
+}
+
+/** No answer came (timeout, lost connection): the primary is away, the host did nothing wrong. */
+function unanswered(err: unknown): boolean {
+  return err instanceof DnsUpdateError && (err.code === 'ERR_DNS_TIMEOUT' || err.code === 'ERR_DNS_CONNECTION');
 }
 
 export class Reconciler {
@@ -39,9 +47,7 @@ export class Reconciler {
     const repairs: Promise<boolean>[] = [];
     const postponed: string[] = [];
     const due = await hosts.staleLeases(BATCH);
-    // Every host of a batch leaves the due range (republished, postponed, backed off, or
-    // found clean), so sweeping again at once always makes progress.
-    this.moreDue = due.length >= BATCH;
+    let handled = 0; // hosts taken over or postponed: each leaves the due range
     for (const fqdn of due) {
       // A primary that just timed out would hold the host's lease through another timeout,
       // and a client's request for it would wait that long: look again later. Requests for
@@ -49,10 +55,12 @@ export class Reconciler {
       const zone = publisher.zoneFor(fqdn);
       if (zone !== undefined && publisher.recentlyUnreachable(zone, leaseMs)) {
         postponed.push(fqdn);
+        handled++;
         continue;
       }
       const claimed = await hosts.reclaim(fqdn, leaseMs);
       if (!claimed) continue;
+      handled++;
       const { host, lease, failedRepublishes } = claimed;
       if (zone === undefined) {
         await hosts.release(lease); // its zone is no longer configured: nothing to publish to
@@ -71,20 +79,23 @@ export class Reconciler {
           async (err: unknown) => {
             // Due again later; until then a request may take the host over (and republishes
             // in full), so requests never wait for a primary that is down.
-            const retryInMs = republishDelayMs(leaseMs, failedRepublishes);
+            const refused = !unanswered(err);
+            const retryInMs = refused ? republishDelayMs(leaseMs, failedRepublishes) : leaseMs;
             logger.warn('could not republish an interrupted change yet', {
               host: fqdn,
               error: (err as Error).message,
               attempt: failedRepublishes + 1,
               retryInMs,
             });
-            await hosts.release(lease, { republishInMs: retryInMs, failedRepublish: true });
+            await hosts.release(lease, { republishInMs: retryInMs, failedRepublish: refused });
             return false;
           },
         ),
       );
     }
     await hosts.postpone(postponed, leaseMs);
+    // A whole batch, all of it handled: more may be due, and sweeping again makes progress.
+    this.moreDue = due.length >= BATCH && handled === due.length;
     const done = await Promise.allSettled(repairs);
     return done.filter((r) => r.status === 'fulfilled' && r.value).length;
   }

@@ -110,18 +110,16 @@ export class RedisHostStore implements HostGate, HostAdmin {
     );
   }
 
+  // Both on Redis's clock, as the leases are: a frontend whose clock runs ahead would
+  // otherwise see leases in flight as ended.
   async postpone(fqdns: readonly string[], ms: number): Promise<void> {
     if (fqdns.length === 0) return;
-    const due = Date.now() + ms;
-    // XX: only entries still there (a commit may have removed one meanwhile).
-    const args = fqdns.flatMap((f) => [due, this.keys.host(f)]);
-    await storeCall('postpone', () => this.redis.zadd(this.keys.pendingChanges(), 'XX', ...args));
+    const hostKeys = fqdns.map((f) => this.keys.host(f));
+    await storeCall('postpone', () => this.scripts.postpone(this.keys.pendingChanges(), Math.max(0, Math.round(ms)), hostKeys));
   }
 
   async staleLeases(limit: number): Promise<string[]> {
-    const keys = await storeCall('stale leases', () =>
-      this.redis.zrangebyscore(this.keys.pendingChanges(), '-inf', Date.now(), 'LIMIT', 0, limit),
-    );
+    const keys = (await storeCall('stale leases', () => this.scripts.stale(this.keys.pendingChanges(), limit))) as string[];
     return keys.map((k) => this.keys.fqdnOfHostKey(k)).filter((f): f is string => f !== undefined);
   }
 
@@ -150,19 +148,24 @@ export class RedisHostStore implements HostGate, HostAdmin {
 
   async repairOf(fqdn: string): Promise<DnsRepair | undefined> {
     const key = this.keys.host(lookupName(fqdn));
-    const [lease, due] = await storeCall('host repair', async () => {
+    // One moment, on Redis's clock (the leases' clock).
+    const [clock, lease, due] = await storeCall('host repair', async () => {
       const replies = await this.redis
-        .pipeline()
+        .multi()
+        .time()
         .hmget(key, HOST_FIELDS.leaseToken, HOST_FIELDS.leaseUntil, HOST_FIELDS.republishFailures)
         .zscore(this.keys.pendingChanges(), key)
         .exec();
       for (const [err] of replies ?? []) if (err) throw err;
-      return [replies![0]![1] as (string | null)[], replies![1]![1] as string | null];
+      return replies!.map(([, value]) => value) as [[string, string], (string | null)[], string | null];
     });
+    const now = Number(clock[0]) * 1000 + Math.floor(Number(clock[1]) / 1000);
     const [token, until, failed] = lease;
-    // A lease that has not expired belongs to a change in flight: no repair (yet).
-    if (!token || Number(until ?? 0) > Date.now()) return undefined;
-    return { dueAt: due === null ? Date.now() : Number(due), failedRepublishes: Number(failed ?? 0) || 0 };
+    if (!token) return undefined;
+    const failedRepublishes = Number(failed ?? 0) || 0;
+    const leaseEnd = Number(until ?? 0);
+    if (leaseEnd > now) return failedRepublishes > 0 ? { dueAt: leaseEnd, failedRepublishes, inProgress: true } : undefined;
+    return { dueAt: due === null ? now : Number(due), failedRepublishes, inProgress: false };
   }
 
   async add(fqdn: string, account: string, type: HostType): Promise<void> {

@@ -144,7 +144,8 @@ return status
  * since. With republishInMs (a number, '' = none) the primary may hold something Redis does
  * not: the lease is left expired (admit never answers nochg then) and due in the pending set
  * after that delay, for reclaim to publish the stored state again. failed = '1': a republish
- * failed; the host's count of them (rf, which reclaim returns) goes up by one.
+ * failed; the host's count of them (rf, which reclaim returns) goes up by one. Without
+ * republishInMs nothing is due any more, and the count goes too.
  */
 const RELEASE = `${NOW}
 local key = KEYS[1]
@@ -155,7 +156,7 @@ if republishIn then
   redis.call('ZADD', KEYS[2], now + republishIn, key)
   if ARGV[6] == '1' then redis.call('HINCRBY', key, 'rf', 1) end
 else
-  redis.call('HDEL', key, 'lk', 'lu')
+  redis.call('HDEL', key, 'lk', 'lu', 'rf')
   redis.call('ZREM', KEYS[2], key)
 end
 if redis.call('HGET', key, 'fs') == ARGV[4] then
@@ -186,6 +187,18 @@ for i = 1, #flat, 2 do
   if flat[i] ~= 'lk' and flat[i] ~= 'lu' then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
 end
 return {'reclaimed', out}
+`;
+
+/** staleLeases(KEYS: pending; ARGV: limit) → the host keys whose lease has ended, earliest first. */
+const STALE = `${NOW}
+return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ms(now), 'LIMIT', 0, tonumber(ARGV[1]))
+`;
+
+/** postpone(KEYS: pending; ARGV: ms, hostKey…): due again `ms` from now, those still pending only. */
+const POSTPONE = `${NOW}
+local due = ms(now + tonumber(ARGV[1]))
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', due, ARGV[i]) end
+return #ARGV - 1
 `;
 
 /** hostAdd(KEYS: host, account; ARGV: owner, type) → 'ok' | 'noaccount' | 'exists'. */
@@ -300,6 +313,8 @@ const DEFINITIONS = {
   ddnsCommit: { numberOfKeys: 2, lua: COMMIT },
   ddnsRelease: { numberOfKeys: 2, lua: RELEASE },
   ddnsReclaim: { numberOfKeys: 2, lua: RECLAIM },
+  ddnsStale: { numberOfKeys: 1, lua: STALE },
+  ddnsPostpone: { numberOfKeys: 1, lua: POSTPONE },
   ddnsHostAdd: { numberOfKeys: 2, lua: HOST_ADD },
   ddnsHostRemove: { numberOfKeys: 2, lua: HOST_REMOVE },
   ddnsHostSetState: { numberOfKeys: 1, lua: HOST_SET_STATE },
@@ -332,6 +347,12 @@ export class StoreScripts {
   }
   reclaim(hostKey: string, pendingKey: string, token: string, leaseMs: number): Promise<unknown> {
     return this.run('ddnsReclaim', [hostKey, pendingKey], [token, leaseMs]);
+  }
+  stale(pendingKey: string, limit: number): Promise<unknown> {
+    return this.run('ddnsStale', [pendingKey], [limit]);
+  }
+  postpone(pendingKey: string, ms: number, hostKeys: readonly string[]): Promise<unknown> {
+    return this.run('ddnsPostpone', [pendingKey], [ms, ...hostKeys]);
   }
   hostAdd(hostKey: string, accountKey: string, owner: string, type: string): Promise<unknown> {
     return this.run('ddnsHostAdd', [hostKey, accountKey], [owner, type]);

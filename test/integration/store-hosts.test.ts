@@ -309,9 +309,18 @@ describe('store: hosts (real redis-server)', function () {
       expect(last.host).to.not.have.property('rf');
       await lab.store.hosts.commit(last.lease, TARGET, { republish: true });
       expect(await lab.raw.hmget(hostKey, 'rf', 'lk', 'lu')).to.deep.equal([null, null, null]);
+      // A lease dropped without a republish due (its zone no longer configured) drops the count too.
+      const b = await lab.store.hosts.admit(request({ minIntervalMs: 0, expect: { ...WANT, ipv4: '203.0.113.9' } }));
+      if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
+      await lab.store.hosts.release(b.lease, { republishInMs: 0 });
+      const r = await reclaimed();
+      await lab.store.hosts.release(r.lease, { republishInMs: 0, failedRepublish: true });
+      expect(await lab.raw.hget(hostKey, 'rf')).to.equal('1');
+      await lab.store.hosts.release((await reclaimed()).lease);
+      expect(await lab.raw.hmget(hostKey, 'rf', 'lk', 'lu')).to.deep.equal([null, null, null]);
     });
 
-    it('repairOf: none for a settled host or a change in flight; when due, when and after how many failures', async () => {
+    it('repairOf: none for a settled host or a change in flight; when due, when and after how many failures; an attempt after a failure is in progress', async () => {
       expect(await lab.store.hosts.repairOf(HOST)).to.equal(undefined);
       const a = await lab.store.hosts.admit(request());
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
@@ -319,15 +328,19 @@ describe('store: hosts (real redis-server)', function () {
       const now = Date.now();
       await lab.store.hosts.release(a.lease, { republishInMs: 30_000 });
       const due = await lab.store.hosts.repairOf(HOST);
-      expect(due?.failedRepublishes).to.equal(0);
+      expect(due).to.include({ failedRepublishes: 0, inProgress: false });
       expect(due?.dueAt).to.be.within(now + 29_000, now + 31_000);
       await lab.store.hosts.postpone([HOST], 0);
       const r = await reclaimed();
       expect(await lab.store.hosts.repairOf(HOST), 'the reconciler holds it').to.equal(undefined);
       await lab.store.hosts.release(r.lease, { republishInMs: 60_000, failedRepublish: true });
-      expect((await lab.store.hosts.repairOf(HOST))?.failedRepublishes).to.equal(1);
+      expect(await lab.store.hosts.repairOf(HOST)).to.include({ failedRepublishes: 1, inProgress: false });
       await lab.store.hosts.postpone([HOST], 0);
-      await lab.store.hosts.commit((await reclaimed()).lease, TARGET, { republish: true });
+      const again = await reclaimed();
+      const trying = await lab.store.hosts.repairOf(HOST);
+      expect(trying, 'a second attempt holds the lease').to.include({ failedRepublishes: 1, inProgress: true });
+      expect(trying?.dueAt, 'until its lease ends').to.be.within(Date.now() + 4_000, Date.now() + 6_000);
+      await lab.store.hosts.commit(again.lease, TARGET, { republish: true });
       expect(await lab.store.hosts.repairOf(HOST)).to.equal(undefined);
       expect(await lab.store.hosts.repairOf('other.dyn.example.org'), 'no such host').to.equal(undefined);
     });

@@ -21,12 +21,15 @@ class MemoryHosts implements Pick<HostGate, 'staleLeases' | 'reclaim' | 'commit'
   readonly calls: string[] = [];
   /** Failed republishes per host, as the release script counts them. */
   readonly failed = new Map<string, number>();
+  /** Hosts whose lease another holder has (reclaim takes nothing; they stay due). */
+  readonly held = new Set<string>();
   constructor(readonly due: Map<string, HostRecord>) {}
   async staleLeases(limit: number): Promise<string[]> {
     return [...this.due.keys()].slice(0, limit);
   }
   async reclaim(fqdn: string): Promise<Reclaimed | undefined> {
     this.calls.push(`reclaim ${fqdn}`);
+    if (this.held.has(fqdn)) return undefined;
     const host = this.due.get(fqdn);
     return host && { host, lease: { fqdn, token: `t-${fqdn}` }, failedRepublishes: this.failed.get(fqdn) ?? 0 };
   }
@@ -46,13 +49,17 @@ class MemoryHosts implements Pick<HostGate, 'staleLeases' | 'reclaim' | 'commit'
 class MemoryPublisher implements Publisher {
   readonly published: string[] = [];
   unreachable = new Set<string>();
+  /** No answer (a timeout): the primary is away. */
   failing = new Set<string>();
+  /** An answered refusal. */
+  refusing = new Set<string>();
   zoneFor(fqdn: string): string | undefined {
     return fqdn.slice(fqdn.indexOf('.') + 1);
   }
   async publish(change: HostChange): Promise<void> {
     this.published.push(`${change.fqdn} ${change.target.ipv4}`);
     if (this.failing.has(change.fqdn)) throw new DnsUpdateError('ERR_DNS_TIMEOUT', change.zone, 'no answer', { retryable: true, maybeApplied: true });
+    if (this.refusing.has(change.fqdn)) throw new DnsUpdateError('ERR_DNS_RCODE', change.zone, 'REFUSED', { retryable: false });
   }
   recentlyUnreachable(zone: string): boolean {
     return this.unreachable.has(zone);
@@ -87,7 +94,17 @@ describe('app: reconciler', () => {
     const publisher = new MemoryPublisher();
     publisher.failing.add('a.z1');
     expect(await reconciler(hosts, publisher).sweep()).to.equal(0);
-    expect(hosts.calls).to.deep.equal(['reclaim a.z1', `release a.z1 ${LEASE_MS} (failed)`]);
+    expect(hosts.calls).to.deep.equal(['reclaim a.z1', `release a.z1 ${LEASE_MS}`]);
+  });
+
+  it('a primary that does not answer is not counted against the host: every retry after a lease', async () => {
+    const hosts = new MemoryHosts(new Map([['a.z1', record('a.z1', '192.0.2.1')]]));
+    const publisher = new MemoryPublisher();
+    publisher.failing.add('a.z1');
+    const r = reconciler(hosts, publisher);
+    for (let i = 0; i < 3; i++) expect(await r.sweep()).to.equal(0);
+    expect(hosts.calls.filter((c) => c.startsWith('release'))).to.deep.equal([1, 2, 3].map(() => `release a.z1 ${LEASE_MS}`));
+    expect(hosts.failed.size).to.equal(0);
   });
 
   it('while whole batches are due, the next sweep starts at once instead of after the interval', async () => {
@@ -105,10 +122,25 @@ describe('app: reconciler', () => {
     }
   });
 
-  it('each further failed republish waits twice as long, at most an hour', async () => {
+  it('a whole batch it could not take over (held elsewhere) waits the interval: no spinning', async () => {
+    const due = new Map<string, HostRecord>();
+    for (let i = 0; i < 150; i++) due.set(`h${i}.z1`, record(`h${i}.z1`, '192.0.2.1'));
+    const hosts = new MemoryHosts(due);
+    for (const fqdn of due.keys()) hosts.held.add(fqdn);
+    const r = reconciler(hosts, new MemoryPublisher());
+    r.start(60_000);
+    try {
+      await new Promise((done) => setTimeout(done, 200));
+      expect(hosts.calls.filter((c) => c.startsWith('reclaim')), 'one sweep').to.have.length(100);
+    } finally {
+      await r.stop();
+    }
+  });
+
+  it('each further refused republish waits twice as long, at most an hour', async () => {
     const hosts = new MemoryHosts(new Map([['a.z1', record('a.z1', '192.0.2.1')]]));
     const publisher = new MemoryPublisher();
-    publisher.failing.add('a.z1');
+    publisher.refusing.add('a.z1');
     const r = reconciler(hosts, publisher);
     for (let i = 0; i < 4; i++) expect(await r.sweep()).to.equal(0);
     expect(hosts.calls.filter((c) => c.startsWith('release'))).to.deep.equal(
@@ -120,7 +152,7 @@ describe('app: reconciler', () => {
     expect(republishDelayMs(LEASE_MS, 10)).to.equal(MAX_REPUBLISH_DELAY_MS);
     expect(republishDelayMs(LEASE_MS, 10_000)).to.equal(MAX_REPUBLISH_DELAY_MS);
     // Once it works, the host is recorded (the store clears the count on commit).
-    publisher.failing.clear();
+    publisher.refusing.clear();
     expect(await r.sweep()).to.equal(1);
     expect(hosts.calls.at(-1)).to.equal('commit a.z1 192.0.2.1 (republish)');
   });

@@ -163,6 +163,7 @@ export async function hostShow(ctx: CommandContext, name: string, json: boolean,
 function repairText(repair: DnsRepair | undefined): string {
   if (repair === undefined) return 'none';
   const failed = repair.failedRepublishes === 0 ? '' : ` (${repair.failedRepublishes} failed republish${repair.failedRepublishes === 1 ? '' : 'es'})`;
+  if (repair.inProgress) return `in progress until ${new Date(repair.dueAt).toISOString()}${failed}`;
   return `due ${new Date(repair.dueAt).toISOString()}${failed}`;
 }
 
