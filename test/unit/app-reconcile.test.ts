@@ -70,6 +70,16 @@ function reconciler(hosts: MemoryHosts, publisher: MemoryPublisher): Reconciler 
   return new Reconciler({ hosts: hosts as unknown as HostGate, publisher, leaseMs: LEASE_MS, logger: quiet });
 }
 
+/** One due host whose republish gets no answer ('failing') or is refused, on each of `sweeps` sweeps. */
+async function failingSweeps(how: 'failing' | 'refusing', sweeps: number) {
+  const hosts = new MemoryHosts(new Map([['a.z1', record('a.z1', '192.0.2.1')]]));
+  const publisher = new MemoryPublisher();
+  publisher[how].add('a.z1');
+  const r = reconciler(hosts, publisher);
+  for (let i = 0; i < sweeps; i++) expect(await r.sweep()).to.equal(0);
+  return { hosts, publisher, r, releases: hosts.calls.filter((c) => c.startsWith('release')) };
+}
+
 describe('app: reconciler', () => {
   it('republishes the stored state of every due host and records it', async () => {
     const hosts = new MemoryHosts(new Map([['a.z1', record('a.z1', '192.0.2.1')], ['b.z1', record('b.z1', '192.0.2.2')]]));
@@ -98,12 +108,8 @@ describe('app: reconciler', () => {
   });
 
   it('a primary that does not answer is not counted against the host: every retry after a lease', async () => {
-    const hosts = new MemoryHosts(new Map([['a.z1', record('a.z1', '192.0.2.1')]]));
-    const publisher = new MemoryPublisher();
-    publisher.failing.add('a.z1');
-    const r = reconciler(hosts, publisher);
-    for (let i = 0; i < 3; i++) expect(await r.sweep()).to.equal(0);
-    expect(hosts.calls.filter((c) => c.startsWith('release'))).to.deep.equal([1, 2, 3].map(() => `release a.z1 ${LEASE_MS}`));
+    const { hosts, releases } = await failingSweeps('failing', 3);
+    expect(releases).to.deep.equal([1, 2, 3].map(() => `release a.z1 ${LEASE_MS}`));
     expect(hosts.failed.size).to.equal(0);
   });
 
@@ -138,12 +144,8 @@ describe('app: reconciler', () => {
   });
 
   it('each further refused republish waits twice as long, at most an hour', async () => {
-    const hosts = new MemoryHosts(new Map([['a.z1', record('a.z1', '192.0.2.1')]]));
-    const publisher = new MemoryPublisher();
-    publisher.refusing.add('a.z1');
-    const r = reconciler(hosts, publisher);
-    for (let i = 0; i < 4; i++) expect(await r.sweep()).to.equal(0);
-    expect(hosts.calls.filter((c) => c.startsWith('release'))).to.deep.equal(
+    const { hosts, publisher, r, releases } = await failingSweeps('refusing', 4);
+    expect(releases).to.deep.equal(
       [1, 2, 4, 8].map((k) => `release a.z1 ${k * LEASE_MS} (failed)`),
     );
     expect(MAX_REPUBLISH_DELAY_MS).to.equal(3_600_000);
