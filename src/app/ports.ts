@@ -193,8 +193,8 @@ export interface DnsRepair {
 export interface HostAdmin {
   get(fqdn: string): Promise<HostRecord | undefined>;
   /**
-   * The host's due repair; undefined when none is. A lease in flight is one only after a
-   * republish failed (else it is a client's change, or a first repair not yet known to fail).
+   * The host's due repair, or the reconciler's attempt at it in progress; undefined when none
+   * is (a client's change in flight is not one).
    */
   repairOf(fqdn: string): Promise<DnsRepair | undefined>;
   add(fqdn: string, account: string, type: HostType): Promise<void>; // ConflictError, NotFoundError (account)

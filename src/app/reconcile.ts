@@ -36,6 +36,8 @@ export class Reconciler {
   private running: Promise<void> | undefined;
   /** The last sweep found a whole batch due: more may be waiting, so the next one starts at once. */
   private moreDue = false;
+  /** First and last host of the last whole batch: the same batch again means no progress. */
+  private lastBatchKey: string | undefined;
 
   constructor(
     private readonly deps: { hosts: HostGate; publisher: Publisher; leaseMs: number; logger: Logger },
@@ -47,7 +49,12 @@ export class Reconciler {
     const repairs: Promise<boolean>[] = [];
     const postponed: string[] = [];
     const due = await hosts.staleLeases(BATCH);
-    let handled = 0; // hosts taken over or postponed: each leaves the due range
+    // A whole batch: more may be due. Every host of it leaves the due range (republished,
+    // postponed, backed off, held by another frontend until its lease ends, found clean), so
+    // the next sweep starts at once — unless it finds the very same batch (no progress).
+    const batchKey = due.length >= BATCH ? `${due[0]}\0${due[due.length - 1]}` : undefined;
+    this.moreDue = batchKey !== undefined && batchKey !== this.lastBatchKey;
+    this.lastBatchKey = batchKey;
     for (const fqdn of due) {
       // A primary that just timed out would hold the host's lease through another timeout,
       // and a client's request for it would wait that long: look again later. Requests for
@@ -55,12 +62,10 @@ export class Reconciler {
       const zone = publisher.zoneFor(fqdn);
       if (zone !== undefined && publisher.recentlyUnreachable(zone, leaseMs)) {
         postponed.push(fqdn);
-        handled++;
         continue;
       }
       const claimed = await hosts.reclaim(fqdn, leaseMs);
       if (!claimed) continue;
-      handled++;
       const { host, lease, failedRepublishes } = claimed;
       if (zone === undefined) {
         await hosts.release(lease); // its zone is no longer configured: nothing to publish to
@@ -84,7 +89,7 @@ export class Reconciler {
             logger.warn('could not republish an interrupted change yet', {
               host: fqdn,
               error: (err as Error).message,
-              attempt: failedRepublishes + 1,
+              refusals: failedRepublishes + (refused ? 1 : 0),
               retryInMs,
             });
             await hosts.release(lease, { republishInMs: retryInMs, failedRepublish: refused });
@@ -94,8 +99,6 @@ export class Reconciler {
       );
     }
     await hosts.postpone(postponed, leaseMs);
-    // A whole batch, all of it handled: more may be due, and sweeping again makes progress.
-    this.moreDue = due.length >= BATCH && handled === due.length;
     const done = await Promise.allSettled(repairs);
     return done.filter((r) => r.status === 'fulfilled' && r.value).length;
   }

@@ -208,11 +208,12 @@ export class UpdateService {
       await this.deps.publisher.publish({ fqdn, zone, previous: admission.host, target });
     } catch (err) {
       // dnserr promises the stored state untouched: if the count and lease cannot be undone,
-      // say 911. When the primary may still apply what was sent, or this change took over a
-      // repair that was due, the stored state goes out again (the reconciler), so DNS ends
-      // where Redis says.
-      const mayDiffer = (err instanceof DnsUpdateError && err.maybeApplied) || admission.repairDue;
-      const republish = mayDiffer ? { republishInMs: 0 } : {};
+      // say 911. When the primary may still apply what was sent, the stored state goes out
+      // again at once (the reconciler), so DNS ends where Redis says. When this change took
+      // over a repair that was due and the primary refused it, the repair stays due, after a
+      // lease's time: asking again at once would most likely be refused too.
+      const maybeApplied = err instanceof DnsUpdateError && err.maybeApplied;
+      const republish = maybeApplied ? { republishInMs: 0 } : admission.repairDue ? { republishInMs: this.deps.leaseMs } : {};
       await this.deps.hosts.release(admission.lease, republish).catch((releaseErr: unknown) => {
         throw new ServiceFault(`release failed: ${(releaseErr as Error).message}`);
       });

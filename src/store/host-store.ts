@@ -30,6 +30,8 @@ export class HostLease implements Lease {
 }
 
 const SCAN_BATCH = 1000;
+/** Lease tokens taken by reclaim start with this: repairOf tells a repair in progress by it. */
+const REPAIR_TOKEN_PREFIX = 'r:';
 
 export class RedisHostStore implements HostGate, HostAdmin {
   private readonly scripts: StoreScripts;
@@ -124,7 +126,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
   }
 
   async reclaim(fqdn: string, leaseMs: number): Promise<Reclaimed | undefined> {
-    const token = randomUUID();
+    const token = REPAIR_TOKEN_PREFIX + randomUUID();
     const reply = await storeCall('reclaim', () =>
       this.scripts.reclaim(this.keys.host(fqdn), this.keys.pendingChanges(), token, Math.max(1, Math.floor(leaseMs))),
     );
@@ -164,7 +166,11 @@ export class RedisHostStore implements HostGate, HostAdmin {
     if (!token) return undefined;
     const failedRepublishes = Number(failed ?? 0) || 0;
     const leaseEnd = Number(until ?? 0);
-    if (leaseEnd > now) return failedRepublishes > 0 ? { dueAt: leaseEnd, failedRepublishes, inProgress: true } : undefined;
+    if (leaseEnd > now) {
+      // A lease in flight: a reconciler's republish (its token says so), else a client's change.
+      const repairing = token.startsWith(REPAIR_TOKEN_PREFIX) || failedRepublishes > 0;
+      return repairing ? { dueAt: leaseEnd, failedRepublishes, inProgress: true } : undefined;
+    }
     return { dueAt: due === null ? now : Number(due), failedRepublishes, inProgress: false };
   }
 

@@ -194,10 +194,13 @@ const STALE = `${NOW}
 return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ms(now), 'LIMIT', 0, tonumber(ARGV[1]))
 `;
 
-/** postpone(KEYS: pending; ARGV: ms, hostKey…): due again `ms` from now, those still pending only. */
+/**
+ * postpone(KEYS: pending; ARGV: ms, hostKey…): due again `ms` from now, those still pending
+ * only, and never sooner than already set (another frontend may have backed one off meanwhile).
+ */
 const POSTPONE = `${NOW}
 local due = ms(now + tonumber(ARGV[1]))
-for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', due, ARGV[i]) end
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', 'GT', due, ARGV[i]) end
 return #ARGV - 1
 `;
 

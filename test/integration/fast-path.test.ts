@@ -71,7 +71,8 @@ class BridgeCommands {
       .slice(mark)
       .filter((s) => s.source === this.bridgeAddr)
       .map((s) => s.args)
-      .filter((a) => !(a[0]!.toLowerCase() === 'zrangebyscore' && a[1] === PENDING))
+      // The sweep's scripts (stale leases, postpone) take the pending set as their one key.
+      .filter((a) => !(['evalsha', 'eval'].includes(a[0]!.toLowerCase()) && a[2] === '1' && a[3] === PENDING))
       .filter((a) => !(a[0]!.toLowerCase() === 'smembers' && a[1] === KEYS.blockedAgents()));
   }
 
