@@ -7,7 +7,7 @@ import { importLines, outcomeHandler, type ImportSummary, type Rejection } from 
 import { BulkHostImporter } from '../store/index.js';
 import { CEILING_BODY } from './ceiling-server.js';
 import { BENCH_ACCOUNT, redisCommandCalls, redisCpuSeconds, type BenchLab, type BenchRegistry } from './lab.js';
-import { runHttpLoad, updateRequest } from './load.js';
+import { runHttpLoad, updateRequest, type HttpLoad } from './load.js';
 import type { BenchProfile } from './profile.js';
 import { nextAddress, runRawUpdates } from './raw-dns.js';
 import type { PairedRound, RssResult } from './report-types.js';
@@ -38,16 +38,18 @@ export interface BridgeRun {
   hosts: HostCursor;
 }
 
+/** HTTP requests to the run's target at the run's concurrency. */
+function loadOn(run: BridgeRun, load: Omit<HttpLoad, 'host' | 'port' | 'concurrency'>): Promise<Measurement> {
+  return runHttpLoad({ host: '127.0.0.1', port: run.target.port, concurrency: run.concurrency, ...load });
+}
+
 /** Every request changes the address of a host no other request in flight touches. */
 export async function changeRun(lab: BenchLab, run: BridgeRun): Promise<Measurement> {
-  const { target, kind, concurrency, requests, maxSeconds, hosts: cursor } = run;
+  const { target, kind, requests, maxSeconds, hosts: cursor } = run;
   const addresses: string[] = [];
   const first = cursor.next;
   const load = () =>
-    runHttpLoad({
-      host: '127.0.0.1',
-      port: target.port,
-      concurrency,
+    loadOn(run, {
       requests,
       maxSeconds,
       request: (i) => {
@@ -77,10 +79,7 @@ export async function nochgRun(
     const host = pool.from + (pool.count - 1 - s) * (pool.stride ?? 1);
     requestOf[s] = updateRequest(hostName(lab, kind, host), addressOf[s]!, lab.authorization);
   }
-  const primed = await runHttpLoad({
-    host: '127.0.0.1',
-    port: target.port,
-    concurrency,
+  const primed = await loadOn(run, {
     requests: concurrency,
     maxSeconds: 30,
     request: (_i, s) => requestOf[s]!,
@@ -89,10 +88,7 @@ export async function nochgRun(
   if (primed.errors > 0) throw new Error(`bench: setting up the nochg hosts failed: ${primed.firstError}`);
   const before = onCommandCalls ? await redisCommandCalls(lab.store) : undefined;
   const m = await withCpu(lab, target, () =>
-    runHttpLoad({
-      host: '127.0.0.1',
-      port: target.port,
-      concurrency,
+    loadOn(run, {
       requests,
       maxSeconds,
       request: (_i, s) => requestOf[s]!,
