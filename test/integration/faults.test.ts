@@ -687,7 +687,11 @@ describe('fault: kill -9 after the primary applied a change but before the bridg
         const key = `ddns:h:${h}`;
         expect(await redis.hget(key, '4'), 'Redis holds the acknowledged address').to.equal('192.0.2.70');
         expect(await redis.hget(key, 'lk'), 'the lease stays, expired').to.be.a('string');
-        expect(await redis.zscore('ddns:pending', key), 'the repair is still due').to.not.equal(null);
+        const due = await redis.zscore('ddns:pending', key);
+        expect(due, 'the repair is still due').to.not.equal(null);
+        // …after a lease (5 s here), not at once: asking again right away would be refused too.
+        const [s, us] = await redis.time();
+        expect(Number(due) - (Number(s) * 1000 + Number(us) / 1000), 'due in').to.be.above(3000);
       } finally {
         redis.disconnect();
       }
