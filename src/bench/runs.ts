@@ -99,7 +99,6 @@ export async function nochgRun(
   return m;
 }
 
-/** Run one measurement and add the CPU time per request of the target and of redis-server. */
 /**
  * Run a measurement and add CPU time per operation: of the target's processes and of
  * redis-server (when there is a target: the raw UPDATE sender is the bench itself), of the
