@@ -137,6 +137,8 @@ export interface AdmitGuard {
 }
 
 /** An expired lease taken over by the reconciler, with the stored state to publish again. */
+export type CommitOutcome = 'committed' | 'lost' | 'gone';
+
 export interface Reclaimed {
   host: HostRecord;
   lease: Lease;
@@ -151,8 +153,13 @@ export interface Reclaimed {
  */
 export interface HostGate {
   admit(req: AdmitRequest): Promise<Admission>;
-  /** Persist the published state and drop the lease. */
-  commit(lease: Lease, target: TargetState, opts?: { republish?: boolean }): Promise<void>;
+  /**
+   * Persist the published state and drop the lease: 'committed'. 'lost': the lease was no
+   * longer this caller's (it ended and was taken over): nothing is written, the request's
+   * count is undone, and the store makes sure the recorded state is published again — the
+   * caller must not acknowledge the change. 'gone': the host was removed meanwhile.
+   */
+  commit(lease: Lease, target: TargetState, opts?: { republish?: boolean }): Promise<CommitOutcome>;
   /**
    * Undo this request's frequency count (dnserr / 911 do not count) and drop the lease. With
    * `republishInMs`, the primary may hold something Redis does not (what was sent may still

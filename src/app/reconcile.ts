@@ -14,7 +14,7 @@
 import { DnsUpdateError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { pickDns } from '../core/types.js';
-import type { HostGate, Publisher } from './ports.js';
+import type { HostGate, Publisher, Reclaimed } from './ports.js';
 
 const BATCH = 100;
 
@@ -45,7 +45,7 @@ export class Reconciler {
 
   /** Repair what has expired now; resolves with the number of hosts republished. */
   async sweep(): Promise<number> {
-    const { hosts, publisher, leaseMs, logger } = this.deps;
+    const { hosts, publisher, leaseMs } = this.deps;
     const repairs: Promise<boolean>[] = [];
     const postponed: string[] = [];
     const due = await hosts.staleLeases(BATCH);
@@ -55,52 +55,67 @@ export class Reconciler {
     const batchKey = due.length >= BATCH ? `${due[0]}\0${due[due.length - 1]}` : undefined;
     this.moreDue = batchKey !== undefined && batchKey !== this.lastBatchKey;
     this.lastBatchKey = batchKey;
-    for (const fqdn of due) {
-      // A primary that just timed out would hold the host's lease through another timeout,
-      // and a client's request for it would wait that long: look again later. Requests for
-      // such a host republish it in full anyway (an expired lease is never nochg).
-      const zone = publisher.zoneFor(fqdn);
-      if (zone !== undefined && publisher.recentlyUnreachable(zone, leaseMs)) {
-        postponed.push(fqdn);
-        continue;
+    let republished = 0;
+    try {
+      for (const fqdn of due) {
+        // A primary that just timed out would hold the host's lease through another timeout,
+        // and a client's request for it would wait that long: look again later. Requests for
+        // such a host republish it in full anyway (an expired lease is never nochg).
+        const zone = publisher.zoneFor(fqdn);
+        if (zone !== undefined && publisher.recentlyUnreachable(zone, leaseMs)) {
+          postponed.push(fqdn);
+          continue;
+        }
+        const claimed = await hosts.reclaim(fqdn, leaseMs);
+        if (!claimed) continue;
+        if (zone === undefined) {
+          await hosts.release(claimed.lease); // its zone is no longer configured
+          continue;
+        }
+        // In parallel: the zone's sender puts what queues into few UPDATE messages.
+        repairs.push(this.republish(fqdn, zone, claimed));
       }
-      const claimed = await hosts.reclaim(fqdn, leaseMs);
-      if (!claimed) continue;
-      const { host, lease, failedRepublishes } = claimed;
-      if (zone === undefined) {
-        await hosts.release(lease); // its zone is no longer configured: nothing to publish to
-        continue;
-      }
-      const target = { ...pickDns(host), offline: host.state === 'offline' };
-      // In parallel: the zone's sender puts what queues into few UPDATE messages.
-      repairs.push(
-        publisher.publish({ fqdn, zone, previous: host, target }).then(
-          async () => {
-            // The recorded state, published again: not a client's update (its time stays).
-            await hosts.commit(lease, target, { republish: true });
-            logger.warn('republished a host whose change was interrupted', { host: fqdn });
-            return true;
-          },
-          async (err: unknown) => {
-            // Due again later; until then a request may take the host over (and republishes
-            // in full), so requests never wait for a primary that is down.
-            const refused = !unanswered(err);
-            const retryInMs = refused ? republishDelayMs(leaseMs, failedRepublishes) : leaseMs;
-            logger.warn('could not republish an interrupted change yet', {
-              host: fqdn,
-              error: (err as Error).message,
-              refusals: failedRepublishes + (refused ? 1 : 0),
-              retryInMs,
-            });
-            await hosts.release(lease, { republishInMs: retryInMs, failedRepublish: refused });
-            return false;
-          },
-        ),
-      );
+      await hosts.postpone(postponed, leaseMs);
+    } finally {
+      // Also when a reclaim or the postpone failed: the repairs under way finish first.
+      const done = await Promise.all(repairs);
+      republished = done.filter(Boolean).length;
     }
-    await hosts.postpone(postponed, leaseMs);
-    const done = await Promise.allSettled(repairs);
-    return done.filter((r) => r.status === 'fulfilled' && r.value).length;
+    return republished;
+  }
+
+  /** Publish a reclaimed host's recorded state and record the outcome; never rejects. */
+  private async republish(fqdn: string, zone: string, { host, lease, failedRepublishes }: Reclaimed): Promise<boolean> {
+    const { hosts, publisher, leaseMs, logger } = this.deps;
+    const target = { ...pickDns(host), offline: host.state === 'offline' };
+    try {
+      try {
+        await publisher.publish({ fqdn, zone, previous: host, target });
+      } catch (err) {
+        // Due again later; until then a request may take the host over (and republishes in
+        // full), so requests never wait for a primary that is down.
+        const refused = !unanswered(err);
+        const retryInMs = refused ? republishDelayMs(leaseMs, failedRepublishes) : leaseMs;
+        logger.warn('could not republish an interrupted change yet', {
+          host: fqdn,
+          error: (err as Error).message,
+          refusals: failedRepublishes + (refused ? 1 : 0),
+          retryInMs,
+        });
+        await hosts.release(lease, { republishInMs: retryInMs, failedRepublish: refused });
+        return false;
+      }
+      // The recorded state, published again: not a client's update (its time stays).
+      // 'lost': a request took the host over meanwhile; it publishes what it records.
+      if ((await hosts.commit(lease, target, { republish: true })) === 'lost') return false;
+      logger.warn('republished a host whose change was interrupted', { host: fqdn });
+      return true;
+    } catch (err) {
+      // Redis failed under the commit or release: the lease runs out and the host is due
+      // again. Caught here: a sweep that fails meanwhile must not leave a rejection unhandled.
+      logger.warn('could not record a repair', { host: fqdn, error: (err as Error).message });
+      return false;
+    }
   }
 
   /**

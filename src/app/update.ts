@@ -14,6 +14,7 @@ import type {
   Admission,
   AdmitRequest,
   Authenticator,
+  CommitOutcome,
   ClientPolicy,
   Credentials,
   HostAdmin,
@@ -84,8 +85,12 @@ export class UpdateService {
       }
       return reply;
     } catch (err) {
-      if (err instanceof StoreUnavailableError || err instanceof ServiceFault) {
-        this.deps.logger.warn('state store unavailable', { error: (err as Error).message });
+      if (err instanceof StoreUnavailableError) {
+        this.deps.logger.warn('state store unavailable', { error: err.message });
+        return { kind: 'request', token: '911' };
+      }
+      if (err instanceof ServiceFault) {
+        this.deps.logger.warn('answered 911', { error: err.message });
         return { kind: 'request', token: '911' };
       }
       throw err;
@@ -220,13 +225,18 @@ export class UpdateService {
       if (tokenForError(err) === 'dnserr') return { token: 'dnserr' };
       throw err;
     }
+    let committed: CommitOutcome;
     try {
-      await this.deps.hosts.commit(admission.lease, target);
+      committed = await this.deps.hosts.commit(admission.lease, target);
     } catch (err) {
-      // Published but not recorded: the next request sees a difference and republishes.
+      // Published but not recorded: the lease runs out, the reconciler republishes the
+      // stored state, and the client's retry (911) makes the change again.
       this.deps.logger.error('published but could not record the new state', { fqdn, error: (err as Error).message });
       throw new ServiceFault('commit failed');
     }
+    // The lease ran out before the commit (a stalled process or a slow Redis) and another
+    // holder took over: not recorded, so not acknowledged — the store republishes its record.
+    if (committed === 'lost') throw new ServiceFault(`lease on ${fqdn} ended before the commit`);
     return { token: 'good', addresses: shown };
   }
 

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { Admission, AdmitRequest, DnsRepair, HostAdmin, HostGate, Lease, Reclaimed } from '../app/ports.js';
+import type { Admission, AdmitRequest, CommitOutcome, DnsRepair, HostAdmin, HostGate, Lease, Reclaimed } from '../app/ports.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { normalizeHostname } from '../core/names.js';
@@ -76,7 +76,8 @@ export class RedisHostStore implements HostGate, HostAdmin {
     return this.admissionFromReply(req.fqdn, reply, token);
   }
 
-  async commit(lease: Lease, target: TargetState, opts: { republish?: boolean } = {}): Promise<void> {
+  async commit(lease: Lease, target: TargetState, opts: { republish?: boolean } = {}): Promise<CommitOutcome> {
+    const own = asHostLease(lease);
     const args = [
       lease.token,
       target.ipv4 ?? '',
@@ -86,15 +87,22 @@ export class RedisHostStore implements HostGate, HostAdmin {
       target.mx !== null && target.backmx ? '1' : '',
       flag(target.offline),
       flag(opts.republish ?? false),
+      ...countUndo(own),
     ];
     const status = await storeCall('commit', () => this.scripts.commit(this.keys.host(lease.fqdn), this.keys.pendingChanges(), args));
     if (status === 'lost') {
-      this.logger.warn('host lease expired before commit; stored the published state anyway', { host: lease.fqdn });
-    } else if (status === 'gone') {
+      this.logger.warn('host lease ended before the commit: the change is not recorded, the stored state is published again', {
+        host: lease.fqdn,
+      });
+      return 'lost';
+    }
+    if (status === 'gone') {
       this.logger.warn('host was removed while its update was in flight; DNS may still hold its records', {
         host: lease.fqdn,
       });
+      return 'gone';
     }
+    return 'committed';
   }
 
   async release(lease: Lease, opts: { republishInMs?: number; failedRepublish?: boolean } = {}): Promise<void> {
@@ -102,10 +110,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
     await storeCall('release', () =>
       this.scripts.release(this.keys.host(lease.fqdn), this.keys.pendingChanges(), [
         lease.token,
-        own?.previousLastRequest ?? '',
-        own?.previousFrequentCount ?? '',
-        // Without our bookkeeping (a foreign Lease object) only the lease is dropped.
-        own?.sequence ?? '-',
+        ...countUndo(own),
         opts.republishInMs === undefined ? '' : Math.max(0, Math.round(opts.republishInMs)),
         flag(opts.failedRepublish ?? false),
       ]),
@@ -267,6 +272,14 @@ export class RedisHostStore implements HostGate, HostAdmin {
 
 function asHostLease(lease: Lease): HostLease | undefined {
   return lease instanceof HostLease ? lease : undefined;
+}
+
+/**
+ * The commit and release scripts' count-undo arguments (prevFl, prevFc, seq). Without our
+ * bookkeeping (a foreign Lease object, a reclaimed lease) seq '-' matches nothing: no undo.
+ */
+function countUndo(own: HostLease | undefined): [string, string, string] {
+  return [own?.previousLastRequest ?? '', own?.previousFrequentCount ?? '', own?.sequence ?? '-'];
 }
 
 /** Operator input: normalised when it is a valid name, else taken as given (→ not found). */

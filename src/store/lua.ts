@@ -107,20 +107,45 @@ local A = {unpack(ARGV, 3)}
 const ADMIT_GUARDED = `${NOW}${GUARD}${ADMIT_BODY}`;
 
 /**
- * commit(KEYS: host; ARGV: token, ipv4, ipv6, wildcard, mx, backmx, offline, republish) →
- * 'ok' | 'lost' (the lease was no longer ours; written anyway: DNS holds it) | 'gone' (host
- * removed). A state an operator set meanwhile (blocked, closed) is kept. republish = '1': the
- * recorded state was published again (reconciler), so the time of the last update stays.
- * 'ok' also clears the count of failed republishes: DNS and Redis agree again.
+ * Undo one request's frequency count (KEYS[1]: host; prevFl, prevFc: what it found; seq: the
+ * fs it wrote) unless a later request counted since (fs moved on): `dnserr` and `911` do not count.
  */
-const COMMIT = `${NOW}
+const UNDO_COUNT = `
+local function undoCount(prevFl, prevFc, seq)
+  if redis.call('HGET', KEYS[1], 'fs') ~= seq then return end
+  if prevFl == '' then redis.call('HDEL', KEYS[1], 'fl') else redis.call('HSET', KEYS[1], 'fl', prevFl) end
+  if prevFc == '' then redis.call('HDEL', KEYS[1], 'fc') else redis.call('HSET', KEYS[1], 'fc', prevFc) end
+end
+`;
+
+/**
+ * commit(KEYS: host, pending; ARGV: token, ipv4, ipv6, wildcard, mx, backmx, offline, republish,
+ * prevFl, prevFc, seq) → 'ok' | 'lost' | 'gone' (host removed). A state an operator set
+ * meanwhile (blocked, closed) is kept. republish = '1': the recorded state was published
+ * again (reconciler), so the time of the last update stays. 'ok' also clears the count of
+ * failed republishes: DNS and Redis agree again.
+ * 'lost': the lease was no longer ours (it ended and another request or the reconciler took
+ * it over, or the host was removed and added again). Nothing is written: what this caller
+ * published may have reached DNS before or after the newer holder's change, so Redis keeps
+ * the newer record, and with no lease in flight a republish of it is due now (a repair token
+ * `r:lost`); a holder in flight publishes its own state. The request's count is undone (the
+ * caller answers 911, which does not count).
+ */
+const COMMIT = `${NOW}${UNDO_COUNT}
 local key = KEYS[1]
 if redis.call('HEXISTS', key, 'o') == 0 then
   redis.call('ZREM', KEYS[2], key)
   return 'gone'
 end
-local status = 'ok'
-if redis.call('HGET', key, 'lk') ~= ARGV[1] then status = 'lost' end
+local lk = redis.call('HGET', key, 'lk')
+if lk ~= ARGV[1] then
+  if not lk or lk == '' then
+    redis.call('HSET', key, 'lk', 'r:lost', 'lu', ms(now))
+    redis.call('ZADD', KEYS[2], now, key)
+  end
+  undoCount(ARGV[9], ARGV[10], ARGV[11])
+  return 'lost'
+end
 local fields = {'4', '6', 'w', 'm', 'b'}
 for i, f in ipairs(fields) do
   local v = ARGV[i + 1]
@@ -131,24 +156,25 @@ if state ~= 'blocked' and state ~= 'closed' then
   if ARGV[7] == '1' then state = 'offline' else state = 'active' end
 end
 if ARGV[8] == '1' then redis.call('HSET', key, 's', state) else redis.call('HSET', key, 's', state, 'u', ms(now)) end
-if status == 'ok' then
-  redis.call('HDEL', key, 'lk', 'lu', 'rf')
-  redis.call('ZREM', KEYS[2], key)
-end
-return status
+redis.call('HDEL', key, 'lk', 'lu', 'rf')
+redis.call('ZREM', KEYS[2], key)
+return 'ok'
 `;
 
 /**
  * release(KEYS: host, pending; ARGV: token, prevFl, prevFc, seq, republishInMs, failed) → 1 | 0
  * (lease not ours). Undoes this request's frequency count unless a later request counted
- * since. With republishInMs (a number, '' = none) the primary may hold something Redis does
- * not: the lease is left expired (admit never answers nochg then) and due in the pending set
- * after that delay, for reclaim to publish the stored state again. failed = '1': a republish
+ * since (also when the lease was taken over: the reply is still dnserr). With republishInMs
+ * (a number, '' = none) the primary may hold something Redis does not: the lease is left
+ * expired (admit never answers nochg then) and due in the pending set after that delay, for
+ * reclaim to publish the stored state again. failed = '1': a republish
  * failed; the host's count of them (rf, which reclaim returns) goes up by one. Without
  * republishInMs nothing is due any more, and the count goes too.
  */
-const RELEASE = `${NOW}
+const RELEASE = `${NOW}${UNDO_COUNT}
 local key = KEYS[1]
+-- Even when the lease was taken over: if nobody counted since, this request's count goes.
+undoCount(ARGV[2], ARGV[3], ARGV[4])
 if redis.call('HGET', key, 'lk') ~= ARGV[1] then return 0 end
 local republishIn = tonumber(ARGV[5])
 if republishIn then
@@ -158,10 +184,6 @@ if republishIn then
 else
   redis.call('HDEL', key, 'lk', 'lu', 'rf')
   redis.call('ZREM', KEYS[2], key)
-end
-if redis.call('HGET', key, 'fs') == ARGV[4] then
-  if ARGV[2] == '' then redis.call('HDEL', key, 'fl') else redis.call('HSET', key, 'fl', ARGV[2]) end
-  if ARGV[3] == '' then redis.call('HDEL', key, 'fc') else redis.call('HSET', key, 'fc', ARGV[3]) end
 end
 return 1
 `;

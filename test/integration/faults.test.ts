@@ -15,6 +15,9 @@ import { BridgeEnv, ZONE, deepMerge, expectedReply, sleep, type HttpResult } fro
 import { generateTsigKey, makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
 import { encodeTsigRecord, extractTsig, readName, signMessage } from '../../src/dns/index.js';
 import type { TsigKeyConfig } from '../../src/config/schema.js';
+import { loadConfig } from '../../src/config/load.js';
+import { buildBridge, type Bridge } from '../../src/cli/compose.js';
+import { RecordingLogger } from '../support/store-server.js';
 
 const UA = 'faults-tests/1.0 tests@example.test';
 const OK = (body: string) => expectedReply(200, 'OK', body);
@@ -792,6 +795,71 @@ describe('fault: the primary applied a change but its answer was lost (knot)', f
     expect(r.body).to.equal('good 192.0.2.81\n');
     expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.81']);
     expect((await hostHash(env.redis.url, h))['4']).to.equal('192.0.2.81');
+  });
+});
+
+// ---- 5c. a frontend stalls between the primary's answer and its commit (no crash) ---------
+
+describe('fault: a frontend stalls after the primary applied its change, past its lease, before recording it (knot)', function () {
+  this.timeout(60000);
+  let env: BridgeEnv;
+  let bridge: Bridge | undefined;
+  let port: number;
+  const log = new RecordingLogger();
+  const auth: [string, string] = ['mona', 'mona-pw'];
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
+    // Lease = dns.timeout + 2 s = 3.5 s; the stalled commit must outlast it, not Redis' own timeout.
+    env = await BridgeEnv.start({ config: { dns: { timeout: 1.5 }, redis: { commandTimeout: 30 } } });
+    await env.addAccount(...auth);
+    // Frontend A runs here so that its commit can be held (a stalled process, a slow Redis);
+    // frontend B is the env's serve process, on the same Redis and primary.
+    bridge = buildBridge(await loadConfig(env.configPath, {}), log);
+    port = await bridge.http.listen('127.0.0.1', 0);
+  });
+  after(async () => {
+    await bridge?.close();
+    await env?.stop();
+  });
+
+  it('the change is answered 911, not good: Redis keeps the record of the frontend that took over, DNS ends on it', async () => {
+    const h = uniq('stall');
+    await env.addHost(h, auth[0]);
+    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.90`, { auth, ua: UA, port })).body).to.equal('good 192.0.2.90\n');
+    const hosts = bridge!.store.hosts;
+    const commit = hosts.commit.bind(hosts);
+    let takeover: HttpResult | undefined;
+    hosts.commit = async (lease, target, opts) => {
+      if (target.ipv4 === '192.0.2.91') {
+        expect(await env.ns.query(h, 'A'), 'the primary applied A\'s change').to.deep.equal(['192.0.2.91']);
+        await sleep(3800); // past A's lease: B serves the host meanwhile
+        takeover = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.92`, { auth, ua: UA, port: env.ports[0] });
+      }
+      return commit(lease, target, opts);
+    };
+    let reply: HttpResult;
+    try {
+      reply = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.91`, { auth, ua: UA, port });
+    } finally {
+      delete (hosts as Partial<Pick<typeof hosts, 'commit'>>).commit;
+    }
+    expect(takeover?.body, 'B took the host over').to.equal('good 192.0.2.92\n');
+    expect(reply.raw.toString(), 'A does not acknowledge what it could not record').to.equal(OK('911\n'));
+    expect((await hostHash(env.redis.url, h))['4'], "B's record stays").to.equal('192.0.2.92');
+    expect(log.lines.some((l) => l.level === 'warn' && /lease ended before the commit/.test(l.msg))).to.equal(true);
+    // A's UPDATE could have reached DNS after B's: the record is published again, then DNS == Redis.
+    let dns: string[] = [];
+    let hash: Record<string, string> = {};
+    for (let i = 0; i < 40; i++) {
+      dns = await env.ns.query(h, 'A');
+      hash = await hostHash(env.redis.url, h);
+      if (dns[0] === '192.0.2.92' && hash.lk === undefined) break;
+      await sleep(200);
+    }
+    expect(dns).to.deep.equal(['192.0.2.92']);
+    expect(hash.lk, 'the repair was recorded').to.equal(undefined);
+    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.92`, { auth, ua: UA, port })).body).to.equal('nochg 192.0.2.92\n');
   });
 });
 

@@ -383,16 +383,85 @@ describe('store: hosts (real redis-server)', function () {
       expect(await lab.raw.hgetall(hostKey)).to.deep.equal(snapshot);
     });
 
-    it('commit after the lease was lost still writes (DNS has it) and warns', async () => {
-      const a = await lab.store.hosts.admit(request({ leaseMs: 30 }));
+    /** A change whose lease ends (30 ms) before its holder commits: returns its admission. */
+    const changeThatStalls = async (over: Partial<AdmitRequest> = {}) => {
+      const a = await lab.store.hosts.admit(request({ leaseMs: 30, ...over }));
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
       await new Promise((r) => setTimeout(r, 60));
-      const b = await lab.store.hosts.admit(request());
+      return a;
+    };
+    const NEWER: TargetState = { ...TARGET, ipv4: '192.0.2.21' };
+
+    it('commit after another request took the lease over writes nothing and leaves that lease alone', async () => {
+      const a = await changeThatStalls();
+      const b = await lab.store.hosts.admit(request({ expect: { ...WANT, ipv4: NEWER.ipv4! } }));
       if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
-      await lab.store.hosts.commit(a.lease, TARGET);
-      expect(await lab.raw.hget(hostKey, '4')).to.equal('203.0.113.7');
-      expect(await lab.raw.hget(hostKey, 'lk')).to.equal(b.lease.token); // the other lease stays
-      expect(logger.lines.some((l) => l.level === 'warn' && /lease/.test(l.msg))).to.equal(true);
+      expect(b.repairDue, 'b took over an expired lease').to.equal(true);
+      const snapshot = await lab.raw.hgetall(hostKey);
+      expect(await lab.store.hosts.commit(a.lease, TARGET)).to.equal('lost');
+      expect(await lab.raw.hgetall(hostKey), 'nothing written: b publishes and records its own state').to.deep.equal(snapshot);
+      expect(logger.lines.some((l) => l.level === 'warn' && /lease ended before the commit/.test(l.msg))).to.equal(true);
+      expect(await lab.store.hosts.commit(b.lease, NEWER)).to.equal('committed');
+      expect(await lab.raw.hget(hostKey, '4')).to.equal(NEWER.ipv4);
+    });
+
+    it('commit after the newer holder already recorded its state: Redis keeps the newer record and its republish is due', async () => {
+      // a's UPDATE may reach DNS after b's: DNS could hold a's address while Redis holds b's.
+      const a = await changeThatStalls();
+      const b = await lab.store.hosts.admit(request({ expect: { ...WANT, ipv4: NEWER.ipv4! } }));
+      if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
+      await lab.store.hosts.commit(b.lease, NEWER);
+      expect(await lab.store.hosts.commit(a.lease, TARGET)).to.equal('lost');
+      expect(await lab.raw.hget(hostKey, '4'), 'the newer record stays').to.equal(NEWER.ipv4);
+      expect(await lab.store.hosts.staleLeases(10), 'a republish of it is due now').to.deep.equal([HOST]);
+      const again = await lab.store.hosts.admit(request({ expect: { ...WANT, ipv4: NEWER.ipv4! } }));
+      expect(again.kind, 'never nochg while DNS may differ').to.equal('change');
+      if (again.kind === 'change') await lab.store.hosts.release(again.lease, { republishInMs: 0 });
+      const r = await reclaimed();
+      expect(r.host.ipv4, 'the reconciler publishes the newer record').to.equal(NEWER.ipv4);
+      expect(await lab.store.hosts.commit(r.lease, NEWER, { republish: true })).to.equal('committed');
+      expect(await lab.raw.hmget(hostKey, '4', 'lk')).to.deep.equal([NEWER.ipv4, null]);
+    });
+
+    it('commit after the reconciler took the lease over and recorded its republish: not written, due again', async () => {
+      const a = await changeThatStalls();
+      const r = await reclaimed();
+      await lab.store.hosts.commit(r.lease, { ...TARGET, ipv4: null }, { republish: true });
+      expect(await lab.store.hosts.commit(a.lease, TARGET)).to.equal('lost');
+      expect(await lab.raw.hget(hostKey, '4')).to.equal(null);
+      expect(await lab.store.hosts.staleLeases(10)).to.deep.equal([HOST]);
+    });
+
+    it('commit into a host removed and added again (now bob\'s) writes nothing and has the new record published', async () => {
+      const a = await lab.store.hosts.admit(request());
+      if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
+      await lab.store.hosts.remove(HOST);
+      await lab.store.hosts.add(HOST, 'bob', 'dynamic');
+      expect(await lab.store.hosts.commit(a.lease, TARGET)).to.equal('lost');
+      expect(await lab.raw.hmget(hostKey, 'o', '4')).to.deep.equal(['bob', null]);
+      expect(await lab.store.hosts.staleLeases(10), "DNS may hold alice's address: bob's empty record goes out").to.deep.equal([HOST]);
+    });
+
+    it('a lost commit and a release after a takeover both undo the request\'s count when nobody counted since', async () => {
+      const first = await lab.store.hosts.admit(request());
+      if (first.kind !== 'change') throw new Error(`expected change, got ${first.kind}`);
+      await lab.store.hosts.commit(first.lease, TARGET);
+      const counted = await lab.raw.hmget(hostKey, 'fl', 'fc');
+      expect(counted[1]).to.equal('0');
+      // A frequent request (fc 1) whose lease the reconciler takes over: its dnserr undoes the count.
+      const a = await changeThatStalls({ expect: { ...WANT, ipv4: '192.0.2.30' } });
+      expect(await lab.raw.hget(hostKey, 'fc')).to.equal('1');
+      const r = await reclaimed();
+      await lab.store.hosts.release(a.lease);
+      expect(await lab.raw.hmget(hostKey, 'fl', 'fc'), 'dnserr does not count').to.deep.equal(counted);
+      expect(await lab.raw.hget(hostKey, 'lk'), 'the reconciler keeps its lease').to.equal(r.lease.token);
+      await lab.store.hosts.commit(r.lease, TARGET, { republish: true });
+      // The same with a commit that finds the lease gone (the reply is 911, which does not count).
+      const b = await changeThatStalls({ expect: { ...WANT, ipv4: '192.0.2.31' } });
+      expect(await lab.raw.hget(hostKey, 'fc')).to.equal('1');
+      await lab.store.hosts.commit((await reclaimed()).lease, TARGET, { republish: true });
+      expect(await lab.store.hosts.commit(b.lease, { ...TARGET, ipv4: '192.0.2.31' })).to.equal('lost');
+      expect(await lab.raw.hmget(hostKey, 'fl', 'fc'), '911 does not count').to.deep.equal(counted);
     });
 
     it('commit keeps a state an operator set meanwhile, and never recreates a removed host', async () => {

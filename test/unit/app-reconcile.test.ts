@@ -4,7 +4,7 @@
  * postpones because their zone's primary just timed out, and what it does on failure.
  */
 import { expect } from 'chai';
-import type { HostChange, HostGate, Lease, Publisher, Reclaimed } from '../../src/app/ports.js';
+import type { CommitOutcome, HostChange, HostGate, Lease, Publisher, Reclaimed } from '../../src/app/ports.js';
 import { MAX_REPUBLISH_DELAY_MS, Reconciler, republishDelayMs } from '../../src/app/reconcile.js';
 import { DnsUpdateError } from '../../src/core/errors.js';
 import type { Logger } from '../../src/core/log.js';
@@ -29,13 +29,27 @@ class MemoryHosts implements Pick<HostGate, 'staleLeases' | 'reclaim' | 'commit'
   }
   async reclaim(fqdn: string): Promise<Reclaimed | undefined> {
     this.calls.push(`reclaim ${fqdn}`);
+    this.step('reclaim');
     if (this.held.has(fqdn)) return undefined;
     const host = this.due.get(fqdn);
     return host && { host, lease: { fqdn, token: `t-${fqdn}` }, failedRepublishes: this.failed.get(fqdn) ?? 0 };
   }
-  async commit(lease: Lease, target: TargetState, opts?: { republish?: boolean }): Promise<void> {
+  /** Hosts a request took over meanwhile: the commit finds its lease gone. */
+  readonly takenOver = new Set<string>();
+  /** Store failures: the nth call of the named step rejects. */
+  readonly failing = new Map<string, number>();
+  private counts = new Map<string, number>();
+  private step(name: string): void {
+    const n = (this.counts.get(name) ?? 0) + 1;
+    this.counts.set(name, n);
+    if (this.failing.get(name) === n) throw new Error(`redis: ${name} failed: Command timed out`);
+  }
+  async commit(lease: Lease, target: TargetState, opts?: { republish?: boolean }): Promise<CommitOutcome> {
     this.calls.push(`commit ${lease.fqdn} ${target.ipv4}${opts?.republish ? ' (republish)' : ''}`);
+    this.step('commit');
+    if (this.takenOver.has(lease.fqdn)) return 'lost';
     this.due.delete(lease.fqdn);
+    return 'committed';
   }
   async release(lease: Lease, opts?: { republishInMs?: number; failedRepublish?: boolean }): Promise<void> {
     this.calls.push(`release ${lease.fqdn} ${opts?.republishInMs}${opts?.failedRepublish ? ' (failed)' : ''}`);
@@ -158,5 +172,40 @@ describe('app: reconciler', () => {
     publisher.refusing.clear();
     expect(await r.sweep()).to.equal(1);
     expect(hosts.calls.at(-1)).to.equal('commit a.z1 192.0.2.1 (republish)');
+  });
+
+  it('a republish whose lease a request took over meanwhile is not counted as done (that request publishes its own state)', async () => {
+    const hosts = new MemoryHosts(new Map([['a.z1', record('a.z1', '192.0.2.1')], ['b.z1', record('b.z1', '192.0.2.2')]]));
+    hosts.takenOver.add('a.z1');
+    const lines: string[] = [];
+    const logger: Logger = { ...quiet, warn: (msg, fields) => lines.push(`${msg} ${String(fields?.host)}`) };
+    const r = new Reconciler({ hosts: hosts as unknown as HostGate, publisher: new MemoryPublisher(), leaseMs: LEASE_MS, logger });
+    expect(await r.sweep()).to.equal(1);
+    expect(lines).to.deep.equal(['republished a host whose change was interrupted b.z1']);
+  });
+
+  it('a store failure part-way through a sweep: the sweep fails after the repairs under way have finished, none left unhandled', async () => {
+    const hosts = new MemoryHosts(new Map([['a.z1', record('a.z1', '192.0.2.1')], ['b.z1', record('b.z1', '192.0.2.2')]]));
+    hosts.failing.set('commit', 1); // a.z1's republish cannot be recorded…
+    hosts.failing.set('reclaim', 2); // …and the sweep's next step fails too
+    const lines: string[] = [];
+    const logger: Logger = { ...quiet, warn: (msg, fields) => lines.push(`${msg} ${String(fields?.host)}`) };
+    const r = new Reconciler({ hosts: hosts as unknown as HostGate, publisher: new MemoryPublisher(), leaseMs: LEASE_MS, logger });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      let failure: Error | undefined;
+      await r.sweep().catch((err: Error) => {
+        failure = err;
+        expect(hosts.calls, 'the repair under way had finished').to.include('commit a.z1 192.0.2.1 (republish)');
+      });
+      expect(failure?.message).to.equal('redis: reclaim failed: Command timed out');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(unhandled, 'an unhandled rejection ends a serving process').to.deep.equal([]);
+      expect(lines).to.deep.equal(['could not record a repair a.z1']);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 });
