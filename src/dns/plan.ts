@@ -3,6 +3,7 @@
  * type-ANY deletes under a typed ACL) and the whole change is one atomic UPDATE.
  */
 import type { HostChange } from '../app/ports.js';
+import { MAX_NAME_LENGTH } from '../core/names.js';
 import type { Prerequisite, UpdateOperation } from './wire.js';
 
 /** The part of an UPDATE message that one host contributes. */
@@ -19,6 +20,7 @@ export const MX_BACKUP_PREFERENCE = 20;
 export function planChange(change: HostChange, ttl: number): HostPlan {
   const host = change.fqdn;
   const wildcard = `*.${host}`;
+  const wildcardFits = wildcard.length <= MAX_NAME_LENGTH;
   const t = change.target;
   // BIND and Knot silently ignore an add beside a CNAME and still answer NOERROR.
   const prerequisites: Prerequisite[] = [{ kind: 'rrset-absent', name: host, type: 'CNAME' }];
@@ -31,8 +33,10 @@ export function planChange(change: HostChange, ttl: number): HostPlan {
     // Addresses go, MX stays (SPEC §5).
     del(host, 'A');
     del(host, 'AAAA');
-    del(wildcard, 'A');
-    del(wildcard, 'AAAA');
+    if (wildcardFits) {
+      del(wildcard, 'A');
+      del(wildcard, 'AAAA');
+    }
     return { fqdn: host, zone: change.zone, prerequisites, updates };
   }
 
@@ -41,8 +45,12 @@ export function planChange(change: HostChange, ttl: number): HostPlan {
   del(host, 'AAAA');
   if (t.ipv6) updates.push({ kind: 'add', name: host, ttl, data: { type: 'AAAA', address: t.ipv6 } });
 
-  del(wildcard, 'A');
-  del(wildcard, 'AAAA');
+  // A name of 252 or 253 characters has no room for `*.`: no wildcard records can exist
+  // (asking for one fails at encoding, for that host only).
+  if (wildcardFits) {
+    del(wildcard, 'A');
+    del(wildcard, 'AAAA');
+  }
   if (t.wildcard) {
     if (t.ipv4) updates.push({ kind: 'add', name: wildcard, ttl, data: { type: 'A', address: t.ipv4 } });
     if (t.ipv6) updates.push({ kind: 'add', name: wildcard, ttl, data: { type: 'AAAA', address: t.ipv6 } });

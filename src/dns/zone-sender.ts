@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import type { Config, ZoneConfig } from '../config/schema.js';
 import type { DnsUpdateError } from '../core/errors.js';
 import type { HostPlan } from './plan.js';
-import { connectionFailure, timeoutFailure } from './rcode.js';
+import { connectionFailure, protocolFailure, timeoutFailure } from './rcode.js';
 import { asDnsUpdateError, signedExchange, type SigningContext } from './signed-exchange.js';
 import { TcpTransport } from './transport.js';
 import { encodeUpdate, encodedLength } from './wire.js';
@@ -42,6 +42,8 @@ interface PendingHost {
   retriesLeft: number;
   /** Sent alone from now on (it was in a failed multi-host message, or is being retried). */
   solo: boolean;
+  /** Its message goes out with no other in flight (a retry after a SERVFAIL or no answer). */
+  alone: boolean;
   /** Part of a message that is out now. */
   inFlight: boolean;
   /** An earlier attempt's outcome is unknown: the primary may apply it yet. */
@@ -72,6 +74,8 @@ export class ZoneSender {
   private readonly queue: PendingHost[] = [];
   private readonly outstanding = new Set<Promise<void>>();
   private messagesInFlight = 0;
+  /** A message that must go alone is out: nothing else goes until it is answered (see pump). */
+  private aloneInFlight = false;
   /** performance.now() of the last timeout or lost connection, cleared by any answer. */
   private lastUnreachableAt: number | undefined;
   private closed = false;
@@ -97,13 +101,21 @@ export class ZoneSender {
   /** Resolves once the primary applied the plan (NOERROR, valid TSIG); else DnsUpdateError. */
   send(plan: HostPlan): Promise<void> {
     if (this.closed) return Promise.reject(connectionFailure(this.zone.name, 'sender is closed'));
+    let size: number;
+    try {
+      size = encodedLength(this.zone.name, plan.prerequisites, plan.updates);
+    } catch (err) {
+      // Not representable in DNS (a wildcard of a 252-character name): this host fails, nothing is sent.
+      return Promise.reject(protocolFailure(this.zone.name, `cannot encode the update of ${plan.fqdn}: ${(err as Error).message}`, err));
+    }
     const promise = new Promise<void>((resolve, reject) => {
       const host: PendingHost = {
         plan,
-        size: encodedLength(this.zone.name, plan.prerequisites, plan.updates),
+        size,
         deadline: performance.now() + this.dns.timeoutMs,
         retriesLeft: 1,
         solo: false,
+        alone: false,
         inFlight: false,
         maybeApplied: false,
         settled: false,
@@ -141,16 +153,34 @@ export class ZoneSender {
     return this.lastUnreachableAt !== undefined && performance.now() - this.lastUnreachableAt < ms;
   }
 
+  /**
+   * Fill the free message slots. A host retried after a SERVFAIL or no answer goes out
+   * alone: after the messages in flight and before anything else. Knot 3.2 merges the
+   * updates it finds queued into one change and answers SERVFAIL to all of them when one
+   * fails, so retries sent side by side could fail an innocent host again. Retries after
+   * an answered refusal (a prerequisite, REFUSED) concern their own message only.
+   */
   private pump(): void {
-    while (this.messagesInFlight < this.maxInFlight) {
+    while (this.messagesInFlight < this.maxInFlight && !this.aloneInFlight) {
+      const head = this.nextPending();
+      if (head === undefined) return;
+      if (head.alone && this.messagesInFlight > 0) return;
       const batch = this.takeBatch();
-      if (batch.length === 0) return;
       this.messagesInFlight++;
+      const alone = head.alone;
+      if (alone) this.aloneInFlight = true;
       void this.dispatch(batch).finally(() => {
         this.messagesInFlight--;
+        if (alone) this.aloneInFlight = false;
         this.pump();
       });
     }
+  }
+
+  /** The first host of the queue not settled yet (settled ones are dropped). */
+  private nextPending(): PendingHost | undefined {
+    while (this.queue.length > 0 && this.queue[0]!.settled) this.queue.shift();
+    return this.queue[0];
   }
 
   private takeBatch(): PendingHost[] {
@@ -173,7 +203,9 @@ export class ZoneSender {
 
   private async dispatch(batch: PendingHost[]): Promise<void> {
     const now = performance.now();
-    const remaining = Math.min(...batch.map((h) => h.deadline)) - now;
+    // As long as its youngest host may wait: an older host's own timer settles it at its
+    // deadline (as maybe applied), and the answer still counts for the others.
+    const remaining = Math.max(...batch.map((h) => h.deadline)) - now;
     // Leave room for the retry unless this is the host's last chance.
     const lastChance = batch.length === 1 && batch[0]!.retriesLeft === 0;
     const attemptMs = lastChance ? remaining : remaining / 2;
@@ -210,8 +242,9 @@ export class ZoneSender {
   private handleFailure(batch: PendingHost[], err: DnsUpdateError): void {
     const now = performance.now();
     const retry: PendingHost[] = [];
-    // A key or clock problem fails every message of the zone alike: no point splitting.
-    const zoneWide = err.code === 'ERR_DNS_TSIG';
+    // A key or clock problem fails every message of the zone alike: no point splitting. But
+    // Knot answers an ACL denial of one owner name as NOTAUTH/BADKEY, like a wrong key.
+    const zoneWide = err.code === 'ERR_DNS_TSIG' && err.rcode !== 'BADKEY';
     for (const h of batch) {
       if (h.settled) continue;
       const timeLeft = h.deadline - now > MIN_ATTEMPT_MS;
@@ -219,10 +252,12 @@ export class ZoneSender {
         // The failure may belong to another host of the message: each gets its own try.
         if (err.retryable) h.retriesLeft = 0;
         h.solo = true;
+        h.alone = err.retryable;
         retry.push(h);
       } else if (batch.length === 1 && err.retryable && h.retriesLeft > 0 && timeLeft) {
         h.retriesLeft--;
         h.solo = true;
+        h.alone = true;
         retry.push(h);
       } else {
         this.settle(h, err);

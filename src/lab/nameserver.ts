@@ -38,6 +38,11 @@ export interface NameServerOptions {
   port?: number;
   /** Extra zone-file lines (relative or absolute owner names), e.g. 'cname.dyn.example. 60 IN CNAME x.example.' */
   records?: string[];
+  /**
+   * Accept updates only at these names (labels under the zone) and below, as an operator's
+   * per-name ACL would: Knot `update-owner`, BIND `grant … subdomain`. Default: the whole zone.
+   */
+  updatableNames?: string[];
 }
 
 const HOST = '127.0.0.1';
@@ -71,7 +76,8 @@ export async function startNameServer(kind: LabKind, opts: NameServerOptions): P
     const confName = kind === 'knot' ? 'knot.conf' : 'named.conf';
     const confPath = path.join(dir, confName);
     const template = kind === 'knot' ? 'knot/knot.conf.example' : 'bind/named.conf.example';
-    await writePrivateFile(confPath, await renderTemplate(template, vars));
+    const conf = await renderTemplate(template, vars);
+    await writePrivateFile(confPath, opts.updatableNames ? restrictUpdates(kind, conf, zone, opts.key.name, opts.updatableNames) : conf);
     // named: -g keeps it in the foreground (so the process is ours) and logs to stderr.
     const args = kind === 'knot' ? ['-c', confPath] : ['-g', '-4', '-n', '2', '-c', confPath];
     const proc = new ServerProcess(`${kind === 'knot' ? 'knotd' : 'named'} on ${HOST}:${port}`, binary, args, dir);
@@ -101,6 +107,22 @@ export async function startNameServer(kind: LabKind, opts: NameServerOptions): P
       },
     };
   });
+}
+
+/** The operator example with its whole-zone update rule narrowed to `names` (and below). */
+function restrictUpdates(kind: LabKind, conf: string, zone: string, keyName: string, names: readonly string[]): string {
+  const [from, to] =
+    kind === 'knot'
+      ? [
+          '    update-type: [A, AAAA, MX]\n',
+          `    update-type: [A, AAAA, MX]\n    update-owner: name\n    update-owner-match: sub-or-equal\n    update-owner-name: [${names.join(', ')}]\n`,
+        ]
+      : [
+          `update-policy { grant ${keyName} zonesub A AAAA MX; };`,
+          `update-policy { ${names.map((n) => `grant ${keyName} subdomain ${n}.${zone}. A AAAA MX;`).join(' ')} };`,
+        ];
+  if (!conf.includes(from)) throw new Error(`lab: the ${kind} example config has no whole-zone update rule to narrow`);
+  return conf.replace(from, to);
 }
 
 function digBinary(): { path: string; kdig: boolean } {

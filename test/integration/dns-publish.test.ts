@@ -5,6 +5,8 @@
  */
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import type { HostChange } from '../../src/app/ports.js';
 import type { Config, ZoneConfig } from '../../src/config/schema.js';
 import { DnsUpdateError } from '../../src/core/errors.js';
@@ -44,6 +46,8 @@ function captureLogger(lines: LogLine[]): Logger {
   };
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
+
+const quietLogger: Logger = captureLogger([]);
 
 function target(t: Partial<TargetState>): TargetState {
   return { ipv4: null, ipv6: null, wildcard: false, mx: null, backmx: false, offline: false, ...t };
@@ -210,6 +214,48 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
       const err = await rejection(p.publish(change('v4', { ipv4: '192.0.2.67' })));
       expect(err).to.include({ code: 'ERR_DNS_TSIG', rcode: 'BADKEY', retryable: false });
       expect(await q('v4', 'A')).to.deep.equal(['192.0.2.1']);
+    });
+
+    it('one name a per-name update rule denies, merged with allowed ones: only that host fails (Knot: BADKEY, BIND: REFUSED)', async () => {
+      await mkdir(path.join(dir!, 'restricted'));
+      const restricted = await startNameServer(kind, {
+        dir: path.join(dir!, 'restricted'),
+        zone: ZONE,
+        key: { name: zone.key.name, algorithm: zone.key.algorithm, secret: zone.key.secret.toString('base64') },
+        updatableNames: ['first', 'ok1', 'ok2', 'ok3'],
+      });
+      try {
+        const p = new DnsPublisher([{ ...zone, primary: { host: restricted.host, port: restricted.port }, maxInFlight: 1 }], dnsConfig(), quietLogger);
+        extraPublishers.push(p);
+        // 'first' goes alone; the others queue behind it and go out as one message.
+        const labels = ['first', 'ok1', 'denied', 'ok2', 'ok3'];
+        const results = await Promise.allSettled(labels.map((l, i) => p.publish(change(l, { ipv4: `192.0.2.${120 + i}` }))));
+        expect(p.senderFor(ZONE)!.stats.largestMessageHosts, 'the four were merged').to.equal(4);
+        expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+        const denied = (results[2] as PromiseRejectedResult).reason as DnsUpdateError;
+        expect(denied.rcode).to.equal(kind === 'knot' ? 'BADKEY' : 'REFUSED');
+        for (const [i, l] of labels.entries()) {
+          expect(await restricted.query(`${l}.${ZONE}`, 'A'), l).to.deep.equal(l === 'denied' ? [] : [`192.0.2.${120 + i}`]);
+        }
+      } finally {
+        await restricted.stop();
+      }
+    });
+
+    it('a name of 253 characters (no room for "*."): its address is published; its wildcard fails that host alone', async () => {
+      const labels = ['a'.repeat(63), 'b'.repeat(63), 'c'.repeat(63)];
+      const label = `${'d'.repeat(253 - ZONE.length - 3 * 64 - 1)}.${labels.join('.')}`;
+      expect(`${label}.${ZONE}`).to.have.length(253);
+      await publisher.publish(change(label, { ipv4: '192.0.2.130' }));
+      expect(await q(label, 'A')).to.deep.equal(['192.0.2.130']);
+      const [wild, other] = await Promise.allSettled([
+        publisher.publish(change(label, { ipv4: '192.0.2.131', wildcard: true })),
+        publisher.publish(change('beside-long', { ipv4: '192.0.2.132' })),
+      ]);
+      expect(wild.status === 'rejected' && (wild.reason as DnsUpdateError).code).to.equal('ERR_DNS_PROTOCOL');
+      expect(other.status).to.equal('fulfilled');
+      expect(await q(label, 'A'), 'unchanged').to.deep.equal(['192.0.2.130']);
+      expect(await q('beside-long', 'A')).to.deep.equal(['192.0.2.132']);
     });
 
     it('a clock one hour ahead → BADTIME with a clock-skew hint', async () => {

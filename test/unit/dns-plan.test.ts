@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { HostChange } from '../../src/app/ports.js';
 import { emptyDnsState, type TargetState } from '../../src/core/types.js';
 import { planChange } from '../../src/dns/plan.js';
-import type { UpdateOperation } from '../../src/dns/wire.js';
+import { encodeUpdate, type UpdateOperation } from '../../src/dns/wire.js';
 
 const HOST = 'h.dyn.example.org';
 const WILD = '*.h.dyn.example.org';
@@ -99,5 +99,23 @@ describe('dns plan (SPEC §8)', () => {
   it('never contains an untyped (ANY) delete', () => {
     const plan = planChange(change({ ipv4: '192.0.2.1', ipv6: '2001:db8::1', wildcard: true, mx: 'm.example.net', backmx: true }), 60);
     for (const u of plan.updates) if (u.kind === 'delete-rrset') expect(['A', 'AAAA', 'MX']).to.include(u.type);
+  });
+
+  it('a name of 252 or 253 characters (no room for "*."): no wildcard deletes, and it encodes', () => {
+    const zone = 'dyn.example.org';
+    for (const length of [251, 252, 253]) {
+      const label = (n: number) => 'a'.repeat(n);
+      // labels of at most 63 characters, then one that makes up the length
+      let fqdn = zone;
+      while (fqdn.length + 64 <= length) fqdn = `${label(63)}.${fqdn}`;
+      fqdn = `${label(length - fqdn.length - 1)}.${fqdn}`;
+      expect(fqdn).to.have.length(length);
+      const c = { ...change({ ipv4: '192.0.2.1' }), fqdn, zone };
+      for (const plan of [planChange(c, 60), planChange({ ...c, target: { ...c.target, offline: true } }, 60)]) {
+        const wildcards = plan.updates.filter((u) => u.name.startsWith('*.'));
+        expect(wildcards, `${length} characters`).to.have.length(length === 251 ? 2 : 0);
+        expect(() => encodeUpdate({ id: 1, zone, prerequisites: plan.prerequisites, updates: plan.updates })).to.not.throw();
+      }
+    }
   });
 });

@@ -10,7 +10,7 @@ import type { Config, ZoneConfig } from '../../src/config/schema.js';
 import { DnsUpdateError } from '../../src/core/errors.js';
 import type { HostPlan } from '../../src/dns/plan.js';
 import { TcpTransport } from '../../src/dns/transport.js';
-import { extractTsig, signMessage, verifyMessage } from '../../src/dns/tsig.js';
+import { encodeTsigRecord, extractTsig, signMessage, TSIG_ERRORS, verifyMessage } from '../../src/dns/tsig.js';
 import { readName } from '../../src/dns/wire.js';
 import { ZoneSender } from '../../src/dns/zone-sender.js';
 import { generateTsigKey } from '../../src/lab/index.js';
@@ -20,6 +20,8 @@ interface SeenRequest {
   /** Owner names of the prerequisites: one per host in our plans. */
   hosts: string[];
   signedOk: boolean;
+  /** Requests received and not answered yet when this one arrived (on any connection). */
+  openAtArrival: number;
 }
 
 interface Action {
@@ -30,6 +32,10 @@ interface Action {
   silent?: boolean;
   /** Close the connection instead of answering. */
   close?: boolean;
+  /** The RCODE, decided when the answer is written (overrides rcode). */
+  rcodeAtAnswer?: () => number;
+  /** Answer NOTAUTH with an unsigned TSIG error BADKEY (how Knot answers an ACL denial). */
+  badkey?: boolean;
 }
 
 const labKey = generateTsigKey('sender-key');
@@ -50,6 +56,7 @@ class ScriptedPrimary {
   readonly seen: SeenRequest[] = [];
   readonly sockets = new Set<net.Socket>();
   connections = 0;
+  private open = 0;
   script: (req: SeenRequest, index: number) => Action = () => ({});
   private server = net.createServer((socket) => this.onConnection(socket));
   port = 0;
@@ -85,6 +92,7 @@ class ScriptedPrimary {
       id: msg.readUInt16BE(0),
       hosts: prerequisiteOwners(msg),
       signedOk: verifyMessage(msg, key, { now: Date.now() / 1000 }).ok,
+      openAtArrival: this.open,
     };
     const index = this.seen.push(req) - 1;
     const action = this.script(req, index);
@@ -93,15 +101,26 @@ class ScriptedPrimary {
       socket.destroy();
       return;
     }
-    const zoneEnd = readName(msg, 12).next + 4;
-    const body = Buffer.from(msg.subarray(0, zoneEnd));
-    body.writeUInt16BE(0x8000 | (5 << 11) | (action.rcode ?? 0), 2);
-    body.writeUInt32BE(0, 6); // PRCOUNT, UPCOUNT
-    body.writeUInt16BE(0, 10);
-    const requestMac = extractTsig(msg)!.tsig.mac;
-    const reply = action.unsigned ? body : signMessage(body, key, { timeSigned: Date.now() / 1000, fudge: 300, requestMac }).message;
-    const frame = Buffer.concat([Buffer.from([reply.length >> 8, reply.length & 255]), reply]);
-    setTimeout(() => socket.write(frame), action.delayMs ?? 0);
+    this.open++;
+    setTimeout(() => {
+      this.open--;
+      const zoneEnd = readName(msg, 12).next + 4;
+      const body = Buffer.from(msg.subarray(0, zoneEnd));
+      const rcode = action.badkey ? 9 : action.rcodeAtAnswer?.() ?? action.rcode ?? 0;
+      body.writeUInt16BE(0x8000 | (5 << 11) | rcode, 2);
+      body.writeUInt32BE(0, 6); // PRCOUNT, UPCOUNT
+      body.writeUInt16BE(0, 10);
+      const requestMac = extractTsig(msg)!.tsig.mac;
+      let reply: Buffer;
+      if (action.badkey) {
+        const tsig = { ...extractTsig(msg)!.tsig, mac: Buffer.alloc(0), error: TSIG_ERRORS.BADKEY, otherData: Buffer.alloc(0) };
+        reply = Buffer.concat([body, encodeTsigRecord(tsig)]);
+        reply.writeUInt16BE(1, 10); // ARCOUNT
+      } else {
+        reply = action.unsigned ? body : signMessage(body, key, { timeSigned: Date.now() / 1000, fudge: 300, requestMac }).message;
+      }
+      socket.write(Buffer.concat([Buffer.from([reply.length >> 8, reply.length & 255]), reply]));
+    }, action.delayMs ?? 0);
   }
 }
 
@@ -326,6 +345,66 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       const failed = results[2] as PromiseRejectedResult;
       expect(failed.reason).to.include({ code: 'ERR_DNS_RCODE', rcode: 'YXRRSET', retryable: false });
       expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1, 3, 1, 1, 1]);
+    });
+
+    it('after a SERVFAIL the hosts go out one at a time, none beside another message (Knot 3.2 fails a merged bulk together)', async () => {
+      // As Knot 3.2: the updates that arrive while a bulk is open (20 ms) are applied together,
+      // and when one of them fails every one of them is answered SERVFAIL.
+      let bulk: { guilty: boolean } | undefined;
+      primary.script = (r, i) => {
+        if (i < 2) return { delayMs: 100 }; // x and y hold both slots while the rest queue
+        if (!bulk) {
+          const opened = { guilty: false };
+          bulk = opened;
+          setTimeout(() => (bulk = bulk === opened ? undefined : bulk), 20);
+        }
+        const mine = bulk;
+        if (r.hosts.includes(`bad.${ZONE}`)) mine.guilty = true;
+        return { delayMs: 20, rcodeAtAnswer: () => (mine.guilty ? 2 : 0) };
+      };
+      const s = sender({ maxInFlight: 2 });
+      const labels = ['x', 'y', 'bad', 'g1', 'g2', 'g3'];
+      const results = await Promise.allSettled(labels.map((l) => s.send(plan(l))));
+      expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+      expect((results[2] as PromiseRejectedResult).reason).to.include({ rcode: 'SERVFAIL' });
+      const retries = primary.seen.filter((r) => r.hosts.length === 1 && !['x', 'y'].includes(r.hosts[0]!.split('.')[0]!));
+      expect(retries.map((r) => r.hosts[0]!.split('.')[0]).sort()).to.deep.equal(['bad', 'g1', 'g2', 'g3']);
+      expect(retries.map((r) => r.openAtArrival), 'nothing else in flight beside a retry').to.deep.equal([0, 0, 0, 0]);
+    });
+
+    it('a BADKEY answer to a multi-host message is split: Knot answers an ACL denial of one name that way', async () => {
+      primary.script = (r, i) => ({ delayMs: i === 0 ? 100 : 0, badkey: r.hosts.includes(`denied.${ZONE}`) });
+      const s = sender({ maxInFlight: 1 });
+      const results = await Promise.allSettled(['a', 'b', 'denied', 'c'].map((l) => s.send(plan(l))));
+      expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+      expect((results[2] as PromiseRejectedResult).reason).to.include({ code: 'ERR_DNS_TSIG', rcode: 'BADKEY', maybeApplied: false });
+      expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1, 3, 1, 1, 1]);
+    });
+
+    it("a merged message waits as long as its youngest host may: an older host's nearer deadline does not cut it short", async () => {
+      // timeout 1000 ms; 'old' queues at 0 behind x (answered at 450), 'fresh' at 400; their
+      // message goes at ~450 and is answered at ~800, before either deadline (1000, 1400).
+      // Timed from the older host alone, it would have been given up at ~725.
+      primary.script = (_r, i) => ({ delayMs: i === 0 ? 450 : 350 });
+      const s = sender({ maxInFlight: 1 });
+      const x = s.send(plan('x'));
+      const old = s.send(plan('old'));
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      const fresh = s.send(plan('fresh'));
+      const results = await Promise.allSettled([x, old, fresh]);
+      expect(results.map((r) => (r.status === 'rejected' ? String(r.reason) : r.status))).to.deep.equal(['fulfilled', 'fulfilled', 'fulfilled']);
+      expect(primary.seen.map((r) => r.hosts.length), 'no abandoned message, no retries').to.deep.equal([1, 2]);
+    });
+
+    it('a plan that cannot be encoded fails its own host at once (ERR_DNS_PROTOCOL), nothing is sent', async () => {
+      const s = sender();
+      const long = plan('a'.repeat(63));
+      long.updates.push({ kind: 'delete-rrset', name: `*.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(45)}.${ZONE}`, type: 'A' });
+      const err = await rejection(s.send(long));
+      expect(err).to.include({ code: 'ERR_DNS_PROTOCOL', maybeApplied: false });
+      expect(err.message).to.include('cannot encode the update of');
+      await s.send(plan('ok'));
+      expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1]);
     });
 
     it('a TSIG failure of a multi-host message fails every host without splitting', async () => {
