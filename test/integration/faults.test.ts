@@ -57,6 +57,22 @@ async function hostHash(url: string, fqdn: string): Promise<Record<string, strin
 }
 
 /**
+ * Poll (every 200 ms, `tries` times) until the primary holds `address` for `fqdn` and Redis no
+ * lease on it (the republish was acknowledged and recorded); returns what was seen last.
+ */
+async function untilRepaired(env: BridgeEnv, fqdn: string, address: string, tries: number): Promise<{ dns: string[]; hash: Record<string, string> }> {
+  let dns: string[] = [];
+  let hash: Record<string, string> = {};
+  for (let i = 0; i < tries; i++) {
+    dns = await env.ns.query(fqdn, 'A');
+    hash = await hostHash(env.redis.url, fqdn);
+    if (dns[0] === address && hash.lk === undefined) break;
+    await sleep(200);
+  }
+  return { dns, hash };
+}
+
+/**
  * The acknowledged state of a host hash: without the change lease (`lk`, `lu`), which a
  * dnserr whose UPDATE may still be applied leaves expired on purpose, for the reconciler.
  */
@@ -763,14 +779,7 @@ describe('fault: the primary applied a change but its answer was lost (knot)', f
     relay.holdAnswers = false;
     // Without the republish, DNS would keep the unacknowledged .81 while Redis says .80 and
     // every request for .80 were answered nochg.
-    let dns: string[] = [];
-    let hash: Record<string, string> = {};
-    for (let i = 0; i < 60; i++) {
-      dns = await env.ns.query(h, 'A');
-      hash = await hostHash(env.redis.url, h);
-      if (dns[0] === '192.0.2.80' && hash.lk === undefined) break;
-      await sleep(200);
-    }
+    const { dns, hash } = await untilRepaired(env, h, '192.0.2.80', 60);
     expect(dns, 'DNS back to the acknowledged address').to.deep.equal(['192.0.2.80']);
     expect(hash.lk, 'the republish was acknowledged and recorded').to.equal(undefined);
     expect(hash['4']).to.equal('192.0.2.80');
@@ -849,14 +858,7 @@ describe('fault: a frontend stalls after the primary applied its change, past it
     expect((await hostHash(env.redis.url, h))['4'], "B's record stays").to.equal('192.0.2.92');
     expect(log.lines.some((l) => l.level === 'warn' && /lease ended before the commit/.test(l.msg))).to.equal(true);
     // A's UPDATE could have reached DNS after B's: the record is published again, then DNS == Redis.
-    let dns: string[] = [];
-    let hash: Record<string, string> = {};
-    for (let i = 0; i < 40; i++) {
-      dns = await env.ns.query(h, 'A');
-      hash = await hostHash(env.redis.url, h);
-      if (dns[0] === '192.0.2.92' && hash.lk === undefined) break;
-      await sleep(200);
-    }
+    const { dns, hash } = await untilRepaired(env, h, '192.0.2.92', 40);
     expect(dns).to.deep.equal(['192.0.2.92']);
     expect(hash.lk, 'the repair was recorded').to.equal(undefined);
     expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.92`, { auth, ua: UA, port })).body).to.equal('nochg 192.0.2.92\n');
