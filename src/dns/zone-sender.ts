@@ -30,6 +30,9 @@ export interface ZoneSenderOptions {
 export const DEFAULT_MAX_HOSTS_PER_MESSAGE = 50;
 export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024;
 
+/** How long after an answer signed with our key a BADKEY is taken as a per-name denial. */
+const KEY_ACCEPTED_MS = 60_000;
+
 /** Below this much time left a retry is not worth starting. */
 const MIN_ATTEMPT_MS = 5;
 
@@ -42,7 +45,7 @@ interface PendingHost {
   retriesLeft: number;
   /** Sent alone from now on (it was in a failed multi-host message, or is being retried). */
   solo: boolean;
-  /** Its message goes out with no other in flight (a retry after a SERVFAIL or no answer). */
+  /** Its message goes out with no other in flight (a retry after a SERVFAIL). */
   alone: boolean;
   /** Part of a message that is out now. */
   inFlight: boolean;
@@ -76,6 +79,8 @@ export class ZoneSender {
   private messagesInFlight = 0;
   /** A message that must go alone is out: nothing else goes until it is answered (see pump). */
   private aloneInFlight = false;
+  /** performance.now() of the last answer signed with our key (NOERROR or an error RCODE). */
+  private keyAcceptedAt: number | undefined;
   /** performance.now() of the last timeout or lost connection, cleared by any answer. */
   private lastUnreachableAt: number | undefined;
   private closed = false;
@@ -154,11 +159,11 @@ export class ZoneSender {
   }
 
   /**
-   * Fill the free message slots. A host retried after a SERVFAIL or no answer goes out
-   * alone: after the messages in flight and before anything else. Knot 3.2 merges the
-   * updates it finds queued into one change and answers SERVFAIL to all of them when one
-   * fails, so retries sent side by side could fail an innocent host again. Retries after
-   * an answered refusal (a prerequisite, REFUSED) concern their own message only.
+   * Fill the free message slots. A host retried after a SERVFAIL goes out alone: after the
+   * messages in flight and before anything else. Knot 3.2 merges the updates it finds
+   * queued into one change and answers SERVFAIL to all of them when one fails, so retries
+   * sent side by side could fail an innocent host again. Retries after an answered refusal
+   * (a prerequisite, REFUSED) or no answer go out side by side, as anything else does.
    */
   private pump(): void {
     while (this.messagesInFlight < this.maxInFlight && !this.aloneInFlight) {
@@ -210,24 +215,41 @@ export class ZoneSender {
     const lastChance = batch.length === 1 && batch[0]!.retriesLeft === 0;
     const attemptMs = lastChance ? remaining : remaining / 2;
     for (const h of batch) h.inFlight = true;
+    let sent: PendingHost[] = [];
     try {
-      this.stats.messagesSent++;
-      this.stats.hostsSent += batch.length;
-      this.stats.largestMessageHosts = Math.max(this.stats.largestMessageHosts, batch.length);
-      await signedExchange(this.transport, this.signing, (id) => this.encode(id, batch), attemptMs);
+      // Encoded once connected: a host whose deadline passed meanwhile was answered already
+      // (its lease may be taken over), so its change must not go out late.
+      const encode = (id: number): Buffer => {
+        sent = batch.filter((h) => !h.settled);
+        if (sent.length === 0) throw new Error('every host of the message ran out of time before it could be sent');
+        return this.encode(id, sent);
+      };
+      await signedExchange(this.transport, this.signing, encode, attemptMs);
+      this.countSent(sent);
       this.lastUnreachableAt = undefined;
+      this.keyAcceptedAt = performance.now();
       for (const h of batch) h.inFlight = false;
       for (const h of batch) this.settle(h);
     } catch (e) {
       const err = asDnsUpdateError(this.zone.name, e);
+      this.countSent(sent);
+      if (sent.length === 0 && batch.every((h) => h.settled)) return; // nothing was sent
       if (err.code === 'ERR_DNS_TIMEOUT' || err.code === 'ERR_DNS_CONNECTION') this.lastUnreachableAt = performance.now();
       else this.lastUnreachableAt = undefined; // it answered
+      if (err.code === 'ERR_DNS_RCODE') this.keyAcceptedAt = performance.now(); // a signed answer
       for (const h of batch) {
         h.inFlight = false;
         if (err.maybeApplied) h.maybeApplied = true;
       }
       this.handleFailure(batch, err);
     }
+  }
+
+  private countSent(sent: readonly PendingHost[]): void {
+    if (sent.length === 0) return;
+    this.stats.messagesSent++;
+    this.stats.hostsSent += sent.length;
+    this.stats.largestMessageHosts = Math.max(this.stats.largestMessageHosts, sent.length);
   }
 
   private encode(id: number, batch: readonly PendingHost[]): Buffer {
@@ -243,8 +265,12 @@ export class ZoneSender {
     const now = performance.now();
     const retry: PendingHost[] = [];
     // A key or clock problem fails every message of the zone alike: no point splitting. But
-    // Knot answers an ACL denial of one owner name as NOTAUTH/BADKEY, like a wrong key.
-    const zoneWide = err.code === 'ERR_DNS_TSIG' && err.rcode !== 'BADKEY';
+    // Knot answers an ACL denial of one owner name as NOTAUTH/BADKEY, like a wrong key: while
+    // the primary has lately accepted our key, a BADKEY is taken as such a denial.
+    const keyAccepted = this.keyAcceptedAt !== undefined && now - this.keyAcceptedAt < KEY_ACCEPTED_MS;
+    const zoneWide = err.code === 'ERR_DNS_TSIG' && !(err.rcode === 'BADKEY' && !err.maybeApplied && keyAccepted);
+    // Knot 3.2 fails a whole bulk of merged updates with SERVFAIL: retries then go alone.
+    const servfail = err.code === 'ERR_DNS_RCODE' && err.retryable;
     for (const h of batch) {
       if (h.settled) continue;
       const timeLeft = h.deadline - now > MIN_ATTEMPT_MS;
@@ -252,12 +278,12 @@ export class ZoneSender {
         // The failure may belong to another host of the message: each gets its own try.
         if (err.retryable) h.retriesLeft = 0;
         h.solo = true;
-        h.alone = err.retryable;
+        h.alone = servfail;
         retry.push(h);
       } else if (batch.length === 1 && err.retryable && h.retriesLeft > 0 && timeLeft) {
         h.retriesLeft--;
         h.solo = true;
-        h.alone = true;
+        h.alone = servfail;
         retry.push(h);
       } else {
         this.settle(h, err);

@@ -381,6 +381,27 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1, 3, 1, 1, 1]);
     });
 
+    it('after no answer the hosts are retried side by side: one update the primary drops does not hold up the others', async () => {
+      // The primary never answers a message holding 'lost' (timeout 1000 ms: the merged
+      // message is given up at ~500, each host then has ~500 left).
+      // x and y hold both slots, so lost and the g's go out merged.
+      primary.script = (r, i) => ({ delayMs: i < 2 ? 100 : 0, silent: r.hosts.includes(`lost.${ZONE}`) });
+      const s = sender({ maxInFlight: 2 });
+      const labels = ['x', 'y', 'lost', 'g1', 'g2', 'g3'];
+      const results = await Promise.allSettled(labels.map((l) => s.send(plan(l))));
+      expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+      expect((results[2] as PromiseRejectedResult).reason).to.include({ code: 'ERR_DNS_TIMEOUT' });
+      expect(primary.seen.map((r) => r.hosts.length).slice(0, 3)).to.deep.equal([1, 1, 4]);
+    });
+
+    it('a BADKEY while the primary has not lately accepted our key is zone-wide: the message is not split', async () => {
+      primary.script = (_r, i) => ({ delayMs: i === 0 ? 100 : 0, badkey: true });
+      const s = sender({ maxInFlight: 1 });
+      const results = await Promise.allSettled(['a', 'b', 'c', 'd'].map((l) => s.send(plan(l))));
+      expect(results.map((r) => r.status)).to.deep.equal(['rejected', 'rejected', 'rejected', 'rejected']);
+      expect(primary.seen.map((r) => r.hosts.length), 'a wrong key name costs no message per host').to.deep.equal([1, 3]);
+    });
+
     it("a merged message waits as long as its youngest host may: an older host's nearer deadline does not cut it short", async () => {
       // timeout 1000 ms; 'old' queues at 0 behind x (answered at 450), 'fresh' at 400; their
       // message goes at ~450 and is answered at ~800, before either deadline (1000, 1400).
