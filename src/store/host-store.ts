@@ -26,6 +26,8 @@ export class HostLease implements Lease {
     readonly previousLastRequest: string,
     readonly previousFrequentCount: string,
     readonly sequence: string,
+    /** The `fl` it wrote (Redis time of the admit): tells this host from one added again since. */
+    readonly countedAt: string,
   ) {}
 }
 
@@ -140,7 +142,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
     return {
       host: decodeHost(fqdn, fields),
       // No frequency bookkeeping: releasing this lease leaves the counters as they are.
-      lease: new HostLease(fqdn, token, '', '', '-'),
+      lease: new HostLease(fqdn, token, '', '', '-', '-'),
       failedRepublishes: Math.max(0, Number(fields[HOST_FIELDS.republishFailures] ?? 0) || 0),
     };
   }
@@ -257,13 +259,15 @@ export class RedisHostStore implements HostGate, HostAdmin {
       case 'unverified':
       case 'nochg':
         return { kind };
-      case 'change':
+      case 'change': {
+        const fields = fieldsFromFlat(reply[1] as unknown[]);
         return {
           kind,
-          host: decodeHost(fqdn, fieldsFromFlat(reply[1] as unknown[])),
-          lease: new HostLease(fqdn, token, String(reply[2]), String(reply[3]), String(reply[4])),
+          host: decodeHost(fqdn, fields),
+          lease: new HostLease(fqdn, token, String(reply[2]), String(reply[3]), String(reply[4]), fields[HOST_FIELDS.lastRequest] ?? ''),
           repairDue: reply[5] === '1',
         };
+      }
       default:
         throw new Error(`unexpected admit reply kind: ${kind}`);
     }
@@ -278,8 +282,8 @@ function asHostLease(lease: Lease): HostLease | undefined {
  * The commit and release scripts' count-undo arguments (prevFl, prevFc, seq). Without our
  * bookkeeping (a foreign Lease object, a reclaimed lease) seq '-' matches nothing: no undo.
  */
-function countUndo(own: HostLease | undefined): [string, string, string] {
-  return [own?.previousLastRequest ?? '', own?.previousFrequentCount ?? '', own?.sequence ?? '-'];
+function countUndo(own: HostLease | undefined): [string, string, string, string] {
+  return [own?.previousLastRequest ?? '', own?.previousFrequentCount ?? '', own?.sequence ?? '-', own?.countedAt ?? '-'];
 }
 
 /** Operator input: normalised when it is a valid name, else taken as given (→ not found). */

@@ -107,12 +107,15 @@ local A = {unpack(ARGV, 3)}
 const ADMIT_GUARDED = `${NOW}${GUARD}${ADMIT_BODY}`;
 
 /**
- * Undo one request's frequency count (KEYS[1]: host; prevFl, prevFc: what it found; seq: the
- * fs it wrote) unless a later request counted since (fs moved on): `dnserr` and `911` do not count.
+ * Undo one request's frequency count (KEYS[1]: host; prevFl, prevFc: what it found; seq, fl:
+ * the fs and fl it wrote) unless a later request counted since (fs moved on) or the host is
+ * another one now (removed and added again: its own fs may have reached the same number, but
+ * not at the same millisecond): `dnserr` and `911` do not count.
  */
 const UNDO_COUNT = `
-local function undoCount(prevFl, prevFc, seq)
-  if redis.call('HGET', KEYS[1], 'fs') ~= seq then return end
+local function undoCount(prevFl, prevFc, seq, countedAt)
+  local now = redis.call('HMGET', KEYS[1], 'fs', 'fl')
+  if now[1] ~= seq or now[2] ~= countedAt then return end
   if prevFl == '' then redis.call('HDEL', KEYS[1], 'fl') else redis.call('HSET', KEYS[1], 'fl', prevFl) end
   if prevFc == '' then redis.call('HDEL', KEYS[1], 'fc') else redis.call('HSET', KEYS[1], 'fc', prevFc) end
 end
@@ -120,7 +123,7 @@ end
 
 /**
  * commit(KEYS: host, pending; ARGV: token, ipv4, ipv6, wildcard, mx, backmx, offline, republish,
- * prevFl, prevFc, seq) → 'ok' | 'lost' | 'gone' (host removed). A state an operator set
+ * prevFl, prevFc, seq, countedAt) → 'ok' | 'lost' | 'gone' (host removed). A state an operator set
  * meanwhile (blocked, closed) is kept. republish = '1': the recorded state was published
  * again (reconciler), so the time of the last update stays. 'ok' also clears the count of
  * failed republishes: DNS and Redis agree again.
@@ -143,7 +146,7 @@ if lk ~= ARGV[1] then
     redis.call('HSET', key, 'lk', 'r:lost', 'lu', ms(now))
     redis.call('ZADD', KEYS[2], now, key)
   end
-  undoCount(ARGV[9], ARGV[10], ARGV[11])
+  undoCount(ARGV[9], ARGV[10], ARGV[11], ARGV[12])
   return 'lost'
 end
 local fields = {'4', '6', 'w', 'm', 'b'}
@@ -162,7 +165,7 @@ return 'ok'
 `;
 
 /**
- * release(KEYS: host, pending; ARGV: token, prevFl, prevFc, seq, republishInMs, failed) → 1 | 0
+ * release(KEYS: host, pending; ARGV: token, prevFl, prevFc, seq, countedAt, republishInMs, failed) → 1 | 0
  * (lease not ours). Undoes this request's frequency count unless a later request counted
  * since (also when the lease was taken over: the reply is still dnserr). With republishInMs
  * (a number, '' = none) the primary may hold something Redis does not: the lease is left
@@ -174,13 +177,13 @@ return 'ok'
 const RELEASE = `${NOW}${UNDO_COUNT}
 local key = KEYS[1]
 -- Even when the lease was taken over: if nobody counted since, this request's count goes.
-undoCount(ARGV[2], ARGV[3], ARGV[4])
+undoCount(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 if redis.call('HGET', key, 'lk') ~= ARGV[1] then return 0 end
-local republishIn = tonumber(ARGV[5])
+local republishIn = tonumber(ARGV[6])
 if republishIn then
   redis.call('HSET', key, 'lu', ms(now))
   redis.call('ZADD', KEYS[2], now + republishIn, key)
-  if ARGV[6] == '1' then redis.call('HINCRBY', key, 'rf', 1) end
+  if ARGV[7] == '1' then redis.call('HINCRBY', key, 'rf', 1) end
 else
   redis.call('HDEL', key, 'lk', 'lu', 'rf')
   redis.call('ZREM', KEYS[2], key)

@@ -464,6 +464,26 @@ describe('store: hosts (real redis-server)', function () {
       expect(await lab.raw.hmget(hostKey, 'fl', 'fc'), '911 does not count').to.deep.equal(counted);
     });
 
+    it('a count undo never reaches a host removed and added again meanwhile, even when its fs has the same number', async () => {
+      for (const finish of ['commit', 'release'] as const) {
+        const a = await lab.store.hosts.admit(request());
+        if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
+        await lab.store.hosts.remove(HOST);
+        await lab.store.hosts.add(HOST, 'bob', 'dynamic');
+        await new Promise((r) => setTimeout(r, 5)); // bob's first request: another millisecond
+        const b = await lab.store.hosts.admit(request({ account: 'bob' }));
+        if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
+        await lab.store.hosts.commit(b.lease, TARGET);
+        const bobs = await lab.raw.hmget(hostKey, 'fl', 'fc', 'fs');
+        expect(bobs[2], "bob's host counts from the start again: the same fs as alice's request").to.equal((a.lease as { sequence?: string }).sequence);
+        if (finish === 'commit') expect(await lab.store.hosts.commit(a.lease, TARGET)).to.equal('lost');
+        else await lab.store.hosts.release(a.lease);
+        expect(await lab.raw.hmget(hostKey, 'fl', 'fc', 'fs'), `${finish}: bob's count stays`).to.deep.equal(bobs);
+        await lab.store.hosts.remove(HOST);
+        await lab.store.hosts.add(HOST, 'alice', 'dynamic');
+      }
+    });
+
     it('commit keeps a state an operator set meanwhile, and never recreates a removed host', async () => {
       const a = await lab.store.hosts.admit(request());
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
