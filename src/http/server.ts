@@ -33,7 +33,8 @@ export class HttpFrontend {
   private readonly routes = new Map<string, Route>();
   private readonly clientAddress: ClientAddressResolver;
   private inFlight = 0;
-  private readonly answering = new WeakSet<Socket>();
+  /** The request each connection is being answered for (one per connection). */
+  private readonly answering = new WeakMap<Socket, http.IncomingMessage>();
   private idleWaiters: Array<() => void> = [];
 
   constructor(
@@ -66,18 +67,31 @@ export class HttpFrontend {
     // and closes the socket once it is finished. (Not in @types/node; node 20 reads it.)
     (server as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
     server.on('request', (req, res) => this.onRequest(req, res));
+    // Handled as any request: node would otherwise answer `HTTP/1.1 100 Continue` itself (the
+    // client sends its body after its own short wait).
+    server.on('checkContinue', (req, res) => this.onRequest(req, res));
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.onClientError(err, socket));
+    // CONNECT never reaches 'request': without this node would drop the socket unanswered.
+    server.on('connect', (_req: http.IncomingMessage, socket: Socket) => {
+      socket.on('error', () => undefined);
+      socket.end(encodeReply(errorReply(405)));
+      socket.destroySoon();
+    });
     return server;
   }
 
-  /** Listen on one more address (each address gets its own server); returns the bound port. */
-  async listen(host: string, port: number): Promise<number> {
+  /**
+   * Listen on one more address (each address gets its own server); returns the bound port.
+   * `ipv6Only`: an IPv6 address (`::`) that must not take the IPv4 side of its port too,
+   * because an IPv4 address listens on the same port.
+   */
+  async listen(host: string, port: number, opts: { ipv6Only?: boolean } = {}): Promise<number> {
     const server = this.createServer();
     this.servers.push(server);
     await new Promise<void>((resolve, reject) => {
       const onError = (err: Error) => reject(err);
       server.once('error', onError);
-      server.listen({ host, port }, () => {
+      server.listen({ host, port, ipv6Only: opts.ipv6Only ?? false }, () => {
         server.off('error', onError);
         resolve();
       });
@@ -102,7 +116,7 @@ export class HttpFrontend {
       req.resume();
       return;
     }
-    this.answering.add(req.socket);
+    this.answering.set(req.socket, req);
     this.inFlight++;
     this.handle(req)
       .catch((err: unknown) => {
@@ -168,6 +182,11 @@ export class HttpFrontend {
   }
 
   private onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+    // Bytes after a whole request already being answered (a pipelined request that does not
+    // parse, a body longer than its Content-Length): that request's reply is the one to send,
+    // and it closes the connection. (Node keeps reading into the failed parser, dropping the
+    // bytes.) A request still being read (a body that never ends) gets the error reply.
+    if (this.answering.get(socket)?.complete) return;
     if (!socket.writable || socket.destroyed) {
       socket.destroy();
       return;

@@ -66,6 +66,50 @@ describe('raw HTTP/1.0, IPv6 loopback, and X-Forwarded-For without a trusted pro
     expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.122']);
   });
 
+  it('bytes after the request that do not parse (pipelined garbage, a longer body, a huge second head) do not replace its reply', async () => {
+    const cases = [
+      (h: string) => http10(`/nic/update?hostname=${h}&myip=192.0.2.123`, [`User-Agent: ${UA}`, AUTH]) + 'GARBAGE\r\n\r\n',
+      (h: string) =>
+        http10(`/nic/update?hostname=${h}&myip=192.0.2.123`, [`User-Agent: ${UA}`, AUTH]) +
+        `GET / HTTP/1.1\r\nX-Big: ${'x'.repeat(20_000)}\r\n\r\n`,
+      (h: string) => {
+        const body = `hostname=${h}&myip=192.0.2.123`;
+        const head = ['POST /nic/update HTTP/1.0', `User-Agent: ${UA}`, AUTH, 'Content-Type: application/x-www-form-urlencoded'];
+        return [...head, `Content-Length: ${body.length}`, '', body].join('\r\n') + '\r\nNOT HTTP\r\n\r\n';
+      },
+    ];
+    for (const [i, request] of cases.entries()) {
+      const h = await host();
+      const reply = await env.raw(request(h));
+      expect(reply.toString(), `case ${i}`).to.equal(OK('good 192.0.2.123\n'));
+      expect(await env.ns.query(h, 'A'), `case ${i}`).to.deep.equal(['192.0.2.123']);
+    }
+  });
+
+  it('POST with Expect: 100-continue gets no HTTP/1.1 interim line: one HTTP/1.0 reply once the body is in', async () => {
+    const h = await host();
+    const body = `hostname=${h}&myip=192.0.2.124`;
+    const head = ['POST /nic/update HTTP/1.1', 'Host: x', `User-Agent: ${UA}`, AUTH, 'Expect: 100-continue'];
+    const reply = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      const socket = net.connect({ host: '127.0.0.1', port: env.port }, () => {
+        socket.write([...head, 'Content-Type: application/x-www-form-urlencoded', `Content-Length: ${body.length}`, '', ''].join('\r\n'));
+        // As curl does when no 100 comes: send the body after a short wait.
+        setTimeout(() => socket.write(body), 300);
+      });
+      socket.setEncoding('latin1');
+      socket.on('data', (d: string) => (text += d));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(reply).to.equal(OK('good 192.0.2.124\n'));
+  });
+
+  it('CONNECT gets 405, not a dropped connection', async () => {
+    const reply = await env.raw('CONNECT example.net:443 HTTP/1.1\r\nHost: example.net:443\r\n\r\n');
+    expect(parseHttp(reply).statusLine).to.equal('HTTP/1.0 405 Method Not Allowed');
+  });
+
   it('X-Forwarded-For from an untrusted peer is ignored (update and /checkip)', async () => {
     const h = await host();
     const xff = 'X-Forwarded-For: 198.51.100.7';
