@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { BridgeEnv, CLI, ZONE, sleep } from '../support/bridge.js';
+import { Redis } from 'ioredis';
 import { requireBinariesOrSkip } from '../../src/lab/index.js';
 import { runHttpLoad } from '../../src/bench/load.js';
 import { procCpu } from '../../src/bench/targets.js';
@@ -222,5 +223,30 @@ describe('serve --workers 2 (node:cluster)', function () {
     expect((await up(h, '203.0.113.77')).body).to.equal('good 203.0.113.77\n');
     cluster.child.kill('SIGTERM');
     expect((await cluster.exited).code).to.equal(0);
+  });
+
+  it('SIGTERM to every process at once (systemd, Ctrl-C): the request in flight is still answered, exit 0', async () => {
+    if (cluster && cluster.child.exitCode === null && cluster.child.signalCode === null) {
+      cluster.child.kill('SIGTERM');
+      await cluster.exited;
+    }
+    cluster = await startCluster(env, 2);
+    const h = `in-flight.${ZONE}`;
+    await env.addHost(h, 'fred');
+    // Another frontend's change in flight holds the host for 1.5 s: this request waits for it.
+    const redis = new Redis(env.redis.url);
+    try {
+      const [sec] = await redis.time();
+      await redis.hset(`ddns:h:${h}`, 'lk', 'elsewhere', 'lu', String(Number(sec) * 1000 + 1500));
+    } finally {
+      redis.disconnect();
+    }
+    const reply = up(h, '203.0.113.88');
+    await sleep(300);
+    const pids = [cluster.child.pid!, ...workerPids(cluster)];
+    for (const pid of pids) process.kill(pid, 'SIGTERM');
+    expect((await reply).body, 'answered, not cut off by the second SIGTERM').to.equal('good 203.0.113.88\n');
+    expect((await cluster.exited).code).to.equal(0);
+    expect(logLines(cluster.log()).filter((l) => l.msg === 'worker stopped')).to.have.length(2);
   });
 });

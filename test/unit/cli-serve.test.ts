@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { hashesPerWorker, MAX_AUTO_WORKERS, MAX_WORKERS, WORKER_SEMI_SPACE_MIB, workerCount, workerExecArgv } from '../../src/cli/commands/serve.js';
+import { hashesPerWorker, MAX_AUTO_WORKERS, MAX_WORKERS, WORKER_SEMI_SPACE_MIB, workerCount, workerExecArgv, needsIpv6Only } from '../../src/cli/commands/serve.js';
 import { UsageError } from '../../src/cli/context.js';
 
 describe('serve --workers', () => {
@@ -50,5 +50,19 @@ describe('serve --workers', () => {
     expect(workerExecArgv([], '--trace-gc --max-semi-space-size=2')).to.deep.equal([]);
     // A similar-looking option is not a choice of this one.
     expect(workerExecArgv([], '--max-old-space-size=512')).to.deep.equal([bound]);
+  });
+
+  it('an IPv6 wildcard is IPv6-only exactly when an IPv4 address listens on the same port', () => {
+    const l = (host: string, port: number) => ({ host, port });
+    const pair = [l('0.0.0.0', 8245), l('::', 8245)];
+    expect(pair.map((x) => needsIpv6Only(x, pair))).to.deep.equal([false, true]);
+    const alone = [l('::', 8245)];
+    expect(needsIpv6Only(alone[0]!, alone), '[::] alone keeps serving IPv4 too').to.equal(false);
+    const apart = [l('0.0.0.0', 8245), l('::', 8246)];
+    expect(needsIpv6Only(apart[1]!, apart)).to.equal(false);
+    const specific = [l('192.0.2.1', 53), l('::', 53), l('::1', 53)];
+    expect(specific.map((x) => needsIpv6Only(x, specific))).to.deep.equal([false, true, true]);
+    const ephemeral = [l('127.0.0.1', 0), l('::1', 0)];
+    expect(ephemeral.map((x) => needsIpv6Only(x, ephemeral))).to.deep.equal([false, false]);
   });
 });

@@ -9,6 +9,7 @@
  * MAX_RESTARTS_PER_MINUTE, then it stops with status 1 so a supervisor sees the crash
  * loop), and on SIGTERM/SIGINT stops the workers gracefully.
  */
+import { isIPv4, isIPv6 } from 'node:net';
 import cluster, { type Worker } from 'node:cluster';
 import os from 'node:os';
 import { DEFAULT_PARALLEL_HASHES } from '../../auth/index.js';
@@ -79,10 +80,19 @@ export async function serve(ctx: CommandContext, opts: ServeOptions): Promise<vo
   return servePrimary(ctx, workers);
 }
 
-type Listener = { host: string; port: number };
+export type Listener = { host: string; port: number };
 
 function listenersOf(ctx: CommandContext, opts: ServeOptions): Listener[] {
   return ctx.config.listen.map((l) => ({ host: l.host, port: opts.port ?? l.port }));
+}
+
+/**
+ * `[::]:P` also takes the IPv4 side of port P (dual stack): when an IPv4 address listens on
+ * P as well (`0.0.0.0:P`, `192.0.2.1:P`), the IPv6 one must be IPv6-only, or one of the two
+ * cannot bind.
+ */
+export function needsIpv6Only(l: Listener, all: readonly Listener[]): boolean {
+  return isIPv6(l.host) && l.port !== 0 && all.some((o) => isIPv4(o.host) && o.port === l.port);
 }
 
 /** Build the bridge and listen everywhere; undefined (exit status 1 set) when an address cannot be bound. */
@@ -93,9 +103,10 @@ async function startBridge(ctx: CommandContext, opts: ServeOptions, bridgeOption
   const bridge = buildBridge(config, logger, bridgeOptions);
   const bound: Listener[] = [];
   try {
-    for (const l of listenersOf(ctx, opts)) {
+    const listeners = listenersOf(ctx, opts);
+    for (const l of listeners) {
       // One server object can listen once: extra addresses get their own frontend.
-      const port = await bridge.http.listen(l.host, l.port);
+      const port = await bridge.http.listen(l.host, l.port, { ipv6Only: needsIpv6Only(l, listeners) });
       bound.push({ host: l.host, port });
       logger.info(listeningMsg, { host: l.host, port, zones: config.zones.map((z) => z.name), pid: process.pid, parallelHashes: bridgeOptions.parallelHashes });
     }
@@ -108,18 +119,15 @@ async function startBridge(ctx: CommandContext, opts: ServeOptions, bridgeOption
   return { bridge, bound };
 }
 
-/** Resolves with the signal name on the first SIGTERM or SIGINT. */
+/**
+ * Resolves with the signal name on the first SIGTERM or SIGINT. The handlers stay: a later
+ * signal must not end the process while requests are answered (systemd signals every
+ * process of the unit, and the primary its workers too; Ctrl-C reaches them all).
+ */
 function stopSignal(): Promise<string> {
   return new Promise((resolve) => {
-    const on = (signal: string) => () => {
-      process.off('SIGTERM', term);
-      process.off('SIGINT', int);
-      resolve(signal);
-    };
-    const term = on('SIGTERM');
-    const int = on('SIGINT');
-    process.once('SIGTERM', term);
-    process.once('SIGINT', int);
+    process.on('SIGTERM', () => resolve('SIGTERM'));
+    process.on('SIGINT', () => resolve('SIGINT'));
   });
 }
 
