@@ -145,7 +145,7 @@ export class UpdateService {
       chains.set(fqdn, line.catch(() => undefined));
       return line;
     });
-    return { kind: 'hosts', lines: await Promise.all(lines) };
+    return { kind: 'hosts', lines: hostLines(await Promise.allSettled(lines)) };
   }
 
   /**
@@ -307,6 +307,21 @@ class MxCheck {
     this.pending ??= this.resolver.resolves(mx).then((ok) => (ok ? mx : null), () => null);
     return this.pending;
   }
+}
+
+/**
+ * The per-host lines once every host is done. A host that hit a store fault (Redis failed, or
+ * another frontend held it past a lease) makes the request `911` — unless another host of it
+ * was changed: then `911` would hide a change the client must learn of, so each host gets
+ * its own line and the faulted ones `dnserr` (nothing is recorded for them).
+ */
+function hostLines(settled: PromiseSettledResult<HostLine>[]): HostLine[] {
+  const faults = settled.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+  const unexpected = faults.find((e) => !(e instanceof ServiceFault || e instanceof StoreUnavailableError));
+  if (unexpected !== undefined) throw unexpected;
+  const lines = settled.map((r) => (r.status === 'fulfilled' ? r.value : undefined));
+  if (faults.length > 0 && !lines.some((l) => l?.token === 'good')) throw faults[0];
+  return lines.map((l) => l ?? { token: 'dnserr' });
 }
 
 function isJunkReply(reply: UpdateReply): boolean {

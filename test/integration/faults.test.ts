@@ -863,6 +863,26 @@ describe('fault: a frontend stalls after the primary applied its change, past it
     expect(hash.lk, 'the repair was recorded').to.equal(undefined);
     expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.92`, { auth, ua: UA, port })).body).to.equal('nochg 192.0.2.92\n');
   });
+
+  it('two hosts, one held by another frontend past a lease: good for the one changed, dnserr for the other — not 911', async () => {
+    const [free, held] = [uniq('free'), uniq('held')];
+    for (const h of [free, held]) await env.addHost(h, auth[0]);
+    const redis = new Redis(env.redis.url);
+    try {
+      const [sec] = await redis.time();
+      await redis.hset(`ddns:h:${held}`, 'lk', 'elsewhere', 'lu', String(Number(sec) * 1000 + 20_000));
+      const reply = await env.get(`/nic/update?hostname=${free},${held}&myip=192.0.2.95`, { auth, ua: UA, port });
+      expect(reply.raw.toString(), 'the change of the first host is reported').to.equal(OK('good 192.0.2.95\ndnserr\n'));
+      expect(await redis.hget(`ddns:h:${free}`, '4')).to.equal('192.0.2.95');
+      expect(await env.ns.query(free, 'A')).to.deep.equal(['192.0.2.95']);
+      expect(await redis.hmget(`ddns:h:${held}`, '4', 'fl', 'lk'), 'nothing recorded or counted for the held host').to.deep.equal([null, null, 'elsewhere']);
+      // One host alone that stays held: the request is 911, as before.
+      const alone = await env.get(`/nic/update?hostname=${held}&myip=192.0.2.96`, { auth, ua: UA, port });
+      expect(alone.raw.toString()).to.equal(OK('911\n'));
+    } finally {
+      redis.disconnect();
+    }
+  });
 });
 
 // ---- 6. spoofed answers from a fake primary over a real socket ---------------------------
