@@ -13,12 +13,15 @@ const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
  */
 export function normalizeHostname(raw: string): string | undefined {
   let name = raw.trim();
-  if (name.endsWith('.')) name = name.slice(0, -1);
+  const dotted = name.endsWith('.');
+  if (dotted) name = name.slice(0, -1);
   if (name.length === 0 || name.length > 1024) return undefined;
   // Plain ASCII names skip the IDN conversion (the common case, and it is strict about them).
   if (/[^\x21-\x7e]/.test(name)) {
     if (/[\s\x00-\x1f\x7f]/.test(name)) return undefined;
-    const ascii = domainToASCII(name);
+    let ascii = domainToASCII(name);
+    // An ideographic full stop (。．｡) at the end becomes a trailing dot: one is allowed, as above.
+    if (!dotted && ascii.endsWith('.')) ascii = ascii.slice(0, -1);
     if (ascii === '') return undefined;
     name = ascii;
   }

@@ -17,6 +17,13 @@ describe('core/names', () => {
     expect(normalizeHostname('  Host.Example.ORG. ')).to.equal('host.example.org');
     expect(normalizeHostname('bücher.example.org')).to.equal('xn--bcher-kva.example.org');
   });
+  it('an ideographic full stop counts as a dot, also as the one trailing dot allowed', () => {
+    for (const stop of ['\u3002', '\uff0e', '\uff61']) {
+      expect(normalizeHostname(`a1.dyn.example.test${stop}`), JSON.stringify(stop)).to.equal('a1.dyn.example.test');
+      expect(normalizeHostname(`a1${stop}dyn.example.test`)).to.equal('a1.dyn.example.test');
+      expect(normalizeHostname(`a1.dyn.example.test.${stop}`), 'two trailing dots').to.equal(undefined);
+    }
+  });
   it('rejects what is not an FQDN', () => {
     for (const bad of ['', '.', 'single', 'a..b', '-a.example.org', 'a-.example.org', 'under_score.example.org', '*.example.org', '192.0.2.1', 'a b.example.org', 'a\u0000.example.org', `${'a'.repeat(64)}.example.org`, `${'a.'.repeat(127)}org`]) {
       expect(normalizeHostname(bad), JSON.stringify(bad)).to.equal(undefined);
