@@ -70,6 +70,8 @@ export class HttpFrontend {
     // Handled as any request: node would otherwise answer `HTTP/1.1 100 Continue` itself (the
     // client sends its body after its own short wait).
     server.on('checkContinue', (req, res) => this.onRequest(req, res));
+    // Likewise any other Expect value (node would answer `HTTP/1.1 417` itself): ignored.
+    server.on('checkExpectation', (req, res) => this.onRequest(req, res));
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.onClientError(err, socket));
     // CONNECT never reaches 'request': without this node would drop the socket unanswered.
     server.on('connect', (_req: http.IncomingMessage, socket: Socket) => {
@@ -174,6 +176,9 @@ export class HttpFrontend {
       // 413 cap is still being read and dropped: closing on unread input would reset the
       // connection and could lose the reply, so those wait for the client to close.
       if (req.complete && req.method !== 'POST') socket.destroySoon();
+      // …but not for ever: a client that keeps the connection open (or trickles another
+      // request into it) is cut off after the keep-alive time.
+      else setTimeout(() => socket.destroy(), Math.max(1000, this.settings.keepAliveTimeoutMs)).unref();
     } catch (err) {
       // Never an unhandled rejection (it would end the process): drop this connection only.
       this.logger.error('writing a reply failed', { error: err instanceof Error ? err.message : String(err) });
@@ -186,7 +191,7 @@ export class HttpFrontend {
     // parse, a body longer than its Content-Length): that request's reply is the one to send,
     // and it closes the connection. (Node keeps reading into the failed parser, dropping the
     // bytes.) A request still being read (a body that never ends) gets the error reply.
-    if (this.answering.get(socket)?.complete) return;
+    if (this.answering.get(socket)?.complete && !socket.writableEnded) return;
     if (!socket.writable || socket.destroyed) {
       socket.destroy();
       return;

@@ -105,6 +105,13 @@ describe('raw HTTP/1.0, IPv6 loopback, and X-Forwarded-For without a trusted pro
     expect(reply).to.equal(OK('good 192.0.2.124\n'));
   });
 
+  it('any other Expect value is ignored: no HTTP/1.1 417, the update is answered', async () => {
+    const h = await host();
+    const head = [`GET /nic/update?hostname=${h}&myip=192.0.2.125 HTTP/1.1`, 'Host: x', `User-Agent: ${UA}`, AUTH, 'Expect: something-else'];
+    const reply = await env.raw([...head, '', ''].join('\r\n'));
+    expect(reply.toString()).to.equal(OK('good 192.0.2.125\n'));
+  });
+
   it('CONNECT gets 405, not a dropped connection', async () => {
     const reply = await env.raw('CONNECT example.net:443 HTTP/1.1\r\nHost: example.net:443\r\n\r\n');
     expect(parseHttp(reply).statusLine).to.equal('HTTP/1.0 405 Method Not Allowed');

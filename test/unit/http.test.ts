@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import net from 'node:net';
+import { HttpFrontend } from '../../src/http/server.js';
 import { ClientAddressResolver, paramsOf, parseBasicAuth } from '../../src/http/request.js';
 import { encodeReply, tokenReply, updateReply } from '../../src/http/reply.js';
 
@@ -40,5 +42,40 @@ describe('http/reply', () => {
     expect(encodeReply(tokenReply('badauth', 'ddns')).toString()).to.equal(
       'HTTP/1.0 401 Unauthorized\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 8\r\nConnection: close\r\nWWW-Authenticate: Basic realm="ddns"\r\n\r\nbadauth\n',
     );
+  });
+});
+
+describe('http/server connection lifetime (a real socket on 127.0.0.1, services stubbed)', () => {
+  it('after a POST is answered, a client trickling another request into the connection is cut off after the keep-alive time', async function () {
+    this.timeout(10_000);
+    const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+    const services = {
+      update: { update: async () => ({ kind: 'request' as const, token: '911' as const }) },
+      echo: { echo: async () => ({ kind: 'request' as const, token: '911' as const }) },
+    } as unknown as ConstructorParameters<typeof HttpFrontend>[1];
+    // Long header and request timeouts: only the keep-alive time (1 s) may end it.
+    const settings = { basePath: '', trustedProxies: [], realm: 'r', maxBodyBytes: 4096, headersTimeoutMs: 10_000, requestTimeoutMs: 15_000, keepAliveTimeoutMs: 1000, maxHeaderBytes: 16_384, maxConnections: 10 };
+    const frontend = new HttpFrontend(settings, services, quiet);
+    const port = await frontend.listen('127.0.0.1', 0);
+    const socket = net.connect({ host: '127.0.0.1', port, allowHalfOpen: true });
+    socket.on('error', () => undefined);
+    let reply = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => (reply += d));
+    const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())));
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const t0 = Date.now();
+    socket.write('POST /nowhere HTTP/1.1\r\nContent-Length: 0\r\n\r\nGET / HTTP/1.1\r\nX: ');
+    const trickle = setInterval(() => socket.write('a'), 300);
+    try {
+      const at = await Promise.race([closed, new Promise<undefined>((resolve) => setTimeout(resolve, 4000))]);
+      expect(at, 'still open 4 s after the reply').to.not.equal(undefined);
+      expect(at! - t0).to.be.below(3000);
+      expect(reply).to.match(/^HTTP\/1\.0 404 Not Found\r\n/);
+    } finally {
+      clearInterval(trickle);
+      socket.destroy();
+      await frontend.close();
+    }
   });
 });
