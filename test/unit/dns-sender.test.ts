@@ -402,6 +402,15 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       expect(primary.seen.map((r) => r.hosts.length), 'a wrong key name costs no message per host').to.deep.equal([1, 3]);
     });
 
+    it('an unsigned error answer does not count as our key accepted: a later BADKEY is still zone-wide', async () => {
+      primary.script = (_r, i) => (i === 0 ? { unsigned: true, rcode: 5 } : { delayMs: i === 1 ? 100 : 0, badkey: true });
+      const s = sender({ maxInFlight: 1 });
+      await rejection(s.send(plan('x')));
+      const results = await Promise.allSettled(['a', 'b', 'c', 'd'].map((l) => s.send(plan(l))));
+      expect(results.map((r) => r.status)).to.deep.equal(['rejected', 'rejected', 'rejected', 'rejected']);
+      expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1, 1, 3]);
+    });
+
     it("a merged message waits as long as its youngest host may: an older host's nearer deadline does not cut it short", async () => {
       // timeout 1000 ms; 'old' queues at 0 behind x (answered at 450), 'fresh' at 400; their
       // message goes at ~450 and is answered at ~800, before either deadline (1000, 1400).
