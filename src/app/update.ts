@@ -63,6 +63,9 @@ export interface UpdateServiceDeps {
 /** Raised inside the per-host flow when Redis fails: the whole reply becomes `911`. */
 class ServiceFault extends Error {}
 
+/** Another request held the host for a whole lease: nothing was sent, recorded or counted for it. */
+class HostStayedBusy extends ServiceFault {}
+
 const defaultSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class UpdateService {
@@ -145,7 +148,7 @@ export class UpdateService {
       chains.set(fqdn, line.catch(() => undefined));
       return line;
     });
-    return { kind: 'hosts', lines: hostLines(await Promise.allSettled(lines)) };
+    return { kind: 'hosts', lines: hostLines(await Promise.allSettled(lines), this.deps.logger) };
   }
 
   /**
@@ -246,7 +249,7 @@ export class UpdateService {
     for (let attempt = 0; ; attempt++) {
       const admission = await this.deps.hosts.admit(req);
       if (admission.kind !== 'busy') return admission;
-      if (Date.now() > deadline) throw new ServiceFault(`host ${req.fqdn} stayed busy`);
+      if (Date.now() > deadline) throw new HostStayedBusy(`host ${req.fqdn} stayed busy`);
       await this.sleep(Math.min(2 + attempt * 2, 25) + Math.random() * 3);
     }
   }
@@ -310,17 +313,19 @@ class MxCheck {
 }
 
 /**
- * The per-host lines once every host is done. A host that hit a store fault (Redis failed, or
- * another frontend held it past a lease) makes the request `911` — unless another host of it
- * was changed: then `911` would hide a change the client must learn of, so each host gets
- * its own line and the faulted ones `dnserr` (nothing is recorded for them).
+ * The per-host lines once every host is done. A store fault makes the request `911`, except
+ * a host another frontend held past a lease (nothing was sent, recorded or counted for it)
+ * beside a host that was changed: `911` would hide that change, so each host gets its own
+ * line and the held one `dnserr`.
  */
-function hostLines(settled: PromiseSettledResult<HostLine>[]): HostLine[] {
+function hostLines(settled: PromiseSettledResult<HostLine>[], logger: Logger): HostLine[] {
   const faults = settled.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
   const unexpected = faults.find((e) => !(e instanceof ServiceFault || e instanceof StoreUnavailableError));
   if (unexpected !== undefined) throw unexpected;
   const lines = settled.map((r) => (r.status === 'fulfilled' ? r.value : undefined));
-  if (faults.length > 0 && !lines.some((l) => l?.token === 'good')) throw faults[0];
+  const onlyHeld = faults.every((e) => e instanceof HostStayedBusy);
+  if (faults.length > 0 && !(onlyHeld && lines.some((l) => l?.token === 'good'))) throw faults[0];
+  for (const e of faults) logger.warn('answered dnserr for a host held by another request', { error: (e as Error).message });
   return lines.map((l) => l ?? { token: 'dnserr' });
 }
 
