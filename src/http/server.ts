@@ -176,14 +176,27 @@ export class HttpFrontend {
       // 413 cap is still being read and dropped: closing on unread input would reset the
       // connection and could lose the reply, so those wait for the client to close.
       if (req.complete && req.method !== 'POST') socket.destroySoon();
-      // …but not for ever: a client that keeps the connection open (or trickles another
-      // request into it) is cut off after the keep-alive time.
-      else setTimeout(() => socket.destroy(), Math.max(1000, this.settings.keepAliveTimeoutMs)).unref();
+      else this.closeLater(req, socket);
     } catch (err) {
       // Never an unhandled rejection (it would end the process): drop this connection only.
       this.logger.error('writing a reply failed', { error: err instanceof Error ? err.message : String(err) });
       socket.destroy();
     }
+  }
+
+  /**
+   * …but not for ever: once the request is in (a body past the 413 cap keeps being read
+   * until then, bounded by requestTimeout), a client that keeps the connection open or
+   * trickles another request into it is cut off after the keep-alive time.
+   */
+  private closeLater(req: http.IncomingMessage, socket: Socket): void {
+    const arm = (): void => {
+      const timer = setTimeout(() => socket.destroy(), Math.max(1000, this.settings.keepAliveTimeoutMs)).unref();
+      socket.once('close', () => clearTimeout(timer));
+    };
+    if (req.complete) return arm();
+    req.once('end', arm);
+    req.resume(); // a body nobody reads (404, 405) is drained so that 'end' comes
   }
 
   private onClientError(err: NodeJS.ErrnoException, socket: Socket): void {

@@ -46,15 +46,42 @@ describe('http/reply', () => {
 });
 
 describe('http/server connection lifetime (a real socket on 127.0.0.1, services stubbed)', () => {
+  const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+  const services = {
+    update: { update: async () => ({ kind: 'request' as const, token: '911' as const }) },
+    echo: { echo: async () => ({ kind: 'request' as const, token: '911' as const }) },
+  } as unknown as ConstructorParameters<typeof HttpFrontend>[1];
+  const settings = { basePath: '', trustedProxies: [], realm: 'r', maxBodyBytes: 100, headersTimeoutMs: 10_000, requestTimeoutMs: 15_000, keepAliveTimeoutMs: 1000, maxHeaderBytes: 16_384, maxConnections: 10 };
+
+  it('a body past the cap that takes longer than the keep-alive time to arrive is read to its end: the client sends it all and gets its 413', async function () {
+    this.timeout(10_000);
+    const frontend = new HttpFrontend(settings, services, quiet);
+    const port = await frontend.listen('127.0.0.1', 0);
+    const socket = net.connect({ host: '127.0.0.1', port, allowHalfOpen: true });
+    const errors: string[] = [];
+    socket.on('error', (e) => errors.push(e.message));
+    let reply = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => (reply += d));
+    await new Promise((resolve) => socket.once('connect', resolve));
+    try {
+      socket.write('POST /nic/update HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n');
+      for (let i = 0; i < 10; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 200)); // 2 s in all: twice the keep-alive time
+        socket.write('a'.repeat(500));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(errors, 'every part of the body was taken').to.deep.equal([]);
+      expect(reply).to.match(/^HTTP\/1\.0 413 /);
+    } finally {
+      socket.destroy();
+      await frontend.close();
+    }
+  });
+
   it('after a POST is answered, a client trickling another request into the connection is cut off after the keep-alive time', async function () {
     this.timeout(10_000);
-    const quiet = { debug() {}, info() {}, warn() {}, error() {} };
-    const services = {
-      update: { update: async () => ({ kind: 'request' as const, token: '911' as const }) },
-      echo: { echo: async () => ({ kind: 'request' as const, token: '911' as const }) },
-    } as unknown as ConstructorParameters<typeof HttpFrontend>[1];
     // Long header and request timeouts: only the keep-alive time (1 s) may end it.
-    const settings = { basePath: '', trustedProxies: [], realm: 'r', maxBodyBytes: 4096, headersTimeoutMs: 10_000, requestTimeoutMs: 15_000, keepAliveTimeoutMs: 1000, maxHeaderBytes: 16_384, maxConnections: 10 };
     const frontend = new HttpFrontend(settings, services, quiet);
     const port = await frontend.listen('127.0.0.1', 0);
     const socket = net.connect({ host: '127.0.0.1', port, allowHalfOpen: true });
