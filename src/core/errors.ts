@@ -57,13 +57,15 @@ export class DnsUpdateError extends BridgeError {
   readonly rcode: string | undefined;
   readonly retryable: boolean;
   readonly maybeApplied: boolean;
+  /** The primary answered with an RCODE in a response signed with our key (the key works). */
+  readonly signedAnswer: boolean;
   /** The message without its zone prefix. */
   private readonly detail: string;
   constructor(
     code: DnsFailureCode,
     zone: string,
     message: string,
-    opts: { rcode?: string; retryable?: boolean; maybeApplied?: boolean; cause?: unknown } = {},
+    opts: { rcode?: string; retryable?: boolean; maybeApplied?: boolean; signedAnswer?: boolean; cause?: unknown } = {},
   ) {
     super(code, `zone ${zone}: ${message}`, { cause: opts.cause });
     this.zone = zone;
@@ -71,13 +73,14 @@ export class DnsUpdateError extends BridgeError {
     this.rcode = opts.rcode;
     this.retryable = opts.retryable ?? false;
     this.maybeApplied = opts.maybeApplied ?? false;
+    this.signedAnswer = opts.signedAnswer ?? false;
   }
 
   /** The same failure, for a message that may have been applied (see `maybeApplied`). */
   asMaybeApplied(): DnsUpdateError {
     if (this.maybeApplied) return this;
-    const { rcode, retryable, cause } = this;
-    return new DnsUpdateError(this.code, this.zone, this.detail, { rcode, retryable, maybeApplied: true, cause });
+    const { rcode, retryable, signedAnswer, cause } = this;
+    return new DnsUpdateError(this.code, this.zone, this.detail, { rcode, retryable, maybeApplied: true, signedAnswer, cause });
   }
 }
 

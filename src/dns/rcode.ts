@@ -82,7 +82,7 @@ function failure(
   code: DnsFailureCode,
   zone: string,
   what: string,
-  opts: { rcode?: string; retryable: boolean; maybeApplied?: boolean; cause?: unknown },
+  opts: { rcode?: string; retryable: boolean; maybeApplied?: boolean; signedAnswer?: boolean; cause?: unknown },
 ): DnsUpdateError {
   return new DnsUpdateError(code, zone, `${what}: ${hintFor(opts.rcode, code)}`, opts);
 }
@@ -92,7 +92,7 @@ export function rcodeFailure(zone: string, rcode: number, signed = true): DnsUpd
   if (rcode === 0) return undefined;
   const name = rcodeName(rcode);
   const note = signed ? '' : ' (unsigned response)';
-  return failure('ERR_DNS_RCODE', zone, `primary answered ${name}${note}`, { rcode: name, retryable: name === 'SERVFAIL' });
+  return failure('ERR_DNS_RCODE', zone, `primary answered ${name}${note}`, { rcode: name, retryable: name === 'SERVFAIL', signedAnswer: signed });
 }
 
 /** The mnemonic a local verification failure corresponds to (what a server would say). */

@@ -79,7 +79,7 @@ export class ZoneSender {
   private messagesInFlight = 0;
   /** A message that must go alone is out: nothing else goes until it is answered (see pump). */
   private aloneInFlight = false;
-  /** performance.now() of the last NOERROR signed with our key. */
+  /** performance.now() of the last answer signed with our key (NOERROR or an error RCODE). */
   private keyAcceptedAt: number | undefined;
   /** performance.now() of the last timeout or lost connection, cleared by any answer. */
   private lastUnreachableAt: number | undefined;
@@ -236,6 +236,7 @@ export class ZoneSender {
       if (sent.length === 0 && batch.every((h) => h.settled)) return; // nothing was sent
       if (err.code === 'ERR_DNS_TIMEOUT' || err.code === 'ERR_DNS_CONNECTION') this.lastUnreachableAt = performance.now();
       else this.lastUnreachableAt = undefined; // it answered
+      if (err.signedAnswer) this.keyAcceptedAt = performance.now(); // an error, but signed with our key
       for (const h of batch) {
         h.inFlight = false;
         if (err.maybeApplied) h.maybeApplied = true;

@@ -411,6 +411,14 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1, 1, 3]);
     });
 
+    it('a signed error answer shows our key works: a later BADKEY of a merged message is split', async () => {
+      primary.script = (r, i) => (i === 0 ? { delayMs: 100, rcode: 5 } : { badkey: r.hosts.includes(`denied.${ZONE}`) });
+      const s = sender({ maxInFlight: 1 });
+      const results = await Promise.allSettled(['x', 'a', 'denied', 'c'].map((l) => s.send(plan(l))));
+      expect(results.map((r) => r.status)).to.deep.equal(['rejected', 'fulfilled', 'rejected', 'fulfilled']);
+      expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1, 3, 1, 1, 1]);
+    });
+
     it("a merged message waits as long as its youngest host may: an older host's nearer deadline does not cut it short", async () => {
       // timeout 1000 ms; 'old' queues at 0 behind x (answered at 450), 'fresh' at 400; their
       // message goes at ~450 and is answered at ~800, before either deadline (1000, 1400).
