@@ -170,16 +170,27 @@ return 'ok'
  * since (also when the lease was taken over: the reply is still dnserr). With republishInMs
  * (a number, '' = none) the primary may hold something Redis does not: the lease is left
  * expired (admit never answers nochg then) and due in the pending set after that delay, for
- * reclaim to publish the stored state again. failed = '1': a republish
- * failed; the host's count of them (rf, which reclaim returns) goes up by one. Without
- * republishInMs nothing is due any more, and the count goes too.
+ * reclaim to publish the stored state again — also when the lease was taken over and the
+ * newer holder is done (as for a lost commit). failed = '1': a republish failed; the host's
+ * count of them (rf, which reclaim returns) goes up by one. Without republishInMs nothing is
+ * due any more, and the count goes too.
  */
 const RELEASE = `${NOW}${UNDO_COUNT}
 local key = KEYS[1]
 -- Even when the lease was taken over: if nobody counted since, this request's count goes.
 undoCount(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
-if redis.call('HGET', key, 'lk') ~= ARGV[1] then return 0 end
 local republishIn = tonumber(ARGV[6])
+local lk = redis.call('HGET', key, 'lk')
+if lk ~= ARGV[1] then
+  -- Taken over and already recorded by the newer holder, while what this caller sent may
+  -- still be applied after it: the record is published again (as COMMIT does when lost).
+  -- Not after a refused republish (failed = '1'): nothing of it reached DNS.
+  if republishIn and ARGV[7] ~= '1' and (not lk or lk == '') and redis.call('HEXISTS', key, 'o') == 1 then
+    redis.call('HSET', key, 'lk', 'r:lost', 'lu', ms(now))
+    redis.call('ZADD', KEYS[2], now + republishIn, key)
+  end
+  return 0
+end
 if republishIn then
   redis.call('HSET', key, 'lu', ms(now))
   redis.call('ZADD', KEYS[2], now + republishIn, key)

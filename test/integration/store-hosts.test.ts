@@ -432,6 +432,40 @@ describe('store: hosts (real redis-server)', function () {
       expect(await lab.store.hosts.staleLeases(10)).to.deep.equal([HOST]);
     });
 
+    it('a maybe-applied release after the newer holder recorded its state has the record published again', async () => {
+      // a's UPDATE got no answer (it may still be applied, after b's): as for a lost commit.
+      const a = await changeThatStalls();
+      const b = await lab.store.hosts.admit(request({ expect: { ...WANT, ipv4: NEWER.ipv4! } }));
+      if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
+      await lab.store.hosts.commit(b.lease, NEWER);
+      await lab.store.hosts.release(a.lease, { republishInMs: 0 });
+      expect(await lab.raw.hmget(hostKey, '4', 'lk'), 'the newer record, a repair due').to.deep.equal([NEWER.ipv4, 'r:lost']);
+      expect(await lab.store.hosts.staleLeases(10)).to.deep.equal([HOST]);
+      // A plain release (an answered refusal: nothing of a's reached DNS) leaves it alone.
+      await lab.store.hosts.commit((await reclaimed()).lease, NEWER, { republish: true });
+      const c = await changeThatStalls({ expect: { ...WANT, ipv4: '192.0.2.40' } });
+      const d = await lab.store.hosts.admit(request({ expect: { ...WANT, ipv4: '192.0.2.41' } }));
+      if (d.kind !== 'change') throw new Error(`expected change, got ${d.kind}`);
+      await lab.store.hosts.commit(d.lease, { ...TARGET, ipv4: '192.0.2.41' });
+      await lab.store.hosts.release(c.lease);
+      expect(await lab.raw.hget(hostKey, 'lk')).to.equal(null);
+      expect(await lab.store.hosts.staleLeases(10)).to.deep.equal([]);
+      // Nor a refused republish of the reconciler's whose lease a request took over meanwhile.
+      await lab.store.hosts.setState(HOST, 'active'); // the frequency rule afresh
+      const e = await lab.store.hosts.admit(request({ expect: { ...WANT, ipv4: '192.0.2.42' } }));
+      if (e.kind !== 'change') throw new Error(`expected change, got ${e.kind}`);
+      await lab.store.hosts.release(e.lease, { republishInMs: 0 });
+      const r = await lab.store.hosts.reclaim(HOST, 30);
+      if (!r) throw new Error('nothing to reclaim');
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      const f = await lab.store.hosts.admit(request({ expect: { ...WANT, ipv4: '192.0.2.43' } }));
+      if (f.kind !== 'change') throw new Error(`expected change, got ${f.kind}`);
+      await lab.store.hosts.commit(f.lease, { ...TARGET, ipv4: '192.0.2.43' });
+      await lab.store.hosts.release(r.lease, { republishInMs: 5000, failedRepublish: true });
+      expect(await lab.raw.hget(hostKey, 'lk')).to.equal(null);
+      expect(await lab.store.hosts.staleLeases(10)).to.deep.equal([]);
+    });
+
     it('commit into a host removed and added again (now bob\'s) writes nothing and has the new record published', async () => {
       const a = await lab.store.hosts.admit(request());
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
