@@ -107,6 +107,19 @@ local A = {unpack(ARGV, 3)}
 const ADMIT_GUARDED = `${NOW}${GUARD}${ADMIT_BODY}`;
 
 /**
+ * Leave the host's lease expired now (KEYS[1]: host) and due in the pending set (KEYS[2])
+ * `inMs` later, for reclaim to publish the stored state again; `token` also sets the lease
+ * token (`r:lost`: the lease had been dropped by the newer holder).
+ */
+const REPAIR_DUE = `
+local function repairDue(inMs, token)
+  if token then redis.call('HSET', KEYS[1], 'lk', token) end
+  redis.call('HSET', KEYS[1], 'lu', ms(now))
+  redis.call('ZADD', KEYS[2], now + inMs, KEYS[1])
+end
+`;
+
+/**
  * Undo one request's frequency count (KEYS[1]: host; prevFl, prevFc: what it found; seq, fl:
  * the fs and fl it wrote) unless a later request counted since (fs moved on) or the host is
  * another one now (removed and added again: its own fs may have reached the same number, but
@@ -114,8 +127,8 @@ const ADMIT_GUARDED = `${NOW}${GUARD}${ADMIT_BODY}`;
  */
 const UNDO_COUNT = `
 local function undoCount(prevFl, prevFc, seq, countedAt)
-  local now = redis.call('HMGET', KEYS[1], 'fs', 'fl')
-  if now[1] ~= seq or now[2] ~= countedAt then return end
+  local counted = redis.call('HMGET', KEYS[1], 'fs', 'fl')
+  if counted[1] ~= seq or counted[2] ~= countedAt then return end
   if prevFl == '' then redis.call('HDEL', KEYS[1], 'fl') else redis.call('HSET', KEYS[1], 'fl', prevFl) end
   if prevFc == '' then redis.call('HDEL', KEYS[1], 'fc') else redis.call('HSET', KEYS[1], 'fc', prevFc) end
 end
@@ -134,7 +147,7 @@ end
  * `r:lost`); a holder in flight publishes its own state. The request's count is undone (the
  * caller answers 911, which does not count).
  */
-const COMMIT = `${NOW}${UNDO_COUNT}
+const COMMIT = `${NOW}${REPAIR_DUE}${UNDO_COUNT}
 local key = KEYS[1]
 if redis.call('HEXISTS', key, 'o') == 0 then
   redis.call('ZREM', KEYS[2], key)
@@ -142,10 +155,7 @@ if redis.call('HEXISTS', key, 'o') == 0 then
 end
 local lk = redis.call('HGET', key, 'lk')
 if lk ~= ARGV[1] then
-  if not lk or lk == '' then
-    redis.call('HSET', key, 'lk', 'r:lost', 'lu', ms(now))
-    redis.call('ZADD', KEYS[2], now, key)
-  end
+  if not lk or lk == '' then repairDue(0, 'r:lost') end
   undoCount(ARGV[9], ARGV[10], ARGV[11], ARGV[12])
   return 'lost'
 end
@@ -175,7 +185,7 @@ return 'ok'
  * count of them (rf, which reclaim returns) goes up by one. Without republishInMs nothing is
  * due any more, and the count goes too.
  */
-const RELEASE = `${NOW}${UNDO_COUNT}
+const RELEASE = `${NOW}${REPAIR_DUE}${UNDO_COUNT}
 local key = KEYS[1]
 -- Even when the lease was taken over: if nobody counted since, this request's count goes.
 undoCount(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
@@ -186,14 +196,12 @@ if lk ~= ARGV[1] then
   -- still be applied after it: the record is published again (as COMMIT does when lost).
   -- Not after a refused republish (failed = '1'): nothing of it reached DNS.
   if republishIn and ARGV[7] ~= '1' and (not lk or lk == '') and redis.call('HEXISTS', key, 'o') == 1 then
-    redis.call('HSET', key, 'lk', 'r:lost', 'lu', ms(now))
-    redis.call('ZADD', KEYS[2], now + republishIn, key)
+    repairDue(republishIn, 'r:lost')
   end
   return 0
 end
 if republishIn then
-  redis.call('HSET', key, 'lu', ms(now))
-  redis.call('ZADD', KEYS[2], now + republishIn, key)
+  repairDue(republishIn)
   if ARGV[7] == '1' then redis.call('HINCRBY', key, 'rf', 1) end
 else
   redis.call('HDEL', key, 'lk', 'lu', 'rf')
