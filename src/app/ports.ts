@@ -136,9 +136,10 @@ export interface AdmitGuard {
   login: VerifiedLogin;
 }
 
-/** An expired lease taken over by the reconciler, with the stored state to publish again. */
+/** What commit found: see HostGate.commit. */
 export type CommitOutcome = 'committed' | 'lost' | 'gone';
 
+/** An expired lease taken over by the reconciler, with the stored state to publish again. */
 export interface Reclaimed {
   host: HostRecord;
   lease: Lease;

@@ -60,7 +60,10 @@ export interface UpdateServiceDeps {
   sleep?: (ms: number) => Promise<void>;
 }
 
-/** Raised inside the per-host flow when Redis fails: the whole reply becomes `911`. */
+/**
+ * Raised inside the per-host flow when Redis fails (or a lease is lost): the whole reply
+ * becomes `911` — except HostStayedBusy beside a changed host (see hostLines).
+ */
 class ServiceFault extends Error {}
 
 /** Another request held the host for a whole lease: nothing was sent, recorded or counted for it. */

@@ -271,7 +271,7 @@ export class ZoneSender {
     const keyAccepted = this.keyAcceptedAt !== undefined && now - this.keyAcceptedAt < KEY_ACCEPTED_MS;
     const zoneWide = err.code === 'ERR_DNS_TSIG' && !(err.rcode === 'BADKEY' && !err.maybeApplied && keyAccepted);
     // Knot 3.2 fails a whole bulk of merged updates with SERVFAIL: retries then go alone.
-    const servfail = err.code === 'ERR_DNS_RCODE' && err.retryable;
+    const servfail = err.code === 'ERR_DNS_RCODE' && err.rcode === 'SERVFAIL';
     for (const h of batch) {
       if (h.settled) continue;
       const timeLeft = h.deadline - now > MIN_ATTEMPT_MS;

@@ -185,9 +185,10 @@ export class HttpFrontend {
   }
 
   /**
-   * …but not for ever: once the request is in (a body past the 413 cap keeps being read
-   * until then, bounded by requestTimeout), a client that keeps the connection open or
-   * trickles another request into it is cut off after the keep-alive time.
+   * A connection left for the client to close (see write) is not left for ever: once the
+   * request is in (a body past the 413 cap keeps being read until then, bounded by
+   * requestTimeout), a client that keeps it open or trickles another request into it is cut
+   * off after the keep-alive time.
    */
   private closeLater(req: http.IncomingMessage, socket: Socket): void {
     const arm = (): void => {
