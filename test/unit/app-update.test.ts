@@ -1,0 +1,89 @@
+/**
+ * The update use case's reply when some hosts of a request hit a store fault, on in-memory
+ * ports (the Redis scripts and real primaries behind them are covered by store-hosts, faults
+ * and update-e2e): `911` for the request, except a host another frontend held past a lease
+ * beside a host that was changed, which is that host's `dnserr`.
+ */
+import { expect } from 'chai';
+import type { Admission, AdmitRequest, CommitOutcome, HostGate, Lease } from '../../src/app/ports.js';
+import { UpdateService, type UpdateReply } from '../../src/app/update.js';
+import type { Logger } from '../../src/core/log.js';
+import { emptyDnsState, type HostRecord } from '../../src/core/types.js';
+
+const ZONE = 'dyn.example.org';
+const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** How each host's admit and commit behave; unnamed hosts change and commit normally. */
+interface Script {
+  busy?: Set<string>;
+  commit?: Map<string, CommitOutcome | 'throws'>;
+}
+
+function hostsWith(script: Script): Pick<HostGate, 'admit' | 'commit' | 'release'> & { commits: string[] } {
+  const commits: string[] = [];
+  return {
+    commits,
+    async admit(req: AdmitRequest): Promise<Admission> {
+      if (script.busy?.has(req.fqdn)) return { kind: 'busy' };
+      const host: HostRecord = { ...emptyDnsState(), fqdn: req.fqdn, account: 'alice', type: 'dynamic', state: 'active', updatedAt: 1 };
+      return { kind: 'change', host, lease: { fqdn: req.fqdn, token: 't' }, repairDue: false };
+    },
+    async commit(lease: Lease): Promise<CommitOutcome> {
+      const outcome = script.commit?.get(lease.fqdn) ?? 'committed';
+      if (outcome === 'throws') throw new Error('redis: commit failed: Command timed out');
+      if (outcome === 'committed') commits.push(lease.fqdn);
+      return outcome;
+    },
+    async release(): Promise<void> {},
+  };
+}
+
+async function update(hostnames: string[], script: Script): Promise<{ reply: UpdateReply; commits: string[] }> {
+  const hosts = hostsWith(script);
+  const service = new UpdateService({
+    authenticator: {
+      authenticate: async () => ({ ok: true, account: { name: 'alice', donator: false } }),
+      recordMalformed: async () => undefined,
+      recall: () => undefined, // the full path: several host names
+    },
+    clientPolicy: { isBlocked: async () => false, listVerdict: () => 'allowed', recordJunk: async () => undefined },
+    hosts: hosts as unknown as HostGate,
+    registry: { get: async () => undefined },
+    publisher: { zoneFor: () => ZONE, publish: async () => undefined, recentlyUnreachable: () => false },
+    mxResolver: { resolves: async () => true },
+    frequency: { minIntervalMs: 60_000, donatorMinIntervalMs: 15_000, maxFrequent: 3 },
+    leaseMs: 30,
+    logger: quiet,
+    sleep: async () => undefined,
+  });
+  const params = new Map([
+    ['hostname', [hostnames.map((h) => `${h}.${ZONE}`).join(',')]],
+    ['myip', ['192.0.2.1']],
+  ]);
+  const reply = await service.update({ credentials: { user: 'alice', password: 'pw' }, userAgent: 'tests/1.0', clientIp: '192.0.2.9', params });
+  return { reply, commits: hosts.commits };
+}
+
+const tokens = (r: UpdateReply) => (r.kind === 'request' ? r.token : r.lines.map((l) => l.token).join(' '));
+
+describe('app: update replies when a host hits a store fault', () => {
+  it('a host another frontend held past a lease, beside a changed host: good for that one, dnserr for the held one', async () => {
+    const { reply, commits } = await update(['a', 'b'], { busy: new Set([`b.${ZONE}`]) });
+    expect(tokens(reply)).to.equal('good dnserr');
+    expect(commits).to.deep.equal([`a.${ZONE}`]);
+  });
+
+  it('the held host alone, or beside no changed host: 911', async () => {
+    expect(tokens((await update(['b'], { busy: new Set([`b.${ZONE}`]) })).reply)).to.equal('911');
+    const both = new Set([`a.${ZONE}`, `b.${ZONE}`]);
+    expect(tokens((await update(['a', 'b'], { busy: both })).reply)).to.equal('911');
+  });
+
+  it('a failed or lost commit beside a changed host: 911 (the host may have changed; dnserr would promise it did not)', async () => {
+    for (const outcome of ['throws', 'lost'] as const) {
+      const { reply, commits } = await update(['a', 'b'], { commit: new Map([[`b.${ZONE}`, outcome]]) });
+      expect(tokens(reply), outcome).to.equal('911');
+      expect(commits, outcome).to.deep.equal([`a.${ZONE}`]);
+    }
+  });
+});
