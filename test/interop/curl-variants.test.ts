@@ -85,6 +85,16 @@ describe('curl (preemptive auth) and router-style requests', function () {
     expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::105']);
   });
 
+  it('POST with Expect: 100-continue (curl adds it itself only past 1 MiB): no interim line, curl sends the body after its own wait, one HTTP/1.0 reply', async () => {
+    const h = await host();
+    const r = await curl('/nic/update', ['-v', '-H', 'Expect: 100-continue', '--data', `hostname=${h}&myip=192.0.2.107`]);
+    expect(r.proc.stderr, 'curl sent the expectation').to.include('> Expect: 100-continue');
+    expect(r.proc.stdout).to.not.include('100 Continue');
+    ok(r);
+    expect(r.body).to.equal('good 192.0.2.107\n');
+    expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.107']);
+  });
+
   it('POST with the parameters in the query string and an empty form body', async () => {
     const h = await host();
     const r = await curl(`/nic/update?hostname=${h}&myip=192.0.2.106`, ['--data', '']);
