@@ -218,6 +218,13 @@ export interface HostChange {
   zone: string;
   previous: HostDnsState;
   target: TargetState;
+  /**
+   * Address families to leave as the primary has them: the request does not name them and
+   * the store does not know them, e.g. a host registered over records another provider set
+   * (SPEC §2: "the other family's records stay as they are"). Absent: none — a repair, or a
+   * host back from offline, rewrites everything.
+   */
+  leave?: { ipv4: boolean; ipv6: boolean };
 }
 
 export interface Publisher {

@@ -137,18 +137,21 @@ export class UpdateService {
     if (params.tooManyHosts) return { kind: 'request', token: 'numhost' };
     if (params.hosts.length === 0) return { kind: 'hosts', lines: [{ token: 'notfqdn' }] };
 
-    // Distinct names run in parallel; a repeated name waits for its earlier occurrence.
-    const chains = new Map<string, Promise<unknown>>();
+    // Distinct names run in parallel. A repeated name is the same request for that host: it
+    // gets its first occurrence's line (one admission, counted once by the frequency rule).
+    const byName = new Map<string, Promise<HostLine>>();
     const lines = params.hosts.map(({ fqdn }) => {
       if (fqdn === undefined) return Promise.resolve<HostLine>({ token: 'notfqdn' });
-      const previous = chains.get(fqdn) ?? Promise.resolve();
-      const line = previous.then(async () => {
-        const zone = this.deps.publisher.zoneFor(fqdn);
-        if (zone === undefined) return { token: 'nohost' } as HostLine;
-        // Without a guard there is no 'unverified'.
-        return (await this.updateHost(fqdn, zone, auth.account, asked())) as HostLine;
-      });
-      chains.set(fqdn, line.catch(() => undefined));
+      let line = byName.get(fqdn);
+      if (line === undefined) {
+        line = (async () => {
+          const zone = this.deps.publisher.zoneFor(fqdn);
+          if (zone === undefined) return { token: 'nohost' } as HostLine;
+          // Without a guard there is no 'unverified'.
+          return (await this.updateHost(fqdn, zone, auth.account, asked())) as HostLine;
+        })();
+        byName.set(fqdn, line);
+      }
       return line;
     });
     return { kind: 'hosts', lines: hostLines(await Promise.allSettled(lines), this.deps.logger) };
@@ -215,8 +218,15 @@ export class UpdateService {
     if (admission.kind !== 'change') throw new Error(`unexpected admission ${admission.kind}`);
 
     const target = targetState(admission.host, settings, resolvedMx);
+    // A family the request does not name and the store does not know was not set by us (or
+    // is gone already): leave it, unless a repair is due or the host is back from offline.
+    const previous = admission.host;
+    const rewriteAll = admission.repairDue || previous.state === 'offline';
+    const leave = rewriteAll
+      ? undefined
+      : { ipv4: settings.ipv4 === undefined && previous.ipv4 === null, ipv6: settings.ipv6 === undefined && previous.ipv6 === null };
     try {
-      await this.deps.publisher.publish({ fqdn, zone, previous: admission.host, target });
+      await this.deps.publisher.publish({ fqdn, zone, previous, target, leave });
     } catch (err) {
       // dnserr promises the stored state untouched: if the count and lease cannot be undone,
       // say 911. When the primary may still apply what was sent, the stored state goes out

@@ -40,16 +40,24 @@ export function planChange(change: HostChange, ttl: number): HostPlan {
     return { fqdn: host, zone: change.zone, prerequisites, updates };
   }
 
-  del(host, 'A');
+  // A family the change leaves has no address in the target (the store does not know it).
+  const leaveA = change.leave?.ipv4 === true && !t.ipv4;
+  const leaveAAAA = change.leave?.ipv6 === true && !t.ipv6;
+  if (!leaveA) del(host, 'A');
   if (t.ipv4) updates.push({ kind: 'add', name: host, ttl, data: { type: 'A', address: t.ipv4 } });
-  del(host, 'AAAA');
+  if (!leaveAAAA) del(host, 'AAAA');
   if (t.ipv6) updates.push({ kind: 'add', name: host, ttl, data: { type: 'AAAA', address: t.ipv6 } });
 
   // A name of 252 or 253 characters has no room for `*.`: no wildcard records can exist
-  // (asking for one fails at encoding, for that host only).
+  // (asking for one fails at encoding, for that host only). Wildcard OFF deletes both
+  // families there (SPEC §8); ON replaces those the change does not leave.
   if (wildcardFits) {
-    del(wildcard, 'A');
-    del(wildcard, 'AAAA');
+    if (!(t.wildcard && leaveA)) del(wildcard, 'A');
+    if (!(t.wildcard && leaveAAAA)) del(wildcard, 'AAAA');
+  }
+  if (t.wildcard && wildcardFits && (t.ipv4 || t.ipv6)) {
+    // The same silent ignore happens to an add beside a CNAME at *.host.
+    prerequisites.push({ kind: 'rrset-absent', name: wildcard, type: 'CNAME' });
   }
   if (t.wildcard) {
     if (t.ipv4) updates.push({ kind: 'add', name: wildcard, ttl, data: { type: 'A', address: t.ipv4 } });

@@ -376,6 +376,79 @@ for (const kind of ['knot', 'bind'] as const) {
   });
 }
 
+for (const kind of ['knot', 'bind'] as const) {
+  describe(`records the bridge did not set (${kind})`, function () {
+    this.timeout(60000);
+    let env: BridgeEnv;
+    before(async function () {
+      requireServers(this, kind);
+      env = await BridgeEnv.start({
+        kind,
+        config: { frequency: { minInterval: 0.05 }, dns: { timeout: 2 } },
+        // Records another provider left in the zone, before the hosts are registered here.
+        records: [
+          `pre4.${ZONE}. 60 IN A 198.51.100.1`,
+          `pre4.${ZONE}. 60 IN AAAA 2001:db8::41`,
+          `pre6.${ZONE}. 60 IN A 198.51.100.6`,
+          `pre6.${ZONE}. 60 IN AAAA 2001:db8::61`,
+          `*.wc.${ZONE}. 60 IN CNAME elsewhere.example.`,
+        ],
+      });
+      await env.addAccount('olga', 'olga-pw');
+      await env.addAccount('pete', 'pete-pw');
+    });
+    after(async () => env?.stop());
+    const up = (q: string, creds: [string, string] = ['olga', 'olga-pw']) => env.get(`/nic/update?${q}`, { auth: creds, ua: UA });
+
+    it('an IPv4-only update of a host registered over existing records keeps the AAAA it does not know (SPEC §2)', async () => {
+      await env.addHost(`pre4.${ZONE}`, 'olga');
+      expect((await up(`hostname=pre4.${ZONE}&myip=198.51.100.2`)).body).to.equal('good 198.51.100.2\n');
+      expect(await env.ns.query(`pre4.${ZONE}`, 'A')).to.deep.equal(['198.51.100.2']);
+      expect(await env.ns.query(`pre4.${ZONE}`, 'AAAA')).to.deep.equal(['2001:db8::41']);
+    });
+
+    it('an IPv6-only update keeps the A it does not know', async () => {
+      await env.addHost(`pre6.${ZONE}`, 'olga');
+      expect((await up(`hostname=pre6.${ZONE}&myipv6=2001:db8::62`)).body).to.equal('good 2001:db8::62\n');
+      expect(await env.ns.query(`pre6.${ZONE}`, 'AAAA')).to.deep.equal(['2001:db8::62']);
+      expect(await env.ns.query(`pre6.${ZONE}`, 'A')).to.deep.equal(['198.51.100.6']);
+    });
+
+    it('a host moved to another account (remove --keep-dns, add): an IPv4-only update keeps the AAAA the first owner set', async () => {
+      const h = uniq('moved');
+      await env.addHost(h, 'olga');
+      expect((await up(`hostname=${h}&myip=192.0.2.10,2001:db8::10`)).body).to.equal('good 192.0.2.10,2001:db8::10\n');
+      await env.cliOk(['host', 'remove', h, '--keep-dns']);
+      await env.addHost(h, 'pete');
+      expect((await up(`hostname=${h}&myip=192.0.2.11`, ['pete', 'pete-pw'])).body).to.equal('good 192.0.2.11\n');
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.11']);
+      expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::10']);
+    });
+
+    it('a family the store knows is still replaced as a whole: the stored AAAA goes out again beside the new A', async () => {
+      const h = uniq('known');
+      await env.addHost(h, 'olga');
+      expect((await up(`hostname=${h}&myip=192.0.2.12,2001:db8::12`)).body).to.equal('good 192.0.2.12,2001:db8::12\n');
+      await sleep(60);
+      expect((await up(`hostname=${h}&myip=192.0.2.13`)).body).to.equal('good 192.0.2.13\n');
+      expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::12']);
+      expect(await env.hostJson(h)).to.include({ ipv4: '192.0.2.13', ipv6: '2001:db8::12' });
+    });
+
+    it('wildcard=ON where *.host holds a CNAME is dnserr, not good: the primary would ignore the adds (SPEC §8)', async () => {
+      const h = `wc.${ZONE}`;
+      await env.addHost(h, 'olga');
+      const r = await up(`hostname=${h}&myip=192.0.2.40&wildcard=ON`);
+      expect(r.body).to.equal('dnserr\n');
+      expect(await env.ns.query(h, 'A')).to.deep.equal([]);
+      expect(await env.hostJson(h)).to.include({ ipv4: null, wildcard: false });
+      // Without the wildcard the host itself is fine.
+      await sleep(60);
+      expect((await up(`hostname=${h}&myip=192.0.2.40`)).body).to.equal('good 192.0.2.40\n');
+    });
+  });
+}
+
 describe('frequency rule and states (knot)', function () {
   this.timeout(60000);
   let env: BridgeEnv;
@@ -396,6 +469,17 @@ describe('frequency rule and states (knot)', function () {
 
   const up = (fqdn: string, ip: string, creds: [string, string] = ['fred', 'fred-pw'], port?: number) =>
     env.get(`/nic/update?hostname=${fqdn}&myip=${ip}`, { auth: creds, ua: UA, port });
+
+  it('one request naming a host five times is one request for it: five good lines, counted once, not blocked', async () => {
+    const h = uniq('dup');
+    await env.addHost(h, 'fred');
+    const r = await env.get(`/nic/update?hostname=${h},${h},${h.toUpperCase()},${h}.,${h}&myip=192.0.2.5`, { auth: ['fred', 'fred-pw'], ua: UA });
+    expect(r.body).to.equal('good 192.0.2.5\n'.repeat(5));
+    expect(await env.hostJson(h)).to.include({ state: 'active', ipv4: '192.0.2.5' });
+    // Counted once: three more frequent requests are still served.
+    for (let i = 0; i < 3; i++) expect((await up(h, '192.0.2.5')).body).to.equal('nochg 192.0.2.5\n');
+    expect((await up(h, '192.0.2.5')).body).to.equal('abuse\n');
+  });
 
   it('the 3rd frequent request is served, the 4th blocks (abuse), unblock restores', async () => {
     const h = uniq('freq');

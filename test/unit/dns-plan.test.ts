@@ -27,10 +27,46 @@ function ops(updates: readonly UpdateOperation[]): string[] {
 }
 
 describe('dns plan (SPEC §8)', () => {
-  it('always starts with the "host CNAME does not exist" prerequisite, and nothing else', () => {
-    for (const target of [{}, { offline: true }, { ipv4: '192.0.2.1', wildcard: true, mx: 'mx.example.net', backmx: true }]) {
+  it('always starts with the "host CNAME does not exist" prerequisite; without wildcard adds nothing else', () => {
+    for (const target of [{}, { offline: true }, { offline: true, wildcard: true }, { ipv4: '192.0.2.1', mx: 'mx.example.net', backmx: true }]) {
       expect(planChange(change(target), 60).prerequisites).to.deep.equal([{ kind: 'rrset-absent', name: HOST, type: 'CNAME' }]);
     }
+  });
+
+  it('wildcard addresses also need "*.host CNAME does not exist": the primary would ignore the adds beside one', () => {
+    expect(planChange(change({ ipv4: '192.0.2.1', wildcard: true }), 60).prerequisites).to.deep.equal([
+      { kind: 'rrset-absent', name: HOST, type: 'CNAME' },
+      { kind: 'rrset-absent', name: WILD, type: 'CNAME' },
+    ]);
+  });
+
+  it('leave: a family neither asked for nor stored is not touched at host (nor at *.host with wildcard on)', () => {
+    const leave = { ipv4: false, ipv6: true };
+    expect(ops(planChange({ ...change({ ipv4: '192.0.2.1' }), leave }, 60).updates)).to.deep.equal([
+      `-${HOST} A`,
+      `+${HOST} 60 A 192.0.2.1`,
+      `-${WILD} A`,
+      `-${WILD} AAAA`, // wildcard OFF deletes both families at *.host (SPEC §8)
+      `-${HOST} MX`,
+    ]);
+    expect(ops(planChange({ ...change({ ipv4: '192.0.2.1', wildcard: true }), leave }, 60).updates)).to.deep.equal([
+      `-${HOST} A`,
+      `+${HOST} 60 A 192.0.2.1`,
+      `-${WILD} A`,
+      `+${WILD} 60 A 192.0.2.1`,
+      `-${HOST} MX`,
+    ]);
+    // A family with an address in the target is always replaced; offline deletes everything.
+    expect(ops(planChange({ ...change({ ipv4: '192.0.2.1', ipv6: '2001:db8::1' }), leave: { ipv4: true, ipv6: true } }, 60).updates)).to.include.members([
+      `-${HOST} A`,
+      `-${HOST} AAAA`,
+    ]);
+    expect(ops(planChange({ ...change({ offline: true }), leave: { ipv4: true, ipv6: true } }, 60).updates)).to.deep.equal([
+      `-${HOST} A`,
+      `-${HOST} AAAA`,
+      `-${WILD} A`,
+      `-${WILD} AAAA`,
+    ]);
   });
 
   it('IPv4 only: replaces A, deletes AAAA, wildcard and MX', () => {
