@@ -206,7 +206,13 @@ export interface HostAdmin {
    */
   repairOf(fqdn: string): Promise<DnsRepair | undefined>;
   add(fqdn: string, account: string, type: HostType): Promise<void>; // ConflictError, NotFoundError (account)
-  remove(fqdn: string): Promise<void>; // NotFoundError
+  /**
+   * Hold the host's lease for an operator's change: 'busy' while a change is in flight,
+   * undefined when there is no such host. Give it back with HostGate.release, or to remove().
+   */
+  claim(fqdn: string, leaseMs: number): Promise<{ host: HostRecord; lease: Lease } | 'busy' | undefined>;
+  /** NotFoundError; with a lease, ConflictError when that lease is no longer held. */
+  remove(fqdn: string, lease?: Lease): Promise<void>;
   list(account?: string): Promise<HostRecord[]>;
   /** Set state; unblock/reopen also reset the frequency counters. */
   setState(fqdn: string, state: 'active' | 'blocked' | 'closed'): Promise<void>;

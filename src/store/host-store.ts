@@ -34,6 +34,8 @@ export class HostLease implements Lease {
 const SCAN_BATCH = 1000;
 /** Lease tokens taken by reclaim start with this: repairOf tells a repair in progress by it. */
 const REPAIR_TOKEN_PREFIX = 'r:';
+/** The lease of an operator's change (host remove). */
+const ADMIN_TOKEN_PREFIX = 'a:';
 
 export class RedisHostStore implements HostGate, HostAdmin {
   private readonly scripts: StoreScripts;
@@ -194,7 +196,20 @@ export class RedisHostStore implements HostGate, HostAdmin {
     if (result === 'exists') throw new ConflictError(`host ${name} already exists`);
   }
 
-  async remove(fqdn: string): Promise<void> {
+  async claim(fqdn: string, leaseMs: number): Promise<{ host: HostRecord; lease: Lease } | 'busy' | undefined> {
+    const name = lookupName(fqdn);
+    const token = ADMIN_TOKEN_PREFIX + randomUUID();
+    const reply = await storeCall('host claim', () =>
+      this.scripts.hostClaim(this.keys.host(name), this.keys.pendingChanges(), token, Math.max(1, Math.floor(leaseMs))),
+    );
+    if (!Array.isArray(reply)) throw new Error(`unexpected claim reply: ${JSON.stringify(reply)}`);
+    if (reply[0] === 'gone') return undefined;
+    if (reply[0] === 'busy') return 'busy';
+    // No frequency bookkeeping: releasing this lease leaves the counters as they are.
+    return { host: decodeHost(name, fieldsFromFlat(reply[1] as unknown[])), lease: new HostLease(name, token, '', '', '-', '-') };
+  }
+
+  async remove(fqdn: string, lease?: Lease): Promise<void> {
     const name = lookupName(fqdn);
     const hostKey = this.keys.host(name);
     // The owner's host count lives in the account hash: read the owner, then remove
@@ -203,10 +218,11 @@ export class RedisHostStore implements HostGate, HostAdmin {
       const owner = await storeCall('host remove', () => this.redis.hget(hostKey, HOST_FIELDS.owner));
       if (owner === null) throw new NotFoundError(`no such host: ${name}`);
       const result = await storeCall('host remove', () =>
-        this.scripts.hostRemove(hostKey, this.keys.account(owner), owner),
+        this.scripts.hostRemove(hostKey, this.keys.account(owner), this.keys.pendingChanges(), owner, lease?.token ?? ''),
       );
       if (result === 'ok') return;
       if (result === 'gone') throw new NotFoundError(`no such host: ${name}`);
+      if (result === 'lost') throw new ConflictError(`host ${name}: the claim on it ended before the removal (a slow Redis?); try again`);
     }
     throw new ConflictError(`host ${name} changed owner while being removed; try again`);
   }

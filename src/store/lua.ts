@@ -257,12 +257,40 @@ redis.call('HINCRBY', KEYS[2], 'n', 1)
 return 'ok'
 `;
 
-/** hostRemove(KEYS: host, owner account; ARGV: owner) → 'ok' | 'gone' | 'changed'. */
+/**
+ * hostClaim(KEYS: host, pending; ARGV: token, leaseMs) → {'gone'} | {'busy'} | {'claimed', hostFlat}:
+ * the host's lease for an operator's change (host remove), so no update or repair publishes
+ * meanwhile. Not counted by the frequency rule. An expired lease is taken over (its holder
+ * died; what it may have published goes with the host). Due in the pending set at the lease
+ * end: if the claimer dies, the stored state is published again.
+ */
+const HOST_CLAIM = `${NOW}
+local key = KEYS[1]
+if redis.call('HEXISTS', key, 'o') == 0 then return {'gone'} end
+local lk = redis.call('HGET', key, 'lk')
+if lk and lk ~= '' and (tonumber(redis.call('HGET', key, 'lu')) or 0) > now then return {'busy'} end
+local leaseEnd = now + tonumber(ARGV[2])
+redis.call('HSET', key, 'lk', ARGV[1], 'lu', ms(leaseEnd))
+redis.call('ZADD', KEYS[2], leaseEnd, key)
+local flat = redis.call('HGETALL', key)
+local out = {}
+for i = 1, #flat, 2 do
+  if flat[i] ~= 'lk' and flat[i] ~= 'lu' then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
+end
+return {'claimed', out}
+`;
+
+/**
+ * hostRemove(KEYS: host, owner account, pending; ARGV: owner, token) → 'ok' | 'gone' | 'changed' |
+ * 'lost' (token given and the lease is no longer that one).
+ */
 const HOST_REMOVE = `
 local owner = redis.call('HGET', KEYS[1], 'o')
 if not owner then return 'gone' end
 if owner ~= ARGV[1] then return 'changed' end
+if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'lk') ~= ARGV[2] then return 'lost' end
 redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[3], KEYS[1])
 if redis.call('HEXISTS', KEYS[2], 'h') == 1 then
   if redis.call('HINCRBY', KEYS[2], 'n', -1) <= 0 then redis.call('HDEL', KEYS[2], 'n') end
 end
@@ -363,7 +391,8 @@ const DEFINITIONS = {
   ddnsStale: { numberOfKeys: 1, lua: STALE },
   ddnsPostpone: { numberOfKeys: 1, lua: POSTPONE },
   ddnsHostAdd: { numberOfKeys: 2, lua: HOST_ADD },
-  ddnsHostRemove: { numberOfKeys: 2, lua: HOST_REMOVE },
+  ddnsHostClaim: { numberOfKeys: 2, lua: HOST_CLAIM },
+  ddnsHostRemove: { numberOfKeys: 3, lua: HOST_REMOVE },
   ddnsHostSetState: { numberOfKeys: 1, lua: HOST_SET_STATE },
   ddnsAccountCreate: { numberOfKeys: 2, lua: ACCOUNT_CREATE },
   ddnsAccountSet: { numberOfKeys: 1, lua: ACCOUNT_SET },
@@ -404,8 +433,11 @@ export class StoreScripts {
   hostAdd(hostKey: string, accountKey: string, owner: string, type: string): Promise<unknown> {
     return this.run('ddnsHostAdd', [hostKey, accountKey], [owner, type]);
   }
-  hostRemove(hostKey: string, accountKey: string, owner: string): Promise<unknown> {
-    return this.run('ddnsHostRemove', [hostKey, accountKey], [owner]);
+  hostClaim(hostKey: string, pendingKey: string, token: string, leaseMs: number): Promise<unknown> {
+    return this.run('ddnsHostClaim', [hostKey, pendingKey], [token, leaseMs]);
+  }
+  hostRemove(hostKey: string, accountKey: string, pendingKey: string, owner: string, token: string): Promise<unknown> {
+    return this.run('ddnsHostRemove', [hostKey, accountKey, pendingKey], [owner, token]);
   }
   hostSetState(hostKey: string, state: string): Promise<unknown> {
     return this.run('ddnsHostSetState', [hostKey], [state]);

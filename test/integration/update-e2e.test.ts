@@ -697,6 +697,23 @@ describe('DNS traffic as the primary sees it (counting relay, knot)', function (
     expect(env.dnsMessages()).to.equal(n0 + 1);
   });
 
+  it('host remove waits for an update in flight: that update is answered good, then nothing of the host is left', async () => {
+    const h = uniq('removed');
+    await env.addHost(h, 'nico');
+    env.delayDns(1000); // the bridge's UPDATE reaches the primary 1 s late; the CLI's is not delayed
+    try {
+      const pending = up(`hostname=${h}&myip=192.0.2.82`);
+      await sleep(300);
+      const rm = await env.cliDirect(['host', 'remove', h]);
+      expect(rm.code, rm.stderr).to.equal(0);
+      expect((await pending).body).to.equal('good 192.0.2.82\n');
+    } finally {
+      env.delayDns(0);
+    }
+    expect(await env.ns.query(h, 'A')).to.deep.equal([]);
+    expect((await env.cliDirect(['host', 'show', h])).code).to.not.equal(0);
+  });
+
   it('mx=NOCHG&backmx=YES on a host without MX is nochg, not a republish every time', async () => {
     const h = uniq('nochgmx');
     await env.addHost(h, 'nico');

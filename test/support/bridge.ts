@@ -78,6 +78,21 @@ export class BridgeEnv {
     private readonly proxy?: DnsCountingProxy,
   ) {}
 
+  /** Delay what the serve processes send to the primary by `ms` (needs countDns; the CLI via cliDirect is not delayed). */
+  delayDns(ms: number): void {
+    if (!this.proxy) throw new Error('start the env with countDns: true');
+    this.proxy.delayMs = ms;
+  }
+
+  /** Run the CLI with the config, but talking to the primary directly (not through the counting proxy). */
+  async cliDirect(args: string[], stdin?: string): Promise<CliResult> {
+    const direct = path.join(this.dir, 'config-direct.json');
+    const zones = (this.config['zones'] as Record<string, unknown>[]).map((z) => ({ ...z, primary: `127.0.0.1:${this.ns.port}` }));
+    await writeFile(direct, JSON.stringify({ ...this.config, zones }, null, 2));
+    await chmod(direct, 0o600);
+    return runCli([...args, '--config', direct], stdin);
+  }
+
   /** DNS messages (by opcode: 'update', 'query') the bridge sent to the primary (needs countDns). */
   dnsMessages(opcode: 'update' | 'query' = 'update'): number {
     if (!this.proxy) throw new Error('start the env with countDns: true');
@@ -267,9 +282,13 @@ export class DnsCountingProxy {
     readonly counts: { update: number; query: number },
   ) {}
 
+  /** Hold each chunk towards the primary this long (0: pass at once). */
+  delayMs = 0;
+
   static async start(targetPort: number): Promise<DnsCountingProxy> {
     const counts = { update: 0, query: 0 };
     const sockets = new Set<net.Socket>();
+    let proxy: DnsCountingProxy | undefined;
     const server = net.createServer((client) => {
       const upstream = net.connect({ host: '127.0.0.1', port: targetPort });
       for (const s of [client, upstream]) {
@@ -287,7 +306,9 @@ export class DnsCountingProxy {
           else if (opcode === 0) counts.query++;
           pending = pending.subarray(2 + msg.length);
         }
-        upstream.write(d);
+        const delay = proxy?.delayMs ?? 0;
+        if (delay > 0) setTimeout(() => upstream.write(d), delay);
+        else upstream.write(d);
       });
       upstream.on('data', (d: Buffer) => client.write(d));
       client.on('close', () => upstream.destroy());
@@ -295,7 +316,8 @@ export class DnsCountingProxy {
     });
     server.on('close', () => sockets.forEach((s) => s.destroy()));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    return new DnsCountingProxy(server, (server.address() as net.AddressInfo).port, counts);
+    proxy = new DnsCountingProxy(server, (server.address() as net.AddressInfo).port, counts);
+    return proxy;
   }
 
   close(): void {

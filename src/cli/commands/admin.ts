@@ -1,13 +1,14 @@
 /** Operator commands on accounts, hosts and User-Agent blocks (Redis only, except host remove). */
 import { hashPassword } from '../../auth/index.js';
-import { ConflictError, InvalidInputError, NotFoundError } from '../../core/errors.js';
+import { ConflictError, DnsUpdateError, InvalidInputError, NotFoundError } from '../../core/errors.js';
 import { normalizeHostname } from '../../core/names.js';
 import { checkRegistration } from '../../core/registration.js';
-import type { DnsRepair } from '../../app/ports.js';
+import type { DnsRepair, Lease } from '../../app/ports.js';
 import type { HostRecord } from '../../core/types.js';
 import { DnsPublisher } from '../../dns/index.js';
 import { openStore, type Store } from '../../store/index.js';
 import type { CommandContext } from '../context.js';
+import { leaseMs } from '../compose.js';
 import { readPassword } from '../password-input.js';
 
 export type Out = (line: string) => void;
@@ -112,12 +113,15 @@ export async function hostAdd(ctx: CommandContext, name: string, account: string
   out(`host ${checked.fqdn} added to ${account} (${checked.type})`);
 }
 
-/** Remove the host from Redis after deleting its records from DNS (so nothing is left behind). */
+/**
+ * Remove the host from Redis after deleting its records from DNS (so nothing is left behind).
+ * The host's lease is held throughout: an update in flight finishes first, and none starts
+ * (nor a repair) until the host is gone — its UPDATE could otherwise land after the deletes.
+ */
 export async function hostRemove(ctx: CommandContext, name: string, keepDns: boolean, out: Out): Promise<void> {
   const fqdn = hostName(name);
   await withStore(ctx, async (s) => {
-    const host = await s.hosts.get(fqdn);
-    if (!host) throw new NotFoundError(`no host ${fqdn}`);
+    const claimed = await claimWhenIdle(s, fqdn, leaseMs(ctx.config));
     if (!keepDns) {
       const publisher = new DnsPublisher(ctx.config.zones, ctx.config.dns, ctx.logger);
       try {
@@ -126,17 +130,34 @@ export async function hostRemove(ctx: CommandContext, name: string, keepDns: boo
           await publisher.publish({
             fqdn,
             zone,
-            previous: host,
+            previous: claimed.host,
             target: { ipv4: null, ipv6: null, wildcard: false, mx: null, backmx: false, offline: false },
           });
         }
+      } catch (err) {
+        // The host stays; if the deletes may still be applied, its stored state goes out again.
+        const maybeApplied = err instanceof DnsUpdateError && err.maybeApplied;
+        await s.hosts.release(claimed.lease, maybeApplied ? { republishInMs: 0 } : {});
+        throw err;
       } finally {
         await publisher.close();
       }
     }
-    await s.hosts.remove(fqdn);
+    await s.hosts.remove(fqdn, claimed.lease);
   });
   out(`host ${fqdn} removed${keepDns ? ' (DNS records kept)' : ''}`);
+}
+
+/** The host's lease, waiting (at most a lease's time and a little) while an update holds it. */
+async function claimWhenIdle(s: Store, fqdn: string, ms: number): Promise<{ host: HostRecord; lease: Lease }> {
+  const deadline = Date.now() + ms + 1000;
+  for (;;) {
+    const claimed = await s.hosts.claim(fqdn, ms);
+    if (claimed === undefined) throw new NotFoundError(`no host ${fqdn}`);
+    if (claimed !== 'busy') return claimed;
+    if (Date.now() > deadline) throw new ConflictError(`host ${fqdn} is being updated; try again`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 export async function hostList(ctx: CommandContext, account: string | undefined, json: boolean, out: Out): Promise<void> {
