@@ -54,14 +54,16 @@ export class ClientAddressResolver {
 
   /**
    * The peer address; when the peer is a trusted proxy, the right-most entry of
-   * X-Forwarded-For that is not itself a trusted proxy.
+   * X-Forwarded-For that is not itself a trusted proxy. undefined when the peer address is
+   * unknown: there is no address to fall back to (any would be published as the client's).
    */
-  resolve(peer: string | undefined, forwardedFor: string | string[] | undefined): string {
-    const direct = normalizePeer(peer) ?? '0.0.0.0';
+  resolve(peer: string | undefined, forwardedFor: string | string[] | undefined): string | undefined {
+    const direct = peer === undefined ? undefined : normalizePeer(withoutZone(peer));
+    if (direct === undefined) return undefined;
     if (forwardedFor === undefined || !this.isTrusted(direct)) return direct;
     const entries = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',');
     for (let i = entries.length - 1; i >= 0; i--) {
-      const addr = normalizePeer(stripPort(entries[i]!.trim()));
+      const addr = normalizePeer(withoutZone(stripPort(entries[i]!.trim())));
       if (addr === undefined) return direct; // garbage in the chain: stop believing it
       if (!this.isTrusted(addr)) return addr;
     }
@@ -75,4 +77,12 @@ function stripPort(entry: string): string {
   if (bracket) return bracket[1]!;
   const v4port = /^(\d+\.\d+\.\d+\.\d+):\d+$/.exec(entry);
   return v4port ? v4port[1]! : entry;
+}
+
+/**
+ * `fe80::1%eth0` → `fe80::1`: node reports a link-local peer with its zone, which names our
+ * interface, not part of the client's address. (A `myip` with a zone stays unparsable.)
+ */
+function withoutZone(address: string): string {
+  return address.replace(/^([^%]*:[^%]*)%[^%]+$/, '$1');
 }

@@ -35,6 +35,8 @@ export class HttpFrontend {
   private inFlight = 0;
   /** The request each connection is being answered for (one per connection). */
   private readonly answering = new WeakMap<Socket, http.IncomingMessage>();
+  /** Each connection's peer address, read when it was accepted. */
+  private readonly peers = new WeakMap<Socket, string>();
   private idleWaiters: Array<() => void> = [];
 
   constructor(
@@ -66,6 +68,11 @@ export class HttpFrontend {
     // learns that its update was applied. Half-open, node marks the response as the last one
     // and closes the socket once it is finished. (Not in @types/node; node 20 reads it.)
     (server as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+    // The peer address is read at accept: read when the request is handled, after the client
+    // has reset the connection, getpeername fails and remoteAddress is undefined.
+    server.on('connection', (socket: Socket) => {
+      if (socket.remoteAddress !== undefined) this.peers.set(socket, socket.remoteAddress);
+    });
     server.on('request', (req, res) => this.onRequest(req, res));
     // Handled as any request: node would otherwise answer `HTTP/1.1 100 Continue` itself (the
     // client sends its body after its own short wait).
@@ -118,6 +125,14 @@ export class HttpFrontend {
       req.resume();
       return;
     }
+    // No peer address even at accept: the client reset the connection before it could be read
+    // (the kernel still hands over what it had sent). Nobody is left to read a reply (writing
+    // one only meets the reset), and there is no detected address to use: close, change nothing.
+    if (!this.peers.has(req.socket)) {
+      this.logger.debug('connection reset before its peer address was read: closed unanswered');
+      req.socket.destroy();
+      return;
+    }
     this.answering.set(req.socket, req);
     this.inFlight++;
     this.handle(req)
@@ -145,7 +160,9 @@ export class HttpFrontend {
       const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
       if (type === 'application/x-www-form-urlencoded' || (type === '' && read.length > 0)) body = read;
     }
-    const clientIp = this.clientAddress.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+    const clientIp = this.clientAddress.resolve(this.peers.get(req.socket), req.headers['x-forwarded-for']);
+    // A peer address that is not an IP address (not seen from node's TCP sockets): no detected address.
+    if (clientIp === undefined) return errorReply(400);
     const credentials = parseBasicAuth(req.headers.authorization);
     const params = paramsOf(query, body);
 
@@ -200,7 +217,7 @@ export class HttpFrontend {
     req.resume(); // a body nobody reads (404, 405) is drained so that 'end' comes
   }
 
-  private onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  private onClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket): void {
     // Bytes after a whole request already being answered (a pipelined request that does not
     // parse, a body longer than its Content-Length): that request's reply is the one to send,
     // and it closes the connection. (Node keeps reading into the failed parser, dropping the
@@ -211,10 +228,25 @@ export class HttpFrontend {
       return;
     }
     const status =
-      err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : err.code === 'HPE_URI_TOO_LONG' ? 414 : 400;
+      err.code === 'HPE_HEADER_OVERFLOW' ? 431
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408
+      : err.code === 'HPE_URI_TOO_LONG' ? 414
+      : err.code === 'HPE_INVALID_METHOD' && isRequestLine(err.rawPacket) ? 405
+      : 400;
     socket.end(encodeReply(errorReply(status)));
     socket.destroySoon();
   }
+}
+
+/**
+ * Whether the bytes node's parser failed on start with a request line, `<token> <target> HTTP/x.y`.
+ * It reports a method it does not know (`FOO`, lowercase `get`: methods are case-sensitive) and
+ * bytes that are no request at all (`GARBAGE`, a TLS hello) alike as an invalid method: the
+ * first are a request with a wrong method, 405 as for known wrong methods (SPEC §2); the others
+ * stay 400. (A request line trickled in pieces is judged on its first piece: 400.)
+ */
+function isRequestLine(raw: Buffer | undefined): boolean {
+  return raw !== undefined && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ [^\s]+ HTTP\/\d\.\d\r?\n/.test(raw.toString('latin1'));
 }
 
 function splitTarget(target: string): { path: string; query: string } {

@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import net from 'node:net';
+import { Duplex } from 'node:stream';
+import { parseAddressList } from '../../src/core/addresses.js';
 import { HttpFrontend } from '../../src/http/server.js';
 import { ClientAddressResolver, paramsOf, parseBasicAuth } from '../../src/http/request.js';
 import { encodeReply, tokenReply, updateReply } from '../../src/http/reply.js';
@@ -29,6 +31,22 @@ describe('http/request', () => {
     expect(r.resolve('127.0.0.1', 'garbage')).to.equal('127.0.0.1');
     expect(r.resolve('127.0.0.1', '[2001:db8::5]:443')).to.equal('2001:db8::5');
   });
+  it('an unknown peer address has no fallback: no detected address, X-Forwarded-For not believed', () => {
+    const r = new ClientAddressResolver(['127.0.0.1', '10.0.0.0/8']);
+    expect(r.resolve(undefined, undefined)).to.equal(undefined);
+    expect(r.resolve(undefined, '203.0.113.5')).to.equal(undefined);
+    expect(r.resolve('', undefined)).to.equal(undefined);
+  });
+  it('a link-local peer as node reports it (with its zone) is the address without the zone; myip with a zone is still ignored', () => {
+    const r = new ClientAddressResolver(['fe80::1']);
+    expect(r.resolve('fe80::1c2d:3e4f:5a6b:7c8d%eth0', undefined)).to.equal('fe80::1c2d:3e4f:5a6b:7c8d');
+    expect(r.resolve('FE80::2%2', undefined)).to.equal('fe80::2');
+    // a link-local trusted proxy, and zones in its X-Forwarded-For entries
+    expect(r.resolve('fe80::1%eth0', '203.0.113.5')).to.equal('203.0.113.5');
+    expect(r.resolve('fe80::1%eth0', '[fe80::9%eth1]:443')).to.equal('fe80::9');
+    expect(new ClientAddressResolver([]).resolve('fe80::1%eth0', '203.0.113.5')).to.equal('fe80::1');
+    expect(parseAddressList(['fe80::1%eth0'])).to.deep.equal({});
+  });
 });
 
 describe('http/reply', () => {
@@ -52,6 +70,65 @@ describe('http/server connection lifetime (a real socket on 127.0.0.1, services 
     echo: { echo: async () => ({ kind: 'request' as const, token: '911' as const }) },
   } as unknown as ConstructorParameters<typeof HttpFrontend>[1];
   const settings = { basePath: '', trustedProxies: [], realm: 'r', maxBodyBytes: 100, headersTimeoutMs: 10_000, requestTimeoutMs: 15_000, keepAliveTimeoutMs: 1000, maxHeaderBytes: 16_384, maxConnections: 10 };
+
+  it('a connection whose peer address is unknown is closed unanswered and reaches no service', async () => {
+    const calls: string[] = [];
+    const recording = {
+      update: { update: async (r: { clientIp: string }) => (calls.push(`update ${r.clientIp}`), { kind: 'request' as const, token: '911' as const }) },
+      echo: { echo: async (r: { clientIp: string }) => (calls.push(`echo ${r.clientIp}`), { kind: 'request' as const, token: '911' as const }) },
+    } as unknown as ConstructorParameters<typeof HttpFrontend>[1];
+    const frontend = new HttpFrontend(settings, recording, quiet);
+    await frontend.listen('127.0.0.1', 0);
+    try {
+      for (const request of ['GET /nic/update?hostname=a.example.org HTTP/1.1\r\nUser-Agent: u\r\n\r\n', 'GET /checkip HTTP/1.1\r\n\r\n']) {
+        // A connection without a peer address, as a socket reset before getpeername is.
+        const written: Buffer[] = [];
+        const conn = new Duplex({
+          read() {},
+          write(chunk: Buffer, _enc, done) {
+            written.push(chunk);
+            done();
+          },
+        });
+        const closed = new Promise((resolve) => conn.once('close', resolve));
+        frontend.servers[0]!.emit('connection', conn);
+        conn.push(request);
+        await closed;
+        expect(Buffer.concat(written).toString('latin1'), request).to.equal('');
+      }
+      expect(calls).to.deep.equal([]);
+    } finally {
+      await frontend.close();
+    }
+  });
+
+  it('a method the parser does not know (extension, lowercase) gets the same 405 with Allow as a known wrong one; bytes that are no request stay 400', async () => {
+    const frontend = new HttpFrontend(settings, services, quiet);
+    const port = await frontend.listen('127.0.0.1', 0);
+    const reply = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        let text = '';
+        const socket = net.connect({ host: '127.0.0.1', port }, () => socket.write(Buffer.from(request, 'latin1')));
+        socket.setEncoding('latin1');
+        socket.on('data', (d: string) => (text += d));
+        socket.on('close', () => resolve(text));
+        socket.on('error', reject);
+      });
+    const expected =
+      'HTTP/1.0 405 Method Not Allowed\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 19\r\nConnection: close\r\nAllow: GET, POST\r\n\r\nmethod not allowed\n';
+    try {
+      for (const method of ['DELETE', 'FOO', 'get', 'Post']) {
+        expect(await reply(`${method} /nic/update?hostname=a.example.org HTTP/1.1\r\nHost: x\r\nUser-Agent: u\r\n\r\n`), method).to.equal(expected);
+      }
+      // The parser calls these an invalid method too, but they are no request: still 400.
+      const badRequest = 'HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 12\r\nConnection: close\r\n\r\nbad request\n';
+      for (const junk of ['GARBAGE\r\n\r\n', '\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03', 'G\x00T / HTTP/1.1\r\n\r\n']) {
+        expect(await reply(junk), JSON.stringify(junk)).to.equal(badRequest);
+      }
+    } finally {
+      await frontend.close();
+    }
+  });
 
   it('a body past the cap that takes longer than the keep-alive time to arrive is read to its end: the client sends it all and gets its 413', async function () {
     this.timeout(10_000);
