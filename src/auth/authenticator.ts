@@ -3,7 +3,9 @@
  * throttled? → refuse without looking at the password; unknown user → a dummy scrypt
  * (the reply takes about as long as for a real account) and count; wrong password →
  * count; else the account. Verified credentials are cached briefly (CredentialCache).
- * The account and the cool-down markers come from one LoginLookup read.
+ * The account and the cool-down markers come from one LoginLookup read; a request that
+ * needs a password check reads the markers once more when its hash slot is free, so a
+ * burst of concurrent guesses cannot outrun the cool-down (SPEC §6).
  */
 import { randomBytes } from 'node:crypto';
 import type { AuthResult, Authenticator, Credentials, FailureCounter, LoginLookup, VerifiedLogin } from '../app/ports.js';
@@ -13,6 +15,9 @@ import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword, type ScryptCost } fr
 
 /** scrypt runs at once per process unless told otherwise (each takes 32 MiB and ~50 ms of a core). */
 export const DEFAULT_PARALLEL_HASHES = 2;
+
+/** What a password check in a hash slot found. */
+type Verdict = 'right' | 'wrong' | 'throttled';
 
 export interface AuthenticatorOptions {
   /** Milliseconds clock for the credential cache. */
@@ -29,7 +34,7 @@ export class PasswordAuthenticator implements Authenticator {
   private readonly cache: CredentialCache;
   private readonly verify: (password: string, storedHash: string) => Promise<boolean>;
   private dummyHash: Promise<string> | undefined;
-  private readonly verifying = new Map<string, Promise<boolean>>();
+  private readonly verifying = new Map<string, Promise<Verdict>>();
   private hashing = 0;
   private readonly hashQueue: Array<() => void> = [];
   private readonly maxParallelHashes: number;
@@ -55,11 +60,14 @@ export class PasswordAuthenticator implements Authenticator {
     if (throttled) return { ok: false, reason: 'throttled' };
 
     if (account === undefined) {
-      await this.limited(async () => this.verify(password, await this.dummy()));
       // Counted per source only: per-name counters for names that do not exist would let
       // anyone fill Redis, and protect nothing.
-      await this.failures.recordFailure(sourceIp, undefined);
-      return { ok: false, reason: 'unknown-user' };
+      const dummyCheck = async () => {
+        await this.verify(password, await this.dummy());
+        return false;
+      };
+      const verdict = await this.checkInSlot(user, sourceIp, dummyCheck, undefined);
+      return { ok: false, reason: verdict === 'throttled' ? 'throttled' : 'unknown-user' };
     }
 
     const view = { name: account.name, donator: account.donator };
@@ -70,10 +78,14 @@ export class PasswordAuthenticator implements Authenticator {
       if (cached.donator !== view.donator) this.cache.set(user, password, account.passwordHash, view);
       return { ok: true, account: view };
     }
-    if (!(await this.verifyShared(user, password, account.passwordHash))) {
+    const { verdict, joined } = this.verifyShared(user, password, sourceIp, account.name, account.passwordHash);
+    const outcome = await verdict;
+    if (outcome === 'throttled') return { ok: false, reason: 'throttled' };
+    if (outcome === 'wrong') {
       // Credentials that stopped working (a password change) leave the cache at once.
       this.cache.forget(user, password);
-      await this.failures.recordFailure(sourceIp, account.name);
+      // The request that ran the check counted already; each one that joined it counts too.
+      if (joined) await this.failures.recordFailure(sourceIp, account.name);
       return { ok: false, reason: 'bad-password' };
     }
     this.cache.set(user, password, account.passwordHash, view);
@@ -82,16 +94,39 @@ export class PasswordAuthenticator implements Authenticator {
 
   /**
    * One scrypt per distinct credential at a time: concurrent requests with the same (not yet
-   * cached) credentials share it — a router updating 20 names at once costs one hash.
+   * cached) credentials from the same source share it — a router updating 20 names at once
+   * costs one hash. The source is part of the key because the check re-reads that source's
+   * cool-down: a request from another address must not ride on it.
    */
-  private verifyShared(user: string, password: string, storedHash: string): Promise<boolean> {
-    const key = `${this.cache.keyOf(user, password)}\0${storedHash}`;
-    let pending = this.verifying.get(key);
-    if (!pending) {
-      pending = this.limited(() => this.verify(password, storedHash)).finally(() => this.verifying.delete(key));
-      this.verifying.set(key, pending);
-    }
-    return pending;
+  private verifyShared(
+    user: string,
+    password: string,
+    sourceIp: string,
+    accountName: string,
+    storedHash: string,
+  ): { verdict: Promise<Verdict>; joined: boolean } {
+    const key = `${this.cache.keyOf(user, password)}\0${storedHash}\0${sourceIp}`;
+    const pending = this.verifying.get(key);
+    if (pending) return { verdict: pending, joined: true };
+    const verdict = this.checkInSlot(user, sourceIp, () => this.verify(password, storedHash), accountName).finally(() =>
+      this.verifying.delete(key),
+    );
+    this.verifying.set(key, verdict);
+    return { verdict, joined: false };
+  }
+
+  /**
+   * A password check in a hash slot. The cool-down is read again first: checks queued ahead
+   * of this one may have started it while this request waited, and then no hash runs. A
+   * failure is counted before the slot is passed on, so the next holder's read sees it.
+   */
+  private checkInSlot(user: string, sourceIp: string, check: () => Promise<boolean>, countAs: string | undefined): Promise<Verdict> {
+    return this.limited(async () => {
+      if ((await this.logins.getForLogin(user, sourceIp)).throttled) return 'throttled';
+      if (await check()) return 'right';
+      await this.failures.recordFailure(sourceIp, countAs);
+      return 'wrong';
+    });
   }
 
   /**

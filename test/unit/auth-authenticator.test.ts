@@ -51,6 +51,24 @@ class FakeFailures implements FailureCounter {
   }
 }
 
+/** Counts like the Redis strike script: the maxFailures-th failure starts the cool-down. */
+class CountingFailures extends FakeFailures {
+  private readonly counts = new Map<string, number>();
+  constructor(private readonly maxFailures: number) {
+    super();
+  }
+  override async recordFailure(sourceIp: string, account: string | undefined) {
+    await super.recordFailure(sourceIp, account);
+    if (this.strike(`source ${sourceIp}`)) this.throttledSources.add(sourceIp);
+    if (account !== undefined && this.strike(`account ${account}`)) this.throttledAccounts.add(account);
+  }
+  private strike(key: string): boolean {
+    const n = (this.counts.get(key) ?? 0) + 1;
+    this.counts.set(key, n);
+    return n >= this.maxFailures;
+  }
+}
+
 async function setup(opts: { clock?: () => number } = {}) {
   const failures = new FakeFailures();
   const accounts = new FakeAccounts(failures);
@@ -73,7 +91,12 @@ describe('auth/authenticator', () => {
     const r = await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1');
     expect(r).to.deep.equal({ ok: true, account: { name: 'alice', donator: false } });
     expect(failures.recorded).to.deep.equal([]);
-    expect(failures.checks).to.deep.equal([['192.0.2.1', 'alice']]);
+    // Two reads of the cool-down: the login lookup, and again once the hash slot is ours
+    // (failures recorded while this request waited for it must stop the check).
+    expect(failures.checks).to.deep.equal([
+      ['192.0.2.1', 'alice'],
+      ['192.0.2.1', 'alice'],
+    ]);
     expect(verified).to.have.length(1);
   });
 
@@ -118,7 +141,9 @@ describe('auth/authenticator', () => {
     const again = await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1');
     expect(again).to.deep.equal({ ok: true, account: { name: 'alice', donator: true } });
     expect(verified).to.have.length(1);
-    expect(accounts.gets).to.equal(2); // the record is read every time
+    // The record is read every time: lookup + the re-read in the hash slot, then the lookup
+    // alone for the cached request (no password check, so no second read).
+    expect(accounts.gets).to.equal(3);
   });
 
   it('a password change takes effect at once despite the cache', async () => {
@@ -199,7 +224,7 @@ describe('auth/authenticator', () => {
     expect(failures.recorded).to.deep.equal([['2001:db8::1', undefined]]);
   });
 
-  it('decides on the one login lookup: account and cool-down from a single read', async () => {
+  it('decides on the login lookup: account and cool-down from a single read (read again only before a password check)', async () => {
     const { failures } = await setup();
     const calls: [string, string][] = [];
     const hash = await hashPassword('pw', FAST);
@@ -218,13 +243,111 @@ describe('auth/authenticator', () => {
       ok: false,
       reason: 'throttled',
     });
+    // Two reads for the first login: the lookup, and the cool-down re-read once the hash
+    // slot is ours (the cool-down may start while a request queues for scrypt). The
+    // throttled login is refused on its one lookup, before any slot or password check.
     expect(calls).to.deep.equal([
+      ['carol', '192.0.2.1'],
       ['carol', '192.0.2.1'],
       ['carol', '198.51.100.7'],
     ]);
     expect(accounts.gets).to.equal(0);
     expect(failures.checks).to.deep.equal([]);
   });
+  describe('credential guessing under concurrency (SPEC §6: past the threshold, no password check)', () => {
+    const MAX_FAILURES = 3;
+    const SOURCE = '203.0.113.66';
+
+    async function guessing() {
+      const failures = new CountingFailures(MAX_FAILURES);
+      const accounts = new FakeAccounts(failures);
+      await accounts.create({ name: 'alice', passwordHash: await hashPassword('right', FAST), donator: false, createdAt: 1 });
+      const checked: string[] = []; // the passwords that reached a password check
+      const auth = new PasswordAuthenticator(accounts, failures, CFG, {
+        dummyCost: FAST,
+        verify: (password, stored) => {
+          checked.push(password);
+          return verifyPassword(password, stored);
+        },
+      });
+      return { auth, failures, checked };
+    }
+
+    it('a burst of wrong guesses, then the right password from the same source: the right one is throttled, never checked', async () => {
+      const { auth, failures, checked } = await guessing();
+      const passwords = [...Array.from({ length: 8 }, (_, i) => `guess-${i}`), 'right'];
+      // All nine pass the login lookup before any failure is counted; they queue for a hash slot.
+      const results = await Promise.all(passwords.map((password) => auth.authenticate({ user: 'alice', password }, SOURCE)));
+      expect(results[8]).to.deep.equal({ ok: false, reason: 'throttled' });
+      expect(checked).to.not.include('right');
+      // Checks stop at the cool-down: 3 failures start it, and a 4th guess was already
+      // hashing in the second slot when the 3rd was counted.
+      expect(checked).to.have.length(MAX_FAILURES + 1);
+      expect(results.filter((r) => !r.ok && r.reason === 'bad-password')).to.have.length(MAX_FAILURES + 1);
+      expect(results.filter((r) => !r.ok && r.reason === 'throttled')).to.have.length(9 - (MAX_FAILURES + 1));
+      expect(failures.recorded).to.have.length(MAX_FAILURES + 1);
+      expect(failures.throttledSources.has(SOURCE)).to.equal(true);
+      expect(auth.recall({ user: 'alice', password: 'right' })).to.equal(undefined);
+    });
+
+    it('unknown users too: once the source is in cool-down, queued guesses get no dummy check', async () => {
+      const { auth, failures, checked } = await guessing();
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => auth.authenticate({ user: `nobody${i}`, password: 'x' }, SOURCE)));
+      expect(results.filter((r) => !r.ok && r.reason === 'unknown-user')).to.have.length(MAX_FAILURES + 1);
+      expect(results.filter((r) => !r.ok && r.reason === 'throttled')).to.have.length(8 - (MAX_FAILURES + 1));
+      expect(checked).to.have.length(MAX_FAILURES + 1);
+      // per source only, as for a single unknown user
+      expect(failures.recorded).to.deep.equal(Array.from({ length: MAX_FAILURES + 1 }, () => [SOURCE, undefined]));
+    });
+
+    it('identical wrong logins share one check, and each still counts as a failure', async () => {
+      const { auth, failures, checked } = await guessing();
+      const results = await Promise.all(Array.from({ length: 2 }, () => auth.authenticate({ user: 'alice', password: 'wrong' }, SOURCE)));
+      expect(results).to.deep.equal([
+        { ok: false, reason: 'bad-password' },
+        { ok: false, reason: 'bad-password' },
+      ]);
+      expect(checked).to.deep.equal(['wrong']);
+      expect(failures.recorded).to.deep.equal([
+        [SOURCE, 'alice'],
+        [SOURCE, 'alice'],
+      ]);
+    });
+
+    it('identical logins share a check only from the same source: a source in cool-down cannot ride on another\'s check', async () => {
+      const failures = new FakeFailures();
+      const accounts = new FakeAccounts(failures);
+      await accounts.create({ name: 'alice', passwordHash: await hashPassword('right', FAST), donator: false, createdAt: 1 });
+      await accounts.create({ name: 'bob', passwordHash: await hashPassword('bob-pw', FAST), donator: false, createdAt: 1 });
+      let open!: () => void;
+      const gate = new Promise<void>((r) => (open = r));
+      const checked: string[] = [];
+      const auth = new PasswordAuthenticator(accounts, failures, CFG, {
+        dummyCost: FAST,
+        parallelHashes: 1,
+        verify: async (password, stored) => {
+          checked.push(password);
+          await gate;
+          return verifyPassword(password, stored);
+        },
+      });
+      const right = { user: 'alice', password: 'right' };
+      const bob = auth.authenticate({ user: 'bob', password: 'bob-pw' }, '192.0.2.1'); // holds the one slot
+      const fromA = auth.authenticate(right, '198.51.100.1');
+      const fromA2 = auth.authenticate(right, '198.51.100.1'); // joins A's check
+      const fromB = auth.authenticate(right, '198.51.100.2');
+      await new Promise((r) => setImmediate(r)); // every lookup done: A, A2 and B wait for the slot
+      failures.throttledSources.add('198.51.100.1'); // A's cool-down starts meanwhile
+      open();
+      expect(await fromA).to.deep.equal({ ok: false, reason: 'throttled' });
+      expect(await fromA2).to.deep.equal({ ok: false, reason: 'throttled' });
+      expect(await fromB).to.deep.equal({ ok: true, account: { name: 'alice', donator: false } });
+      expect((await bob).ok).to.equal(true);
+      expect(checked).to.deep.equal(['bob-pw', 'right']); // B's own check; A's stopped before hashing
+      expect(failures.recorded).to.deep.equal([]);
+    });
+  });
+
   describe('recall', () => {
     const right = { user: 'alice', password: 'right' };
 
