@@ -241,7 +241,8 @@ function readCredentials(s: Section): Config['credentials'] {
   const c = {
     maxFailures: s.integer('maxFailures', 10, { min: 1 }),
     windowMs: s.seconds('window', 600, { positive: true }),
-    cooldownMs: s.seconds('cooldown', 900),
+    // 0 would be SET … PX 0, which Redis rejects: every counted failure would answer 911.
+    cooldownMs: s.seconds('cooldown', 900, { positive: true }),
     cacheTtlMs: s.seconds('cacheTtl', 60),
     cacheSize: s.integer('cacheSize', 10000, { min: 0 }),
   };

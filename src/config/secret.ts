@@ -72,6 +72,19 @@ export function decodeSecret(text: string): Buffer | undefined {
 
 const BAD_SECRET = `is not base64 of at least ${MIN_SECRET_BYTES} bytes`;
 
+/** What `secretEnv` must hold: a variable's name, as shells and systemd spell them. */
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * A value that looks like a base64 secret pasted where a path or a variable name belongs:
+ * one run of 16+ bytes' worth of base64 characters, both letter cases. Such a value is
+ * never repeated in an error (a false alarm only hides the operator's own path).
+ */
+function looksLikeSecret(text: string): boolean {
+  const compact = text.trim();
+  return /^[A-Za-z0-9+/]{22,}={0,2}$/.test(compact) && /[a-z]/.test(compact) && /[A-Z]/.test(compact);
+}
+
 export interface SecretContext {
   env: NodeJS.ProcessEnv;
   baseDir: string;
@@ -90,35 +103,53 @@ export function loadSecret(source: SecretSource, ctx: SecretContext, expect: { n
       return secret;
     }
     case 'env': {
+      // A secret pasted here instead of a name must not come back in the error.
+      if (!ENV_NAME.test(source.variable)) {
+        throw new ConfigError(
+          source.key,
+          'expected the name of an environment variable (letters, digits and _, not starting with a digit), not its value',
+        );
+      }
+      const variable = looksLikeSecret(source.variable)
+        ? 'the variable named here (the name looks like a base64 secret)'
+        : source.variable;
       const value = ctx.env[source.variable];
       if (value === undefined || value.trim() === '') {
-        throw new ConfigError(source.key, `environment variable ${source.variable} is not set`);
+        throw new ConfigError(source.key, `environment variable ${variable} is not set`);
       }
       const secret = decodeSecret(value);
-      if (!secret) throw new ConfigError(source.key, `environment variable ${source.variable} ${BAD_SECRET}`);
+      if (!secret) throw new ConfigError(source.key, `environment variable ${variable} ${BAD_SECRET}`);
       return secret;
     }
     case 'file': {
       const file = resolveSecretPath(source.path, ctx.baseDir, ctx.env, source.key);
+      const pasted = looksLikeSecret(source.path);
+      const shown = pasted ? 'the file named here' : file;
       let text: string;
       try {
         text = ctx.readFile(file);
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+        if (pasted) {
+          throw new ConfigError(
+            source.key,
+            `cannot read the file named here (${code}); the value looks like a base64 secret, not a path: put the secret in a file (mode 0600) and give its path`,
+          );
+        }
         throw new ConfigError(source.key, `cannot read ${file} (${code})`);
       }
       const parsed = parseSecretFile(text);
       if (!parsed) {
-        throw new ConfigError(source.key, `${file} holds neither a base64 secret, a BIND key statement nor a Knot key`);
+        throw new ConfigError(source.key, `${shown} holds neither a base64 secret, a BIND key statement nor a Knot key`);
       }
       if (parsed.keyName !== undefined && parsed.keyName.replace(/\.$/, '').toLowerCase() !== expect.name) {
-        throw new ConfigError(source.key, `${file} defines key "${parsed.keyName}", but the key is named "${expect.name}"`);
+        throw new ConfigError(source.key, `${shown} defines key "${parsed.keyName}", but the key is named "${expect.name}"`);
       }
       if (parsed.algorithm !== undefined && parsed.algorithm.toLowerCase() !== expect.algorithm) {
-        throw new ConfigError(source.key, `${file} says algorithm ${parsed.algorithm}, but the key is configured as ${expect.algorithm}`);
+        throw new ConfigError(source.key, `${shown} says algorithm ${parsed.algorithm}, but the key is configured as ${expect.algorithm}`);
       }
       const secret = decodeSecret(parsed.secret);
-      if (!secret) throw new ConfigError(source.key, `the secret in ${file} ${BAD_SECRET}`);
+      if (!secret) throw new ConfigError(source.key, `the secret in ${shown} ${BAD_SECRET}`);
       return secret;
     }
   }

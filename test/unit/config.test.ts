@@ -157,6 +157,8 @@ describe('config: parseConfig', () => {
       ['not an integer', { http: { maxConnections: 1.5 }, zones: [zone()] }, 'http.maxConnections', /integer/],
       ['negative duration', { dns: { timeout: -1 }, zones: [zone()] }, 'dns.timeout', /at least 0/],
       ['zero timeout', { dns: { timeout: 0 }, zones: [zone()] }, 'dns.timeout', /more than 0/],
+      ['zero credentials cooldown', { credentials: { cooldown: 0 }, zones: [zone()] }, 'credentials.cooldown', /must be more than 0 seconds, got 0$/],
+      ['credentials cooldown under 1 ms', { credentials: { cooldown: 0.0001 }, zones: [zone()] }, 'credentials.cooldown', /at least 0\.001 seconds/],
       ['section not an object', { frequency: [], zones: [zone()] }, 'frequency', /an object/],
       ['bad redis url', { redis: { url: 'http://x' }, zones: [zone()] }, 'redis.url'],
       ['unix socket url without a path', { redis: { url: 'unix://' }, zones: [zone()] }, 'redis.url'],
@@ -241,6 +243,37 @@ describe('config: parseConfig', () => {
         expect(err.message).to.not.include(short);
         expect(err.message).to.not.include(SECRET);
       }
+    });
+
+    /** No piece of `secret` of 8 or more characters appears in `text` (a path may split it at '/'). */
+    const leaksNothingOf = (text: string, secret: string) => {
+      for (const piece of secret.split(/[/=]/).filter((p) => p.length >= 8)) expect(text).to.not.include(piece);
+    };
+
+    it('a secret pasted into secretEnv is rejected as not a variable name, without repeating it', () => {
+      const err = configError(withKey({ secretEnv: SECRET }), opts({}, {}));
+      expect(err.key).to.equal('zones[0].key.secretEnv');
+      expect(err.message).to.match(/expected the name of an environment variable .*not its value$/);
+      leaksNothingOf(err.message, SECRET);
+      // base64 without + / = is also a valid variable name: still not repeated when unset
+      const nameLike = Buffer.from('BogusTsigSecretForTheTests1234567890XYZ').toString('base64');
+      const unset = configError(withKey({ secretEnv: nameLike }), opts({}, {}));
+      expect(unset.message).to.match(/the variable named here \(the name looks like a base64 secret\) is not set/);
+      leaksNothingOf(unset.message, nameLike);
+      // a real name is still named
+      expect(configError(withKey({ secretEnv: 'DDNS_KEY' })).message).to.match(/environment variable DDNS_KEY is not set/);
+    });
+
+    it('a secret pasted into secretFile is not repeated: it looks like a secret, not a path', () => {
+      const err = configError(withKey({ secretFile: SECRET }), opts());
+      expect(err.key).to.equal('zones[0].key.secretFile');
+      expect(err.message).to.match(/cannot read the file named here \(ENOENT\); the value looks like a base64 secret, not a path/);
+      leaksNothingOf(err.message, SECRET);
+      // even when a file of that name exists but holds no secret
+      const named = path.resolve('/etc/ddns-bridge', SECRET);
+      const bad = configError(withKey({ secretFile: SECRET }), opts({ [named]: 'two words\n' }));
+      expect(bad.message).to.match(/the file named here holds neither/);
+      leaksNothingOf(bad.message, SECRET);
     });
   });
 });
