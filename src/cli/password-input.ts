@@ -2,9 +2,15 @@
  * Passwords come from stdin (one line) when it is not a terminal, else from a prompt
  * without echo. Never from argv.
  */
+import { MAX_PASSWORD_LENGTH } from '../core/limits.js';
+
 export async function readPassword(prompt: string, input: NodeJS.ReadStream = process.stdin): Promise<string> {
   const password = input.isTTY ? await promptHidden(prompt, input) : await readLine(input);
   if (password.length === 0) throw new Error('empty password');
+  // Updates refuse a longer one as malformed credentials: the account could never log in.
+  if (password.length > MAX_PASSWORD_LENGTH) {
+    throw new Error(`password too long: ${password.length} characters, at most ${MAX_PASSWORD_LENGTH}`);
+  }
   return password;
 }
 

@@ -1,6 +1,7 @@
 /** Request parsing: parameters (query + form body), Basic credentials, client address. */
 import basicAuth from 'basic-auth';
 import { cidrContains, normalizePeer, parseCidr, type Cidr } from '../core/addresses.js';
+import { MAX_PASSWORD_LENGTH } from '../core/limits.js';
 import type { ParamMap } from '../core/params.js';
 import type { Credentials } from '../app/ports.js';
 
@@ -34,7 +35,7 @@ export function parseBasicAuth(header: string | undefined): Credentials | 'missi
   const parsed = basicAuth.parse(header);
   if (!parsed || parsed.name === '') return 'malformed';
   const { name: user, pass: password } = parsed;
-  if (/[\x00-\x1f\x7f]/.test(user) || user.length > 256 || password.length > 1024) return 'malformed';
+  if (/[\x00-\x1f\x7f]/.test(user) || user.length > 256 || password.length > MAX_PASSWORD_LENGTH) return 'malformed';
   return { user, password };
 }
 
