@@ -11,7 +11,7 @@ import { parseAddress, parseCidr } from '../core/addresses.js';
 import { ConfigError } from '../core/errors.js';
 import { TSIG_ALGORITHMS, type Config, type ListenConfig, type TsigAlgorithm, type ZoneConfig } from './schema.js';
 import { describe, isObject, Section } from './reader.js';
-import { loadSecret, resolveSecretPath, type SecretContext, type SecretSource } from './secret.js';
+import { loadPassword, loadSecret, resolveSecretPath, type SecretContext, type SecretSource } from './secret.js';
 
 /** The placeholder names from the protocol documentation; real agents are never blocked by default. */
 export const DEFAULT_BLOCKED_AGENTS: readonly string[] = [
@@ -63,7 +63,7 @@ export function parseConfig(json: unknown, opts: ParseOptions): Config {
     basePath: readBasePath(top),
     trustedProxies: readTrustedProxies(top),
     http: readHttp(top.section('http')),
-    redis: readRedis(top.section('redis')),
+    redis: readRedis(top.section('redis'), opts),
     zones: readZones(top, opts),
     dns: readDns(top.section('dns')),
     frequency: readFrequency(top.section('frequency')),
@@ -146,7 +146,7 @@ function readHttp(s: Section): Config['http'] {
   return http;
 }
 
-function readRedis(s: Section): Config['redis'] {
+function readRedis(s: Section, opts: ParseOptions): Config['redis'] {
   const url = s.string('url', 'redis://127.0.0.1:6379/0').trim();
   let parsed: URL | undefined;
   try {
@@ -170,8 +170,26 @@ function readRedis(s: Section): Config['redis'] {
       throw new ConfigError(s.keyPath('url'), 'expected the socket file as the path (unix:///run/redis/redis.sock?db=0)');
     }
   }
+  // A database that cannot be selected would leave the client in database 0 (ioredis logs the
+  // failed SELECT and goes on): only a number, checked by the server when connecting.
+  if (tcp && !/^\/?(\d{1,5})?$/.test(parsed!.pathname)) {
+    throw new ConfigError(s.keyPath('url'), 'expected a database number as the path (redis://host:port/0)');
+  }
+  // The password may stay out of the config file (SPEC §11: secrets from files or the environment).
+  const passwordSources: SecretSource[] = [];
+  const passwordFile = s.optionalString('passwordFile');
+  const passwordEnv = s.optionalString('passwordEnv');
+  if (passwordFile !== undefined) passwordSources.push({ kind: 'file', key: s.keyPath('passwordFile'), path: passwordFile });
+  if (passwordEnv !== undefined) passwordSources.push({ kind: 'env', key: s.keyPath('passwordEnv'), variable: passwordEnv });
+  if (passwordSources.length > 1) throw new ConfigError(s.path, 'give at most one of passwordFile, passwordEnv');
+  if (passwordSources.length > 0 && parsed!.password !== '') {
+    throw new ConfigError(s.keyPath('url'), `holds a password as well as ${passwordSources[0]!.key.split('.').pop()}: give it once`);
+  }
+  const ctx: SecretContext = { env: opts.env, baseDir: opts.baseDir, readFile: opts.readFile };
+  const password = passwordSources.length > 0 ? loadPassword(passwordSources[0]!, ctx) : undefined;
   const redis = {
     url,
+    ...(password !== undefined ? { password } : {}),
     keyPrefix: s.string('keyPrefix', 'ddns:'),
     commandTimeoutMs: s.seconds('commandTimeout', 2, { positive: true }),
   };
@@ -415,6 +433,17 @@ export async function configWarnings(file: string, env: NodeJS.ProcessEnv = proc
       if (u.password !== '' || u.searchParams.has('password')) configHoldsSecret = true;
     } catch {
       // invalid URL: loadConfig reports it
+    }
+  }
+  if (typeof redis?.passwordFile === 'string') {
+    try {
+      const passwordPath = resolveSecretPath(redis.passwordFile, baseDir, env, 'redis.passwordFile');
+      const mode = await modeOf(passwordPath);
+      if (mode !== undefined && (mode & 0o077) !== 0) {
+        warnings.push(`redis.passwordFile: ${passwordPath} is readable by ${readers(mode)} (mode ${octal(mode)}); chmod 600 it, owned by the service user, or pass it with systemd LoadCredential=`);
+      }
+    } catch {
+      // unexpandable path: loadConfig reports it
     }
   }
   if (configHoldsSecret) {

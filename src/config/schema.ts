@@ -50,6 +50,8 @@ export interface Config {
   };
   redis: {
     url: string;
+    /** From redis.passwordFile or passwordEnv (else the URL's own, if any). A secret: never logged. */
+    password?: string;
     keyPrefix: string;
     /** A command that takes longer fails the request with 911. */
     commandTimeoutMs: number;

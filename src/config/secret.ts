@@ -154,3 +154,37 @@ export function loadSecret(source: SecretSource, ctx: SecretContext, expect: { n
     }
   }
 }
+
+/**
+ * A password (Redis's, not base64) from a file — its content without the final line break —
+ * or an environment variable. Errors never repeat the value.
+ */
+export function loadPassword(source: SecretSource, ctx: SecretContext): string {
+  let value: string;
+  switch (source.kind) {
+    case 'inline':
+      value = source.value;
+      break;
+    case 'env': {
+      if (!ENV_NAME.test(source.variable)) {
+        throw new ConfigError(source.key, 'expected the name of an environment variable (letters, digits and _, not starting with a digit), not its value');
+      }
+      const found = ctx.env[source.variable];
+      if (found === undefined || found === '') throw new ConfigError(source.key, `environment variable ${source.variable} is not set`);
+      value = found;
+      break;
+    }
+    case 'file': {
+      const file = resolveSecretPath(source.path, ctx.baseDir, ctx.env, source.key);
+      try {
+        value = ctx.readFile(file).replace(/\r?\n$/, '');
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+        throw new ConfigError(source.key, `cannot read ${looksLikeSecret(source.path) ? 'the file named here' : file} (${code})`);
+      }
+      break;
+    }
+  }
+  if (value === '' || /[\r\n]/.test(value)) throw new ConfigError(source.key, 'expected the password on one line, not empty');
+  return value;
+}

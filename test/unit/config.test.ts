@@ -97,6 +97,40 @@ describe('config: parseConfig', () => {
     expect(connectionOf('redis://127.0.0.1:6379/0')).to.equal('redis://127.0.0.1:6379/0');
   });
 
+  it('redis.url: a path that is not a database number is refused (it would leave the client in database 0)', () => {
+    for (const url of ['redis://127.0.0.1:6379/abc', 'redis://127.0.0.1:6379/0/x', 'redis://:hunter2@127.0.0.1:6379/db1']) {
+      const err = configError({ redis: { url }, zones: [zone()] });
+      expect(err.key, url).to.equal('redis.url');
+      expect(err.message).to.match(/database number/).and.not.include('hunter2');
+    }
+    for (const url of ['redis://127.0.0.1:6379', 'redis://127.0.0.1:6379/', 'redis://127.0.0.1:6379/15', 'rediss://r.example:6380/3']) {
+      expect(parseConfig({ redis: { url }, zones: [zone()] }, opts()).redis.url, url).to.equal(url);
+    }
+  });
+
+  it('redis.passwordFile / passwordEnv: the Redis password from a file or the environment, never repeated in errors', () => {
+    const pw = 'S3cret pass:word';
+    const fromFile = parseConfig({ redis: { passwordFile: 'redis.pw' }, zones: [zone()] }, opts({ '/etc/ddns-bridge/redis.pw': `${pw}\n` }));
+    expect(fromFile.redis.password).to.equal(pw);
+    const fromEnv = parseConfig({ redis: { passwordEnv: 'REDIS_PW' }, zones: [zone()] }, opts({}, { REDIS_PW: pw }));
+    expect(fromEnv.redis.password).to.equal(pw);
+    expect(parseConfig({ zones: [zone()] }, opts()).redis).to.not.have.property('password');
+    const checks: [unknown, ParseOptions, string, RegExp][] = [
+      [{ redis: { passwordFile: 'nope.pw' } }, opts(), 'redis.passwordFile', /\/etc\/ddns-bridge\/nope\.pw.*ENOENT/],
+      [{ redis: { passwordEnv: 'REDIS_PW' } }, opts(), 'redis.passwordEnv', /REDIS_PW is not set/],
+      [{ redis: { passwordEnv: pw } }, opts(), 'redis.passwordEnv', /name of an environment variable/],
+      [{ redis: { passwordFile: 'two.pw' } }, opts({ '/etc/ddns-bridge/two.pw': `${pw}\nmore\n` }), 'redis.passwordFile', /one line/],
+      [{ redis: { passwordFile: 'a', passwordEnv: 'B' } }, opts(), 'redis', /at most one/],
+      [{ redis: { url: `redis://:${encodeURIComponent(pw)}@127.0.0.1:6379/0`, passwordEnv: 'REDIS_PW' } }, opts({}, { REDIS_PW: pw }), 'redis.url', /password as well/],
+    ];
+    for (const [json, o, key, message] of checks) {
+      const err = configError({ ...(json as object), zones: [zone()] }, o);
+      expect(err.key, String(message)).to.equal(key);
+      expect(err.message).to.match(message);
+      expect(err.message).to.not.include(pw).and.not.include(encodeURIComponent(pw)).and.not.include('more');
+    }
+  });
+
   it('takes fractional seconds, listen objects, normalises zone names, default primary port', () => {
     const c = parseConfig(
       {
