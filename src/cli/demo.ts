@@ -34,18 +34,46 @@ export interface DemoOptions {
   port?: number;
 }
 
+/**
+ * SIGINT/SIGTERM, listened for from the very start: a signal during set-up (seconds; minutes
+ * when packages are installed first) must still stop the servers already started and remove
+ * the directory with the TSIG secret, which node's default handler (exit at once) would not.
+ */
+class StopSignals {
+  requested = false;
+  readonly signalled: Promise<void>;
+  private readonly handler: () => void;
+
+  constructor() {
+    let resolve!: () => void;
+    this.signalled = new Promise((r) => (resolve = r));
+    // Kept until dispose(): a second Ctrl-C while cleaning up must not cut the cleanup short.
+    this.handler = () => {
+      this.requested = true;
+      resolve();
+    };
+    process.on('SIGINT', this.handler);
+    process.on('SIGTERM', this.handler);
+  }
+
+  /** Between set-up steps: stop here when a signal came (see Interrupted). */
+  check(): void {
+    if (this.requested) throw new Interrupted();
+  }
+
+  dispose(): void {
+    process.off('SIGINT', this.handler);
+    process.off('SIGTERM', this.handler);
+  }
+}
+
+/** Set-up stopped by a signal: not an error, the demo ends as when stopped while running. */
+class Interrupted extends Error {}
+
 export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void> {
   const progress = (line: string) => err(`demo: ${line}`);
-  await ensureInstalled(
-    [
-      { binary: 'redis-server', debianPackage: 'redis-server' },
-      opts.nameserver === 'knot' ? { binary: 'knotd', debianPackage: 'knot' } : { binary: 'named', debianPackage: 'bind9' },
-      { binary: 'dig', debianPackage: 'bind9-dnsutils' },
-    ],
-    progress,
-  );
-
-  const dir = await makeTempDir('ddns-bridge-demo-');
+  const stop = new StopSignals();
+  let dir: string | undefined;
   let redis: RedisServer | undefined;
   let ns: NameServer | undefined;
   let bridge: Bridge | undefined;
@@ -53,12 +81,25 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
     await bridge?.close().catch(() => undefined);
     await ns?.stop().catch(() => undefined);
     await redis?.stop().catch(() => undefined);
-    await removeDir(dir).catch(() => undefined);
+    if (dir) await removeDir(dir).catch(() => undefined);
   };
 
   try {
+    await ensureInstalled(
+      [
+        { binary: 'redis-server', debianPackage: 'redis-server' },
+        opts.nameserver === 'knot' ? { binary: 'knotd', debianPackage: 'knot' } : { binary: 'named', debianPackage: 'bind9' },
+        { binary: 'dig', debianPackage: 'bind9-dnsutils' },
+      ],
+      progress,
+    );
+    stop.check();
+    // Each step's result is kept before the check: cleanup() must see what was started.
+    dir = await makeTempDir('ddns-bridge-demo-');
+    stop.check();
     progress(`working directory ${dir}`);
     redis = await startRedis({ dir, appendonly: true });
+    stop.check();
     const key = generateTsigKey('ddns-key', 'hmac-sha256');
     ns = await startNameServer(opts.nameserver, {
       dir,
@@ -66,6 +107,7 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
       key,
       records: [`mail.${DEMO_ZONE}. 3600 IN A 192.0.2.25`],
     });
+    stop.check();
     progress(`${opts.nameserver === 'knot' ? 'knotd' : 'named'} on 127.0.0.1:${ns.port}, redis on 127.0.0.1:${redis.port}`);
 
     const port = opts.port ?? (await freePort());
@@ -89,7 +131,9 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
     const password = randomBytes(9).toString('base64url');
     await bridge.store.accounts.create({ name: DEMO_ACCOUNT, passwordHash: await hashPassword(password), donator: true, createdAt: Date.now() });
     await bridge.store.hosts.add(DEMO_HOST, DEMO_ACCOUNT, 'dynamic');
+    stop.check();
     await bridge.http.listen('127.0.0.1', port);
+    stop.check();
     const url = `http://127.0.0.1:${port}`;
 
     if (opts.json) {
@@ -127,12 +171,14 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
       for (const l of lines) out(l);
     }
 
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
+    await stop.signalled;
     progress('stopping');
+  } catch (e) {
+    // A step may also fail because of the signal (a terminal's Ctrl-C reaches the servers too).
+    if (!stop.requested) throw e;
+    progress('interrupted while starting; stopping');
   } finally {
     await cleanup();
+    stop.dispose();
   }
 }

@@ -15,6 +15,13 @@ const commands = {
   hostImport: () => import('./commands/import.js'),
 };
 
+// A reader that stops early (`host list | head -1`) closes the pipe: not an error of ours.
+// Stop quietly with the status so far instead of an unhandled 'error' event's stack trace.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit();
+  throw e;
+});
+
 const out = (line: string) => process.stdout.write(line + '\n');
 const err = (line: string) => process.stderr.write(line + '\n');
 
@@ -30,6 +37,22 @@ function withConfig<T>(y: Argv<T>) {
   return y.option('config', { type: 'string', describe: 'config file (or DDNS_BRIDGE_CONFIG)' });
 }
 
+/**
+ * The pattern of `agent block|unblock`. yargs parses a bare `-` positional as '' (as for `host
+ * import -`), and leaves what follows `--` (`agent block -- -x/1.0`) in argv._ after the
+ * command words.
+ */
+function agentPattern(argv: { pattern?: string; _: (string | number)[] }): string {
+  const afterDashes = argv._.slice(2).map(String);
+  if (afterDashes.length > 1 || (afterDashes.length === 1 && argv.pattern !== undefined)) {
+    throw new UsageError('agent: expected one User-Agent pattern (quote one with spaces)');
+  }
+  if (afterDashes.length === 1) return afterDashes[0]!;
+  if (argv.pattern === '' && hideBin(process.argv).includes('-')) return '-';
+  if (argv.pattern === undefined) throw new UsageError('agent: name a User-Agent pattern (one starting with - goes after --: agent block -- -x/1.0)');
+  return argv.pattern;
+}
+
 const cli = yargs(hideBin(process.argv))
   .scriptName('ddns-bridge')
   .strict()
@@ -40,7 +63,8 @@ const cli = yargs(hideBin(process.argv))
     'run the HTTP update service',
     (y) =>
       withConfig(y)
-        .option('port', { type: 'number', describe: 'override the port of every listen address' })
+        // A string: yargs would turn `abc` into NaN; serve checks it (a usage error naming the value).
+        .option('port', { type: 'string', describe: 'override the port of every listen address' })
         .option('workers', { type: 'string', default: '1', describe: "worker processes sharing the listen addresses (node:cluster); 'auto': one per CPU" }),
     async (argv) => (await commands.serve()).serve(await ctx(argv, true), { port: argv.port, workers: argv.workers }),
   )
@@ -152,17 +176,25 @@ const cli = yargs(hideBin(process.argv))
   )
   .command('agent', 'manage the User-Agent block list', (y) =>
     withConfig(y)
+      // [pattern], not <pattern>: a User-Agent starting with '-' comes after '--', where yargs
+      // does not look for positionals (see agentPattern).
       .command(
-        'block <pattern>',
-        'refuse a User-Agent (exact, or a glob with *)',
-        (a) => a.positional('pattern', { type: 'string', demandOption: true }),
-        async (argv) => (await commands.admin()).agentBlock(await ctx(argv), argv.pattern, true, out),
+        'block [pattern]',
+        'refuse a User-Agent (exact, or a glob with *; one starting with - goes after --)',
+        (a) => a.positional('pattern', { type: 'string' }),
+        async (argv) => {
+          const pattern = agentPattern(argv);
+          await (await commands.admin()).agentBlock(await ctx(argv), pattern, true, out);
+        },
       )
       .command(
-        'unblock <pattern>',
+        'unblock [pattern]',
         'remove a User-Agent block',
-        (a) => a.positional('pattern', { type: 'string', demandOption: true }),
-        async (argv) => (await commands.admin()).agentBlock(await ctx(argv), argv.pattern, false, out),
+        (a) => a.positional('pattern', { type: 'string' }),
+        async (argv) => {
+          const pattern = agentPattern(argv);
+          await (await commands.admin()).agentBlock(await ctx(argv), pattern, false, out);
+        },
       )
       .command('list', 'list blocked User-Agents', {}, async (argv) => (await commands.admin()).agentList(await ctx(argv as Common), out))
       .demandCommand(1, 'name an agent command'),

@@ -23,8 +23,97 @@ export function connectionOf(url: string): string | { path: string; db: number; 
   return { path: decodeURIComponent(u.pathname), db: Number(u.searchParams.get('db') ?? 0), ...(password ? { password } : {}) };
 }
 
+/**
+ * Why the database redis.url names cannot be used, or undefined. ioredis turns a path that is
+ * not a number into NaN, then silently works in database 0 (and later sends `SELECT NaN`
+ * without catching the reply): such a URL must never reach it. A number the server does not
+ * have (`/99`) is left to the SELECT on connect (see SelectGuardedRedis).
+ */
+export function databaseProblem(url: string): string | undefined {
+  const u = new URL(url);
+  const raw = u.protocol === 'unix:' ? (u.searchParams.get('db') ?? '0') : u.pathname.replace(/^\//, '') || '0';
+  // Names the path or ?db= only: the URL itself may carry a password.
+  if (/^\d{1,9}$/.test(raw)) return undefined;
+  return `redis.url names the database ${JSON.stringify(raw)}: expected a number (redis://host:port/0, unix:///path?db=0)`;
+}
+
+/** Emitted (with the StoreUnavailableError) once the client has given up for good. */
+export const FATAL_EVENT = 'ddns-bridge:fatal';
+
+/**
+ * A client that stops for good when its database cannot be selected: ioredis only emits the
+ * SELECT's error and goes on in database 0, where every write would land in the wrong place.
+ * Once `fatal` is set no command is written any more; each one (and each still queued)
+ * fails with that error, which names the problem.
+ */
+class SelectGuardedRedis extends Redis {
+  fatal: StoreUnavailableError | undefined;
+
+  override sendCommand(...args: Parameters<Redis['sendCommand']>): unknown {
+    const [command] = args;
+    if (this.fatal) {
+      command.reject(this.fatal);
+      return command.promise;
+    }
+    return super.sendCommand(...args);
+  }
+
+  giveUp(error: StoreUnavailableError): void {
+    if (this.fatal) return;
+    this.fatal = error;
+    // Commands waiting for the connection fail with the reason, not "Connection is closed."
+    // (flushQueue is ioredis's own way to do this; private in its typings). Only those: the
+    // ones written before ready are ioredis's own, and flushing them would stop reading the
+    // socket, so the close below would wait for its 2 s fallback.
+    (this as unknown as { flushQueue?: (e: Error, o: { commandQueue: boolean }) => void }).flushQueue?.(error, { commandQueue: false });
+    this.disconnect();
+    this.emit(FATAL_EVENT, error);
+  }
+
+  override disconnect(reconnect = false): void {
+    // ioredis's ready check, failing with `fatal`, asks to reconnect: never again. (Its second
+    // disconnect would also arm a 2 s timer on the closed socket, keeping a CLI command alive.)
+    if (this.fatal && reconnect) return;
+    super.disconnect(reconnect);
+  }
+}
+
+/** The error that made the client give up for good (a database it cannot select), if any. */
+export function fatalErrorOf(redis: Redis): StoreUnavailableError | undefined {
+  return redis instanceof SelectGuardedRedis ? redis.fatal : undefined;
+}
+
+/**
+ * Resolves once the first connection attempt has an outcome, or after `maxWaitMs` (a Redis
+ * still loading its data is not ready for a long time): undefined when Redis is ready or merely
+ * unreachable (retried; commands answer 911 meanwhile), the error when the client gave up for
+ * good. `serve` waits for this before it listens.
+ */
+export function firstOutcome(redis: Redis, maxWaitMs: number): Promise<StoreUnavailableError | undefined> {
+  if (fatalErrorOf(redis) || redis.status === 'ready' || redis.status === 'end') return Promise.resolve(fatalErrorOf(redis));
+  const events = ['ready', 'error', 'end', FATAL_EVENT];
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      for (const e of events) redis.off(e, done);
+      // A refused SELECT arrives as 'error' first: look once every listener has seen it.
+      setImmediate(() => resolve(fatalErrorOf(redis)));
+    };
+    const timer = setTimeout(done, maxWaitMs);
+    for (const e of events) redis.on(e, done);
+  });
+}
+
+/** Resolves with the error once the client gives up for good (never, while it does not). */
+export function whenFatal(redis: Redis): Promise<StoreUnavailableError> {
+  const now = fatalErrorOf(redis);
+  if (now) return Promise.resolve(now);
+  return new Promise((resolve) => redis.once(FATAL_EVENT, resolve));
+}
+
 export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
   const target = connectionOf(cfg.url);
+  const problem = databaseProblem(cfg.url);
   const options: RedisOptions = {
     // Commands issued before the first connect wait for it (bounded by the timeout and
     // the retry limit below); after that, a dead connection rejects at once.
@@ -37,24 +126,41 @@ export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
     autoResendUnfulfilledCommands: false,
     retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
     connectionName: 'ddns-bridge',
+    // No usable database: never connect (every command fails, see below).
+    lazyConnect: problem !== undefined,
+    // From redis.passwordFile / passwordEnv (the config refuses one beside a password in the URL).
+    ...(cfg.password !== undefined ? { password: cfg.password } : {}),
   };
-  const redis = typeof target === 'string' ? new Redis(target, options) : new Redis({ ...options, ...target });
+  const redis = typeof target === 'string' ? new SelectGuardedRedis(target, options) : new SelectGuardedRedis({ ...options, ...target });
+  if (problem) {
+    logger.error('redis: cannot use the configured database; not using Redis', { error: problem });
+    redis.giveUp(new StoreUnavailableError(`redis: ${problem}`));
+    return redis;
+  }
 
   let down = false;
   redis.on('error', (err: Error) => {
-    if (down) return;
+    // The server refused the database (SELECT 99 of 16, …): retrying cannot help.
+    if ((err as { command?: { name?: string } }).command?.name === 'select') {
+      // The reply text only: the URL may carry a password.
+      logger.error('redis: cannot select the configured database; not using Redis', { error: err.message });
+      redis.giveUp(new StoreUnavailableError(`redis: cannot select the database of redis.url: ${err.message}`, { cause: err }));
+      return;
+    }
+    if (down || redis.fatal) return;
     down = true;
     // The URL may carry a password: log the error text only.
     logger.error('redis unavailable', { error: err.message });
   });
   redis.on('ready', () => {
     redis.options.enableOfflineQueue = false;
+    if (redis.fatal) return;
     if (down) logger.info('redis available again');
     down = false;
   });
   redis.on('reconnecting', () => {
     // A clean server shutdown emits no 'error'; a reconnect (never after quit) marks the outage.
-    if (down) return;
+    if (down || redis.fatal) return;
     down = true;
     logger.error('redis connection lost');
   });

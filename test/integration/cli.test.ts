@@ -388,6 +388,21 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.93']);
       expect(await env.hostJson(h)).to.include({ owner });
     });
+
+    it('remove refuses when the host is in no configured zone (its records are out of reach), unless --keep-dns', async () => {
+      const h = uniqHost('orphan');
+      await env.addHost(h, owner);
+      expect((await update(`hostname=${h}&myip=192.0.2.94`, [owner, ownerPw])).body).to.equal('good 192.0.2.94\n');
+      const otherZone = await writeVariant(env, 'other-zone.json', { zones: [{ ...(env.config.zones as Record<string, unknown>[])[0]!, name: `other.${ZONE}` }] });
+      const r = await runCli(['host', 'remove', h, '--config', otherZone]);
+      expect(r.code).to.equal(1);
+      expect(r.stderr).to.include('no configured zone').and.include('--keep-dns');
+      expect(await env.hostJson(h)).to.include({ owner, ipv4: '192.0.2.94' });
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.94']);
+      const kept = await runCli(['host', 'remove', h, '--keep-dns', '--config', otherZone]);
+      expect(kept.code, kept.stderr).to.equal(0);
+      expectFailure(await env.cli(['host', 'show', h, '--json']), 1, h);
+    });
   });
 
   describe('agent', () => {
@@ -422,6 +437,44 @@ describe('CLI (knot): accounts, hosts, agents', function () {
 
       expect((await env.cli(['agent', 'block', '   '])).code).to.not.equal(0);
       expect((await env.cli(['agent', 'block'])).code).to.equal(2);
+    });
+
+    it("block / unblock the User-Agent '-' (bare, as for host import -) and one starting with '-' (after --)", async () => {
+      const before = (await env.cliOk(['agent', 'list'])).trimEnd().split('\n');
+      const dashed = `-x-${process.pid}/1.0`;
+      // --config first: everything after -- is the pattern.
+      const cfg = ['--config', env.configPath];
+      const bare = await runCli(['agent', 'block', '-', ...cfg]);
+      expect(bare.code, bare.stderr).to.equal(0);
+      expect(bare.stdout).to.equal('blocked: -\n');
+      const afterDashes = await runCli(['agent', 'block', ...cfg, '--', dashed]);
+      expect(afterDashes.code, afterDashes.stderr).to.equal(0);
+      expect(afterDashes.stdout).to.equal(`blocked: ${dashed}\n`);
+      try {
+        const listed = (await env.cliOk(['agent', 'list'])).trimEnd().split('\n');
+        expect(listed).to.include.members(['-', dashed, ...before]);
+
+        // The serve process refuses both (it refreshes the shared list every ~2 s).
+        const acct = uniq('dashacct');
+        await env.addAccount(acct, 'dash-pw');
+        const h = uniqHost('dash');
+        await env.addHost(h, acct);
+        await sleep(2500);
+        for (const ua of ['-', dashed]) {
+          const refused = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.96`, { auth: [acct, 'dash-pw'], ua });
+          expect(refused.body, ua).to.equal('badagent\n');
+        }
+
+        // More than one pattern, or none: a usage error.
+        expect((await runCli(['agent', 'block', ...cfg, '--', 'a', 'b'])).code).to.equal(2);
+        expect((await runCli(['agent', 'block', 'a', ...cfg, '--', 'b'])).code).to.equal(2);
+      } finally {
+        const un1 = await runCli(['agent', 'unblock', '-', ...cfg]);
+        const un2 = await runCli(['agent', 'unblock', ...cfg, '--', dashed]);
+        expect(un1.code, un1.stderr).to.equal(0);
+        expect(un2.code, un2.stderr).to.equal(0);
+      }
+      expect((await env.cliOk(['agent', 'list'])).trimEnd().split('\n')).to.deep.equal(before);
     });
 
     it('list shows the config list of the file in use, CLI entries unmarked', async () => {

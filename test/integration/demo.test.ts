@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { access, readFile, readdir } from 'node:fs/promises';
+import { access, readFile, readdir, readlink } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -289,5 +289,83 @@ describe('demo (plain text, --port, SIGTERM)', function () {
     expect(await exists(dir)).to.equal(false);
     for (const c of children) expect(isAlive(c.pid), `${c.comm} (pid ${c.pid}) stopped`).to.equal(false);
     expect(await acceptsTcp('127.0.0.1', port)).to.equal(false);
+  });
+});
+
+/**
+ * Processes that name `dir` in their command line or run in it: the demo's servers all do
+ * (redis-server rewrites its command line, but runs in its --dir; a deleted one still shows).
+ */
+async function processesMentioning(dir: string): Promise<{ pid: number; cmdline: string }[]> {
+  const found: { pid: number; cmdline: string }[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = (await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).replace(/\0/g, ' ');
+    const cwd = await readlink(`/proc/${entry}/cwd`).catch(() => '');
+    if (cmdline.includes(dir) || cwd === dir || cwd.startsWith(`${dir}/`) || cwd.startsWith(`${dir} `)) found.push({ pid: Number(entry), cmdline });
+  }
+  return found;
+}
+
+describe('demo: a signal during start-up', function () {
+  this.timeout(120000);
+  let demo: DemoProcess | undefined;
+  let dir: string | undefined;
+
+  before(function () {
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
+  });
+  afterEach(async () => {
+    // Never leave anything behind, whatever the outcome.
+    await demo?.kill();
+    if (dir) {
+      for (const p of await processesMentioning(dir)) if (p.pid !== process.pid) isAlive(p.pid) && process.kill(p.pid, 'SIGKILL');
+      await removeDir(dir);
+    }
+    demo = undefined;
+    dir = undefined;
+  });
+
+  /** Resolves with the working directory once the demo announces it (it exists then). */
+  async function workingDirectory(d: DemoProcess): Promise<string> {
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    for (;;) {
+      const m = /demo: working directory (\S+)/.exec(d.stderr);
+      if (m) return m[1]!;
+      if (d.exit) throw new Error(`demo exited (${JSON.stringify(d.exit)}) before it named its directory:\n${d.stderr}`);
+      if (Date.now() > deadline) throw new Error(`no working directory after ${READY_TIMEOUT_MS} ms:\n${d.stderr}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  /** What an interrupted start-up must leave: nothing, and a normal exit. */
+  async function expectNothingLeft(d: DemoProcess, workDir: string, children: { pid: number; comm: string }[]): Promise<void> {
+    expect(await processesMentioning(workDir), 'processes naming the working directory').to.deep.equal([]);
+    for (const c of children) expect(isAlive(c.pid), `${c.comm} (pid ${c.pid}) stopped`).to.equal(false);
+    expect(await exists(workDir), `${workDir} removed`).to.equal(false);
+    expect(d.exit!.signal, d.stderr).to.equal(null);
+    expect(d.exit!.code, d.stderr).to.equal(0);
+    expect(d.stdout, 'never ready: nothing printed').to.equal('');
+    expect(d.stderr).to.not.match(/Error|    at /);
+  }
+
+  it('SIGTERM as soon as the working directory exists: servers stopped, directory removed, exit 0', async () => {
+    demo = DemoProcess.start(['--json']);
+    dir = await workingDirectory(demo);
+    await demo.stop('SIGTERM', 30000);
+    await expectNothingLeft(demo, dir, []);
+  });
+
+  it('SIGINT once its first server runs: servers stopped, directory removed, exit 0', async () => {
+    demo = DemoProcess.start(['--json']);
+    dir = await workingDirectory(demo);
+    let children: { pid: number; comm: string }[] = [];
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    while (!children.some((c) => c.comm === 'redis-server')) {
+      if (demo.exit || Date.now() > deadline) throw new Error(`redis-server never started:\n${demo.stderr}`);
+      children = await childrenOf(demo.child.pid!);
+    }
+    await demo.stop('SIGINT', 30000);
+    await expectNothingLeft(demo, dir, children);
   });
 });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { hashesPerWorker, MAX_AUTO_WORKERS, MAX_WORKERS, WORKER_SEMI_SPACE_MIB, workerCount, workerExecArgv, needsIpv6Only } from '../../src/cli/commands/serve.js';
+import { hashesPerWorker, MAX_AUTO_WORKERS, MAX_WORKERS, WORKER_SEMI_SPACE_MIB, workerCount, workerExecArgv, needsIpv6Only, portOverride } from '../../src/cli/commands/serve.js';
 import { UsageError } from '../../src/cli/context.js';
 
 describe('serve --workers', () => {
@@ -64,5 +64,24 @@ describe('serve --workers', () => {
     expect(specific.map((x) => needsIpv6Only(x, specific))).to.deep.equal([false, true, true]);
     const ephemeral = [l('127.0.0.1', 0), l('::1', 0)];
     expect(ephemeral.map((x) => needsIpv6Only(x, ephemeral))).to.deep.equal([false, false]);
+  });
+});
+
+describe('serve --port', () => {
+  it('takes a whole number from 0 to 65535 (as yargs passes it, a string), or nothing', () => {
+    expect(portOverride(undefined)).to.equal(undefined);
+    expect(portOverride('0')).to.equal(0);
+    expect(portOverride('8245')).to.equal(8245);
+    expect(portOverride('65535')).to.equal(65535);
+    expect(portOverride(8080)).to.equal(8080);
+  });
+
+  it('refuses anything else with a usage error that names the value', () => {
+    for (const bad of ['abc', '70000', '65536', '-1', '1.5', '', ' 80', '0x50', '8e3', NaN, -1, 70000, 1.5]) {
+      expect(() => portOverride(bad), JSON.stringify(bad))
+        .to.throw(UsageError, /--port: expected a whole number from 0 to 65535/)
+        .with.property('message')
+        .that.includes(JSON.stringify(bad));
+    }
   });
 });

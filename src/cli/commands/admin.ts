@@ -121,29 +121,34 @@ export async function hostAdd(ctx: CommandContext, name: string, account: string
 export async function hostRemove(ctx: CommandContext, name: string, keepDns: boolean, out: Out): Promise<void> {
   const fqdn = hostName(name);
   await withStore(ctx, async (s) => {
-    const claimed = await claimWhenIdle(s, fqdn, leaseMs(ctx.config));
-    if (!keepDns) {
-      const publisher = new DnsPublisher(ctx.config.zones, ctx.config.dns, ctx.logger);
-      try {
-        const zone = publisher.zoneFor(fqdn);
-        if (zone) {
+    const publisher = keepDns ? undefined : new DnsPublisher(ctx.config.zones, ctx.config.dns, ctx.logger);
+    try {
+      const zone = publisher?.zoneFor(fqdn);
+      if (publisher && !zone) {
+        // Its zone left the config: the records cannot be reached, and "removed" would hide them.
+        if (!(await s.hosts.get(fqdn))) throw new NotFoundError(`no host ${fqdn}`);
+        throw new ConflictError(`host ${fqdn} is in no configured zone: its DNS records cannot be deleted; remove it with --keep-dns`);
+      }
+      const claimed = await claimWhenIdle(s, fqdn, leaseMs(ctx.config));
+      if (publisher && zone) {
+        try {
           await publisher.publish({
             fqdn,
             zone,
             previous: claimed.host,
             target: { ipv4: null, ipv6: null, wildcard: false, mx: null, backmx: false, offline: false },
           });
+        } catch (err) {
+          // The host stays; if the deletes may still be applied, its stored state goes out again.
+          const maybeApplied = err instanceof DnsUpdateError && err.maybeApplied;
+          await s.hosts.release(claimed.lease, maybeApplied ? { republishInMs: 0 } : {});
+          throw err;
         }
-      } catch (err) {
-        // The host stays; if the deletes may still be applied, its stored state goes out again.
-        const maybeApplied = err instanceof DnsUpdateError && err.maybeApplied;
-        await s.hosts.release(claimed.lease, maybeApplied ? { republishInMs: 0 } : {});
-        throw err;
-      } finally {
-        await publisher.close();
       }
+      await s.hosts.remove(fqdn, claimed.lease);
+    } finally {
+      await publisher?.close();
     }
-    await s.hosts.remove(fqdn, claimed.lease);
   });
   out(`host ${fqdn} removed${keepDns ? ' (DNS records kept)' : ''}`);
 }

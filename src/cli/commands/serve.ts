@@ -17,7 +17,8 @@ import type { BridgeOptions } from '../compose.js';
 import { UsageError, type CommandContext } from '../context.js';
 
 export interface ServeOptions {
-  port?: number;
+  /** Overrides the port of every listen address: a whole number 0–65535 (as yargs passes it, a string). */
+  port?: number | string;
   /** Worker processes: a count, or 'auto' for one per CPU (default 1: no cluster, this process serves). */
   workers?: number | string;
 }
@@ -63,6 +64,16 @@ export function workerCount(value: number | string | undefined, cpus: number): n
   return n;
 }
 
+/** `--port`: a whole number from 0 (any free port) to 65535; undefined keeps the config's ports. */
+export function portOverride(value: number | string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = typeof value === 'number' ? value : /^\d{1,5}$/.test(value) ? Number(value) : NaN;
+  if (!Number.isInteger(n) || n < 0 || n > 65535) {
+    throw new UsageError(`--port: expected a whole number from 0 to 65535, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
 /**
  * Password checks each process runs at once: together about one per CPU (scrypt is CPU-bound,
  * more at once only holds more of its 32 MiB buffers), at least one, at most the default.
@@ -74,6 +85,8 @@ export function hashesPerWorker(workers: number, cpus: number): number {
 export async function serve(ctx: CommandContext, opts: ServeOptions): Promise<void> {
   const cpus = os.availableParallelism();
   const workers = workerCount(opts.workers, cpus);
+  // Before anything connects: a bad value is a usage error (exit 2), not a failed listen.
+  portOverride(opts.port);
   const bridgeOptions = { parallelHashes: hashesPerWorker(workers, cpus) };
   if (cluster.isWorker) return serveWorker(ctx, opts, bridgeOptions);
   if (workers === 1) return serveSingle(ctx, opts, bridgeOptions);
@@ -83,7 +96,8 @@ export async function serve(ctx: CommandContext, opts: ServeOptions): Promise<vo
 export type Listener = { host: string; port: number };
 
 function listenersOf(ctx: CommandContext, opts: ServeOptions): Listener[] {
-  return ctx.config.listen.map((l) => ({ host: l.host, port: opts.port ?? l.port }));
+  const port = portOverride(opts.port);
+  return ctx.config.listen.map((l) => ({ host: l.host, port: port ?? l.port }));
 }
 
 /**
@@ -100,7 +114,16 @@ async function startBridge(ctx: CommandContext, opts: ServeOptions, bridgeOption
   const { config, logger } = ctx;
   // Loaded here, not at the top: a cluster primary never builds a bridge (see main.ts).
   const { buildBridge } = await import('../compose.js');
+  const { firstOutcome } = await import('../../store/redis.js');
   const bridge = buildBridge(config, logger, bridgeOptions);
+  // A Redis that is down is waited for (911 meanwhile); one whose database cannot be used never works.
+  const fatal = await firstOutcome(bridge.store.redis, config.redis.commandTimeoutMs);
+  if (fatal) {
+    logger.error('cannot use redis', { error: fatal.message });
+    await bridge.close();
+    process.exitCode = 1;
+    return undefined;
+  }
   const bound: Listener[] = [];
   try {
     const listeners = listenersOf(ctx, opts);
@@ -135,8 +158,13 @@ async function serveSingle(ctx: CommandContext, opts: ServeOptions, bridgeOption
   const { logger } = ctx;
   const started = await startBridge(ctx, opts, bridgeOptions, 'listening');
   if (!started) return;
-  const signal = await stopSignal();
-  logger.info('stopping', { signal });
+  const { whenFatal } = await import('../../store/redis.js');
+  // Redis refusing the database later (restarted with fewer databases) ends the service too.
+  const why = await Promise.race([stopSignal().then((signal) => ({ signal })), whenFatal(started.bridge.store.redis).then((error) => ({ error }))]);
+  if ('error' in why) {
+    logger.error('cannot use redis; stopping', { error: why.error.message });
+    process.exitCode = 1;
+  } else logger.info('stopping', { signal: why.signal });
   await started.bridge.close().catch((err: unknown) => logger.error('error while stopping', { error: (err as Error).message }));
   logger.info('stopped');
 }
@@ -158,7 +186,14 @@ async function serveWorker(ctx: CommandContext, opts: ServeOptions, bridgeOption
     return;
   }
   process.send?.({ kind: 'ready', bound: started.bound } satisfies WorkerMessage);
-  const why = await stop;
+  const { whenFatal } = await import('../../store/redis.js');
+  // As in serveSingle: the primary restarts the worker (each start fails the same way) and gives up.
+  const fatal = whenFatal(started.bridge.store.redis).then((error) => {
+    logger.error('cannot use redis; stopping', { error: error.message });
+    process.exitCode = 1;
+    return 'redis unusable';
+  });
+  const why = await Promise.race([stop, fatal]);
   logger.info('worker stopping', { reason: why, pid: process.pid });
   await started.bridge.close().catch((err: unknown) => logger.error('error while stopping', { error: (err as Error).message }));
   logger.info('worker stopped', { pid: process.pid });

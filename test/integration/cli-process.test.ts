@@ -1,0 +1,106 @@
+/**
+ * The CLI process at its edges: a reader that closes stdout early (`host list | head -1`),
+ * and `serve --port` values that are usage mistakes (refused before anything is connected).
+ */
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import { CLI, runCli } from '../support/bridge.js';
+import { generateTsigKey, makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
+
+const ZONE = 'dyn.example.test';
+
+/** A config on `redisUrl`, its zone's primary unreachable (these tests never reach DNS). */
+async function writeConfig(dir: string, redisUrl: string): Promise<string> {
+  const key = generateTsigKey('ddns-key', 'hmac-sha256');
+  const secretFile = path.join(dir, 'tsig.secret');
+  await writeFile(secretFile, key.secret + '\n', { mode: 0o600 });
+  const file = path.join(dir, 'config.json');
+  const config = {
+    listen: ['127.0.0.1:0'],
+    redis: { url: redisUrl, keyPrefix: 'ddns:' },
+    zones: [{ name: ZONE, primary: '127.0.0.1:1', key: { name: key.name, algorithm: key.algorithm, secretFile } }],
+  };
+  await writeFile(file, JSON.stringify(config), { mode: 0o600 });
+  return file;
+}
+
+describe('CLI: stdout closed early by its reader', function () {
+  this.timeout(60000);
+  let dir: string | undefined;
+  let server: RedisServer | undefined;
+  let config: string;
+  // Far more than a pipe holds (64 KiB): the CLI is still writing when the reader goes.
+  const HOSTS = 5000;
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server']);
+    dir = await makeTempDir('ddns-cli-epipe-');
+    server = await startRedis({ dir });
+    config = await writeConfig(dir, server.url);
+    const added = await runCli(['account', 'add', 'demo', '--config', config], 'demo-Secret-pw-1\n');
+    expect(added.code, added.stderr).to.equal(0);
+    const lines = Array.from({ length: HOSTS }, (_, i) => `h${i}.${ZONE} demo\n`).join('');
+    const imported = await runCli(['host', 'import', '-', '--config', config], lines);
+    expect(imported.code, imported.stderr).to.equal(0);
+  });
+
+  after(async () => {
+    await server?.stop();
+    if (dir) await removeDir(dir);
+  });
+
+  it('host list | head -1: exits 0 quietly, no EPIPE stack trace', async () => {
+    const child = spawn(process.execPath, [CLI, 'host', 'list', '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    let first = '';
+    // Like head -1: read the first chunk, then close the pipe.
+    child.stdout.once('data', (d: Buffer) => {
+      first = d.toString();
+      child.stdout.destroy();
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    expect(first).to.match(new RegExp(`^h\\d+\\.${ZONE.replace(/\./g, '\\.')}\\tdemo`));
+    expect(stderr).to.not.include('EPIPE');
+    expect(stderr).to.not.include('Error');
+    expect(code, stderr).to.equal(0);
+  });
+});
+
+describe('CLI: serve --port must be a port number', function () {
+  this.timeout(30000);
+  let dir: string | undefined;
+  let fakeRedis: net.Server | undefined;
+  let connections = 0;
+  let config: string;
+
+  before(async () => {
+    dir = await makeTempDir('ddns-cli-port-');
+    // Stands in for Redis: only counts connections (a usage error must come before any).
+    fakeRedis = net.createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => fakeRedis!.listen(0, '127.0.0.1', resolve));
+    const port = (fakeRedis.address() as net.AddressInfo).port;
+    config = await writeConfig(dir, `redis://127.0.0.1:${port}/0`);
+  });
+
+  after(async () => {
+    fakeRedis?.close();
+    if (dir) await removeDir(dir);
+  });
+
+  for (const bad of ['abc', '70000', '-1', '1.5']) {
+    it(`--port ${bad}: exit 2 naming the value, nothing connected`, async () => {
+      const r = await runCli(['serve', '--config', config, `--port=${bad}`]);
+      expect(r.code, r.stderr).to.equal(2);
+      expect(r.stderr).to.include(`ddns-bridge: --port: expected a whole number from 0 to 65535, got "${bad}"`);
+      expect(r.stdout).to.equal('');
+      expect(connections, 'connections to Redis').to.equal(0);
+    });
+  }
+});
