@@ -87,12 +87,33 @@ function failure(
   return new DnsUpdateError(code, zone, `${what}: ${hintFor(opts.rcode, code)}`, opts);
 }
 
-/** The outcome of a verified (or unsigned error) response's RCODE: undefined = applied. */
+/**
+ * The outcome of a verified (or unsigned error) response's RCODE: undefined = applied. An
+ * unsigned error may be forged by anyone on the path, standing in for the primary's
+ * NOERROR: the update may have been applied.
+ */
 export function rcodeFailure(zone: string, rcode: number, signed = true): DnsUpdateError | undefined {
   if (rcode === 0) return undefined;
   const name = rcodeName(rcode);
   const note = signed ? '' : ' (unsigned response)';
-  return failure('ERR_DNS_RCODE', zone, `primary answered ${name}${note}`, { rcode: name, retryable: name === 'SERVFAIL', signedAnswer: signed });
+  const opts = { rcode: name, retryable: name === 'SERVFAIL', signedAnswer: signed, maybeApplied: !signed };
+  return failure('ERR_DNS_RCODE', zone, `primary answered ${name}${note}`, opts);
+}
+
+/**
+ * A TSIG error the primary's answer reported in its TSIG record (`tsigError`: BADSIG,
+ * BADKEY, BADTIME, …), as opposed to one found by our own verification. Knot answers an
+ * ACL denial of one owner name as BADKEY, which the zone sender splits by.
+ */
+export class TsigErrorAnswer extends DnsUpdateError {
+  constructor(
+    zone: string,
+    message: string,
+    opts: { rcode?: string; maybeApplied: boolean },
+    readonly tsigError: string,
+  ) {
+    super('ERR_DNS_TSIG', zone, message, { ...opts, retryable: false });
+  }
 }
 
 /** The mnemonic a local verification failure corresponds to (what a server would say). */
@@ -111,7 +132,9 @@ const LOCAL_TSIG_RCODE: Partial<Record<TsigFailureReason, string>> = {
 /**
  * The outcome of a response given its header RCODE and its TSIG verdict. A response
  * that is not validly signed by our key is never taken as success; an unsigned error
- * answer (a server that could not even parse the TSIG) is reported by its RCODE.
+ * answer (a server that could not even parse the TSIG) is reported by its RCODE. Only an
+ * answer whose MAC verifies over our request's says the primary refused; any other may be
+ * forged and hide a NOERROR, so it is `maybeApplied`.
  */
 export function responseFailure(zone: string, rcode: number, verdict: TsigVerdict): DnsUpdateError | undefined {
   if (verdict.ok) return rcodeFailure(zone, rcode);
@@ -121,9 +144,15 @@ export function responseFailure(zone: string, rcode: number, verdict: TsigVerdic
   const what = verdict.reason.startsWith('server-')
     ? `primary answered ${rcodeName(rcode)}, TSIG error ${mnemonic ?? verdict.tsig?.error}${skew}`
     : `response failed TSIG verification: ${verdict.reason}, ${verdict.detail}`;
-  // A NOERROR we cannot trust may stand in for a real one: the primary may have applied it.
-  // An error the primary reported itself (server-…) means it refused.
-  const maybeApplied = rcode === 0 && !verdict.reason.startsWith('server-');
+  // A NOERROR we cannot trust may stand in for a real one, and so may an error whose MAC
+  // does not verify: BADSIG and BADKEY answers carry none (RFC 8945 §5.3.2), so only a
+  // signed BADTIME (§5.2.3) or a verified answer outside the time window is the primary's
+  // own refusal. A verified NOERROR outside the window was applied.
+  const maybeApplied = rcode === 0 || verdict.macVerified !== true;
+  const message = `${what}: ${hintFor(mnemonic, 'ERR_DNS_TSIG')}`;
+  if (verdict.reason.startsWith('server-')) {
+    return new TsigErrorAnswer(zone, message, { rcode: mnemonic, maybeApplied }, mnemonic ?? `TSIG error ${verdict.tsig?.error}`);
+  }
   return failure('ERR_DNS_TSIG', zone, what, { rcode: mnemonic, retryable: false, maybeApplied });
 }
 

@@ -33,17 +33,20 @@ export async function signedExchange(
     return signed.message;
   }, timeoutMs);
 
+  // A message with our ID that is no verifiable answer may have taken the place of the
+  // primary's NOERROR (anyone on the path can send one): the update may have been applied.
   const zone = ctx.zone.name;
   let header;
   try {
     header = parseHeader(response);
   } catch (err) {
-    throw protocolFailure(zone, `unreadable response: ${(err as Error).message}`, err);
+    throw protocolFailure(zone, `unreadable response: ${(err as Error).message}`, err).asMaybeApplied();
   }
   if (!header.qr || header.opcode !== requestOpcode) {
-    throw protocolFailure(zone, `response has QR=${header.qr ? 1 : 0} opcode ${header.opcode}, expected a reply to opcode ${requestOpcode}`);
+    const what = `response has QR=${header.qr ? 1 : 0} opcode ${header.opcode}, expected a reply to opcode ${requestOpcode}`;
+    throw protocolFailure(zone, what).asMaybeApplied();
   }
-  const verdict = verifyMessage(response, ctx.zone.key, { now: ctx.now(), requestMac: requestMac! });
+  const verdict = verifyMessage(response, ctx.zone.key, { now: ctx.now(), requestMac: requestMac!, fudge: ctx.fudge });
   const failure = responseFailure(zone, header.rcode, verdict);
   if (failure) throw failure;
 }

@@ -3,6 +3,12 @@
  * 2-byte length framing, pipelined requests matched by message ID, a bound on messages
  * in flight (BIND's update-quota drops excess silently) with a FIFO for the rest.
  * Socket errors never escape: they fail the affected requests with a retryable error.
+ * A connection on which a request timed out with nothing read since it was written is
+ * retired: later requests (the retry first) go out on a new one, because a firewall or NAT
+ * that lost the connection's state swallows everything on it silently, for as long as the
+ * OS keeps the socket. The retired one stays open while requests on it may still be
+ * answered (a primary that only stalled, as knotd 3.2 now and then does for ~0.7 s), and
+ * is closed once none is left.
  */
 import { randomInt } from 'node:crypto';
 import net from 'node:net';
@@ -28,12 +34,16 @@ interface Request {
   reject(err: DnsUpdateError): void;
   timer: NodeJS.Timeout;
   id?: number;
+  /** The connection it was written to: only that connection's answers and loss concern it. */
+  socket?: net.Socket;
+  /** socket.bytesRead when it was written. */
+  bytesReadAtSend?: number;
   /** Holds one of the maxInFlight slots (else it waits in the FIFO). */
   holdsSlot: boolean;
   done: boolean;
 }
 
-/** How long the ID of an abandoned (timed-out) request stays reserved: a late answer must not match a new request. */
+/** How long the ID of an abandoned (timed-out) request stays reserved on its connection: a late answer must not match a new request. */
 const ABANDONED_ID_HOLD_MS = 60_000;
 const ID_SPACE = 0x10000;
 /** Free IDs kept so that a random pick succeeds within a few tries. */
@@ -41,12 +51,14 @@ const ID_HEADROOM = 4096;
 
 export class TcpTransport {
   private socket: net.Socket | undefined;
+  /** Connections no longer used for new requests, closed once nothing is in flight on them. */
+  private readonly retired = new Set<net.Socket>();
   private connecting: Promise<net.Socket> | undefined;
   private readonly inFlight = new Map<number, Request>();
   private readonly waiting: Request[] = [];
-  private readonly abandoned = new Map<number, number>();
+  /** ID → until when it stays reserved, and the connection its late answer could come on. */
+  private readonly abandoned = new Map<number, { until: number; socket: net.Socket }>();
   private slotsUsed = 0;
-  private readBuffer = Buffer.alloc(0);
   private closed = false;
 
   constructor(private readonly opts: TransportOptions) {}
@@ -88,6 +100,7 @@ export class TcpTransport {
     for (const req of [...this.inFlight.values()]) this.finish(req, err.asMaybeApplied());
     this.socket?.destroy();
     this.socket = undefined;
+    for (const socket of this.retired) socket.destroy();
   }
 
   private start(req: Request): void {
@@ -118,6 +131,8 @@ export class TcpTransport {
       return;
     }
     req.id = id;
+    req.socket = socket;
+    req.bytesReadAtSend = socket.bytesRead;
     this.inFlight.set(id, req);
     const frame = Buffer.alloc(2 + message.length);
     frame.writeUInt16BE(message.length, 0);
@@ -133,7 +148,7 @@ export class TcpTransport {
    */
   private freeId(): number {
     const now = Date.now();
-    for (const [id, until] of this.abandoned) {
+    for (const [id, { until }] of this.abandoned) {
       if (until > now) break;
       this.abandoned.delete(id);
     }
@@ -180,42 +195,65 @@ export class TcpTransport {
 
   private attach(socket: net.Socket): void {
     this.socket = socket;
-    this.readBuffer = Buffer.alloc(0);
+    let readBuffer = Buffer.alloc(0);
     let lastError: Error | undefined;
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('data', (chunk: Buffer) => {
+      readBuffer = this.onData(socket, readBuffer.length === 0 ? chunk : Buffer.concat([readBuffer, chunk]));
+    });
     socket.on('error', (err) => {
       lastError = err;
     });
     socket.on('close', () => {
       if (this.socket === socket) this.socket = undefined;
-      this.abandoned.clear(); // late answers cannot arrive on a new connection
+      this.retired.delete(socket);
+      // Late answers cannot arrive on another connection: its held IDs are free again.
+      for (const [id, held] of this.abandoned) if (held.socket === socket) this.abandoned.delete(id);
       const why = lastError ? `connection to the primary failed: ${lastError.message}` : 'the primary closed the connection';
-      // Every request still in flight was sent: the primary may have read and applied it.
+      // Every request still in flight on it was sent: the primary may have read it and may
+      // still apply it, even after a later message on a new connection (no ordering across
+      // connections). Maybe applied: a host that then fails has its stored state republished.
+      // Requests on a newer connection are not concerned.
       const err = connectionFailure(this.opts.zone, why, lastError).asMaybeApplied();
-      for (const req of [...this.inFlight.values()]) this.finish(req, err);
+      for (const req of [...this.inFlight.values()]) if (req.socket === socket) this.finish(req, err);
     });
   }
 
-  private onData(chunk: Buffer): void {
-    this.readBuffer = this.readBuffer.length === 0 ? chunk : Buffer.concat([this.readBuffer, chunk]);
-    while (this.readBuffer.length >= 2) {
-      const length = this.readBuffer.readUInt16BE(0);
-      if (this.readBuffer.length < 2 + length) break;
-      const message = this.readBuffer.subarray(2, 2 + length);
-      this.readBuffer = this.readBuffer.subarray(2 + length);
+  /** Match the complete frames in `buffered` (read from `socket`); returns the unread rest. */
+  private onData(socket: net.Socket, buffered: Buffer): Buffer {
+    while (buffered.length >= 2) {
+      const length = buffered.readUInt16BE(0);
+      if (buffered.length < 2 + length) break;
+      const message = buffered.subarray(2, 2 + length);
+      buffered = buffered.subarray(2 + length);
       if (message.length < 12) continue; // not even a header: nothing to match
       const req = this.inFlight.get(message.readUInt16BE(0));
-      if (req) this.finish(req, undefined, Buffer.from(message));
+      if (req && req.socket === socket) this.finish(req, undefined, Buffer.from(message));
       // An unknown ID is a late answer to an abandoned request: ignore it.
     }
+    return buffered;
   }
 
   private expire(req: Request, timeoutMs: number): void {
     if (req.done) return;
     const failure = timeoutFailure(this.opts.zone, timeoutMs);
-    if (req.id === undefined) return this.finish(req, failure); // never sent
-    this.abandoned.set(req.id, Date.now() + ABANDONED_ID_HOLD_MS);
+    const socket = req.socket;
+    if (req.id === undefined || socket === undefined) return this.finish(req, failure); // never sent
+    this.abandoned.set(req.id, { until: Date.now() + ABANDONED_ID_HOLD_MS, socket });
+    // Not a byte came back since this request went out: the connection may be a black hole.
+    if (socket.bytesRead === req.bytesReadAtSend) this.retire(socket);
     this.finish(req, failure.asMaybeApplied());
+  }
+
+  /** Send nothing more on `socket` (the next request connects afresh); close it once idle. */
+  private retire(socket: net.Socket): void {
+    if (this.socket === socket) this.socket = undefined;
+    this.retired.add(socket);
+  }
+
+  private closeIfRetiredAndIdle(socket: net.Socket): void {
+    if (!this.retired.has(socket)) return;
+    for (const req of this.inFlight.values()) if (req.socket === socket) return;
+    socket.destroy();
   }
 
   /** Settle a request exactly once and hand its slot to the next waiter. */
@@ -224,6 +262,7 @@ export class TcpTransport {
     req.done = true;
     clearTimeout(req.timer);
     if (req.id !== undefined && this.inFlight.get(req.id) === req) this.inFlight.delete(req.id);
+    if (req.socket) this.closeIfRetiredAndIdle(req.socket);
     if (req.holdsSlot) {
       this.slotsUsed--;
       const next = this.closed ? undefined : this.waiting.shift();

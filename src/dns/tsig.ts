@@ -164,6 +164,11 @@ export type TsigVerdict =
       tsig?: TsigRecord;
       /** Our clock minus the peer's, in seconds, when a time check failed and it is known. */
       skewSeconds?: number;
+      /**
+       * The MAC verified over our request's (a time check failed, or a signed BADTIME): the
+       * answer is the peer's own. Absent: anyone on the path could have made it up.
+       */
+      macVerified?: true;
     };
 
 export interface VerifyOptions {
@@ -171,6 +176,11 @@ export interface VerifyOptions {
   now: number;
   /** The MAC of our request when verifying its response (RFC 8945 §5.3); absent for requests. */
   requestMac?: Buffer;
+  /**
+   * Our own fudge (dns.fudge): a skew within it is accepted even when the peer signed with a
+   * smaller one (servers sign with theirs, 300 s, whatever the request said).
+   */
+  fudge?: number;
 }
 
 /** Decode the TSIG RDATA of the record at `loc`. */
@@ -224,7 +234,8 @@ const SERVER_ERRORS: Record<number, TsigFailureReason> = {
  * Verify a signed message with `key`. For a response, pass the request MAC: it is
  * prepended (length + MAC) to the MAC input. Checks, in RFC 8945 §5.3/§5.4 order: a TSIG
  * is present, key name and algorithm are ours, the peer reported no TSIG error, the MAC
- * is full length and matches, and Time Signed is within the fudge of `now`.
+ * is full length and matches, and Time Signed is within the fudge of `now` (the larger of
+ * the message's and `opts.fudge`).
  */
 export function verifyMessage(buf: Buffer, key: TsigKeyConfig, opts: VerifyOptions): TsigVerdict {
   let extracted: ReturnType<typeof extractTsig>;
@@ -252,9 +263,11 @@ export function verifyMessage(buf: Buffer, key: TsigKeyConfig, opts: VerifyOptio
     // A BADTIME answer is signed and carries the peer's clock in Other Data (RFC 8945
     // §5.2.3). The skew is only believed from an answer whose MAC verifies: anyone can
     // send an unsigned BADTIME naming any clock.
+    // BADSIG and BADKEY answers carry no MAC (RFC 8945 §5.3.2): they stay unverified.
     const peerTime = tsig.otherData.length === 6 ? tsig.otherData.readUInt16BE(0) * 2 ** 32 + tsig.otherData.readUInt32BE(2) : undefined;
-    if (reason === 'server-badtime' && peerTime !== undefined && macMatches()) {
-      return { ok: false, reason, detail: `peer reported TSIG error ${tsig.error}`, tsig, skewSeconds: Math.floor(opts.now) - peerTime };
+    if (reason === 'server-badtime' && macMatches()) {
+      const skew = peerTime === undefined ? {} : { skewSeconds: Math.floor(opts.now) - peerTime };
+      return { ok: false, reason, detail: `peer reported TSIG error ${tsig.error}`, tsig, macVerified: true, ...skew };
     }
     const unverified = reason === 'server-badtime' && peerTime !== undefined ? ' (its MAC does not verify: the clock it names is ignored)' : '';
     return { ok: false, reason, detail: `peer reported TSIG error ${tsig.error}${unverified}`, tsig };
@@ -265,8 +278,9 @@ export function verifyMessage(buf: Buffer, key: TsigKeyConfig, opts: VerifyOptio
   }
   if (!macMatches()) return { ok: false, reason: 'bad-mac', detail: 'MAC does not match', tsig };
   const skew = Math.floor(opts.now) - tsig.timeSigned;
-  if (Math.abs(skew) > tsig.fudge) {
-    return { ok: false, reason: 'bad-time', detail: `time signed is ${skew} s behind ours (fudge ${tsig.fudge} s)`, tsig, skewSeconds: skew };
+  const fudge = Math.max(tsig.fudge, opts.fudge ?? 0);
+  if (Math.abs(skew) > fudge) {
+    return { ok: false, reason: 'bad-time', detail: `time signed is ${skew} s behind ours (fudge ${fudge} s)`, tsig, skewSeconds: skew, macVerified: true };
   }
   return { ok: true, tsig };
 }

@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import type { Config, ZoneConfig } from '../config/schema.js';
 import type { DnsUpdateError } from '../core/errors.js';
 import type { HostPlan } from './plan.js';
-import { connectionFailure, protocolFailure, timeoutFailure } from './rcode.js';
+import { connectionFailure, protocolFailure, timeoutFailure, TsigErrorAnswer } from './rcode.js';
 import { asDnsUpdateError, signedExchange, type SigningContext } from './signed-exchange.js';
 import { TcpTransport } from './transport.js';
 import { encodeUpdate, encodedLength } from './wire.js';
@@ -267,9 +267,12 @@ export class ZoneSender {
     const retry: PendingHost[] = [];
     // A key or clock problem fails every message of the zone alike: no point splitting. But
     // Knot answers an ACL denial of one owner name as NOTAUTH/BADKEY, like a wrong key: while
-    // the primary has lately accepted our key, a BADKEY is taken as such a denial.
+    // the primary has lately accepted our key, a BADKEY it reports is taken as such a denial.
+    // (Such an answer is unsigned, hence maybe applied: what counts is that the answer says
+    // BADKEY, not a key mismatch our own verification found.)
     const keyAccepted = this.keyAcceptedAt !== undefined && now - this.keyAcceptedAt < KEY_ACCEPTED_MS;
-    const zoneWide = err.code === 'ERR_DNS_TSIG' && !(err.rcode === 'BADKEY' && !err.maybeApplied && keyAccepted);
+    const reportedBadkey = err instanceof TsigErrorAnswer && err.tsigError === 'BADKEY';
+    const zoneWide = err.code === 'ERR_DNS_TSIG' && !(reportedBadkey && keyAccepted);
     // Knot 3.2 fails a whole bulk of merged updates with SERVFAIL: retries then go alone.
     const servfail = err.code === 'ERR_DNS_RCODE' && err.rcode === 'SERVFAIL';
     for (const h of batch) {

@@ -54,6 +54,18 @@ describe('dns rcode → outcome (SPEC §8)', () => {
     expect(responseFailure(ZONE, 2, failed('unsigned'))).to.include({ rcode: 'SERVFAIL', retryable: true });
   });
 
+  it('only an answer whose MAC verifies is a known refusal; any other may be forged and hide a NOERROR → maybeApplied', () => {
+    expect(responseFailure(ZONE, 5, ok)).to.include({ maybeApplied: false });
+    expect(responseFailure(ZONE, 9, failed('server-badtime', { macVerified: true, skewSeconds: 3600 }))).to.include({ rcode: 'BADTIME', maybeApplied: false });
+    expect(responseFailure(ZONE, 5, failed('bad-time', { macVerified: true })), 'verified, outside the time window').to.include({ maybeApplied: false });
+    expect(responseFailure(ZONE, 0, failed('bad-time', { macVerified: true })), 'a verified NOERROR was applied').to.include({ maybeApplied: true });
+    expect(responseFailure(ZONE, 5, failed('unsigned'))).to.include({ code: 'ERR_DNS_RCODE', rcode: 'REFUSED', maybeApplied: true });
+    const unverified = ['server-badsig', 'server-badkey', 'server-badtime', 'server-badtrunc', 'server-error', 'bad-mac', 'key-mismatch', 'algorithm-mismatch', 'truncated-mac', 'malformed'] as const;
+    for (const reason of unverified) {
+      for (const rcode of [0, 9]) expect(responseFailure(ZONE, rcode, failed(reason)), `${reason} rcode ${rcode}`).to.include({ code: 'ERR_DNS_TSIG', maybeApplied: true });
+    }
+  });
+
   it('names every rcode, unknown ones by number', () => {
     expect(rcodeName(8)).to.equal('NXRRSET');
     expect(rcodeName(18)).to.equal('BADTIME');

@@ -22,6 +22,8 @@ interface SeenRequest {
   signedOk: boolean;
   /** Requests received and not answered yet when this one arrived (on any connection). */
   openAtArrival: number;
+  /** The connection it came on: 1 for the first one accepted. */
+  conn: number;
 }
 
 interface Action {
@@ -36,6 +38,16 @@ interface Action {
   rcodeAtAnswer?: () => number;
   /** Answer NOTAUTH with an unsigned TSIG error BADKEY (how Knot answers an ACL denial). */
   badkey?: boolean;
+  /** Answer NOTAUTH with TSIG error BADSIG and an empty MAC (RFC 8945 §5.3.2). */
+  badsig?: boolean;
+  /** Answer NOTAUTH with a signed TSIG error BADTIME naming the server's clock (RFC 8945 §5.2.3). */
+  badtime?: boolean;
+  /** Sign with another secret under our key name (a forger who does not know the key). */
+  forgedMac?: boolean;
+  /** Sign with another key (another name and secret). */
+  otherKey?: boolean;
+  /** The header's flags word (QR, opcode, RCODE) as sent, unsigned: for QR=0 / wrong-opcode answers. */
+  flags?: number;
 }
 
 const labKey = generateTsigKey('sender-key');
@@ -56,6 +68,9 @@ class ScriptedPrimary {
   readonly seen: SeenRequest[] = [];
   readonly sockets = new Set<net.Socket>();
   connections = 0;
+  /** Connection numbers whose socket closed. */
+  private readonly closedConns = new Set<number>();
+  private readonly closeWaiters: Array<() => void> = [];
   private open = 0;
   script: (req: SeenRequest, index: number) => Action = () => ({});
   private server = net.createServer((socket) => this.onConnection(socket));
@@ -71,10 +86,19 @@ class ScriptedPrimary {
     await new Promise((resolve) => this.server.close(resolve));
   }
 
+  /** Resolves once connection number `conn` has closed (the test's own timeout bounds it). */
+  async closed(conn: number): Promise<void> {
+    while (!this.closedConns.has(conn)) await new Promise<void>((wake) => this.closeWaiters.push(wake));
+  }
+
   private onConnection(socket: net.Socket): void {
-    this.connections++;
+    const conn = ++this.connections;
     this.sockets.add(socket);
-    socket.on('close', () => this.sockets.delete(socket));
+    socket.on('close', () => {
+      this.sockets.delete(socket);
+      this.closedConns.add(conn);
+      for (const wake of this.closeWaiters.splice(0)) wake();
+    });
     socket.on('error', () => {});
     let buf = Buffer.alloc(0);
     socket.on('data', (chunk) => {
@@ -82,13 +106,14 @@ class ScriptedPrimary {
       while (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) {
         const msg = buf.subarray(2, 2 + buf.readUInt16BE(0));
         buf = buf.subarray(2 + msg.length);
-        this.answer(socket, Buffer.from(msg));
+        this.answer(socket, Buffer.from(msg), conn);
       }
     });
   }
 
-  private answer(socket: net.Socket, msg: Buffer): void {
+  private answer(socket: net.Socket, msg: Buffer, conn: number): void {
     const req: SeenRequest = {
+      conn,
       id: msg.readUInt16BE(0),
       hosts: prerequisiteOwners(msg),
       signedOk: verifyMessage(msg, key, { now: Date.now() / 1000 }).ok,
@@ -106,16 +131,27 @@ class ScriptedPrimary {
       this.open--;
       const zoneEnd = readName(msg, 12).next + 4;
       const body = Buffer.from(msg.subarray(0, zoneEnd));
-      const rcode = action.badkey ? 9 : action.rcodeAtAnswer?.() ?? action.rcode ?? 0;
-      body.writeUInt16BE(0x8000 | (5 << 11) | rcode, 2);
+      const rcode = action.badkey || action.badsig || action.badtime ? 9 : action.rcodeAtAnswer?.() ?? action.rcode ?? 0;
+      body.writeUInt16BE(action.flags ?? 0x8000 | (5 << 11) | rcode, 2);
       body.writeUInt32BE(0, 6); // PRCOUNT, UPCOUNT
       body.writeUInt16BE(0, 10);
       const requestMac = extractTsig(msg)!.tsig.mac;
       let reply: Buffer;
-      if (action.badkey) {
-        const tsig = { ...extractTsig(msg)!.tsig, mac: Buffer.alloc(0), error: TSIG_ERRORS.BADKEY, otherData: Buffer.alloc(0) };
+      if (action.badkey || action.badsig) {
+        const error = action.badkey ? TSIG_ERRORS.BADKEY : TSIG_ERRORS.BADSIG;
+        const tsig = { ...extractTsig(msg)!.tsig, mac: Buffer.alloc(0), error, otherData: Buffer.alloc(0) };
         reply = Buffer.concat([body, encodeTsigRecord(tsig)]);
         reply.writeUInt16BE(1, 10); // ARCOUNT
+      } else if (action.badtime) {
+        const serverTime = Buffer.alloc(6);
+        serverTime.writeUInt32BE(Math.floor(Date.now() / 1000) + 3600, 2);
+        const opts = { timeSigned: Date.now() / 1000 + 3600, fudge: 300, requestMac, error: TSIG_ERRORS.BADTIME, otherData: serverTime };
+        reply = signMessage(body, key, opts).message;
+      } else if (action.forgedMac || action.otherKey) {
+        const forger = { ...key, secret: Buffer.alloc(32, 7), ...(action.otherKey ? { name: 'other-key' } : {}) };
+        reply = signMessage(body, forger, { timeSigned: Date.now() / 1000, fudge: 300, requestMac }).message;
+      } else if (action.flags !== undefined) {
+        reply = body;
       } else {
         reply = action.unsigned ? body : signMessage(body, key, { timeSigned: Date.now() / 1000, fudge: 300, requestMac }).message;
       }
@@ -223,15 +259,60 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
     });
 
     it('times out a silent request as retryable and ignores its late answer', async () => {
+      // The second request is answered at once: the connection is alive, so it is kept.
       primary.script = (_r, i) => (i === 0 ? { delayMs: 300 } : {});
       const t = transport();
       const started = Date.now();
-      const err = await rejection(t.request(build, 100));
+      const [slow] = await Promise.allSettled([t.request(build, 100), t.request(build, 1000)]);
+      const err = (slow as PromiseRejectedResult).reason as DnsUpdateError;
       expect(err).to.include({ code: 'ERR_DNS_TIMEOUT', retryable: true });
       expect(Date.now() - started).to.be.within(90, 250);
       await new Promise((r) => setTimeout(r, 300)); // the late answer arrives: no crash, no mismatch
       const ok = await t.request(build, 1000);
       expect(ok.readUInt16BE(0)).to.not.equal(primary.seen[0]!.id);
+      expect(primary.connections).to.equal(1);
+    });
+
+    it('a connection that went silent is replaced: after a timeout with nothing read since the write, the next request goes on a new connection', async () => {
+      // The first connection answers its first request, then nothing ever again (a firewall
+      // that lost its state); every new connection is answered.
+      primary.script = (r) => (r.conn === 1 && primary.seen.filter((s) => s.conn === 1).length > 1 ? { silent: true } : {});
+      const t = transport();
+      await t.request(build, 1000);
+      expect(await rejection(t.request(build, 100))).to.include({ code: 'ERR_DNS_TIMEOUT', maybeApplied: true });
+      const ok = await t.request(build, 1000);
+      expect(ok.readUInt16BE(0)).to.equal(primary.seen.at(-1)!.id);
+      expect(primary.seen.map((s) => s.conn)).to.deep.equal([1, 1, 2]);
+    });
+
+    it('a silent connection is closed once nothing is left on it; its closing fails nothing sent on the new one', async () => {
+      primary.script = (r) => (r.conn === 1 ? { silent: true } : {});
+      const t = transport();
+      const first = t.request(build, 100);
+      const second = t.request(build, 150); // written to the same dead connection
+      expect(await rejection(first)).to.include({ code: 'ERR_DNS_TIMEOUT', maybeApplied: true });
+      // Sent right away, on a new connection, while the old one still holds the second.
+      const third = t.request(build, 1000);
+      expect(await rejection(second)).to.include({ code: 'ERR_DNS_TIMEOUT', maybeApplied: true, retryable: true });
+      await third;
+      expect(primary.seen.map((s) => s.conn)).to.deep.equal([1, 1, 2]);
+      await primary.closed(1); // the dead one, once its last request was given up
+      expect(primary.sockets.size).to.equal(1);
+      await t.request(build, 1000);
+      expect(primary.seen.map((s) => s.conn)).to.deep.equal([1, 1, 2, 2]);
+    });
+
+    it('a primary that only stalled still answers on the old connection: requests waiting there are not failed', async () => {
+      // Both answers come late; the first request gives up before, the second waits long enough.
+      primary.script = (r) => (r.conn === 1 ? { delayMs: 300 } : {});
+      const t = transport();
+      const first = t.request(build, 100);
+      const second = t.request(build, 2000);
+      expect(await rejection(first)).to.include({ code: 'ERR_DNS_TIMEOUT', maybeApplied: true });
+      const third = t.request(build, 2000); // not behind the stall: a new connection
+      const [answer] = await Promise.all([second, third]);
+      expect(answer.readUInt16BE(0)).to.equal(primary.seen[1]!.id);
+      expect(primary.seen.map((s) => s.conn)).to.deep.equal([1, 1, 2]);
     });
 
     it('reports a refused connection as retryable, without crashing the process', async () => {
@@ -282,6 +363,12 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       expect(err).to.include({ code: 'ERR_DNS_RCODE', rcode: 'REFUSED', retryable: false });
       expect(err.message).to.match(/update-policy/);
       expect(primary.seen).to.have.length(1);
+    });
+
+    it('dns.fudge applies to answers too: with fudge 1000 and our clock 500 s off, an answer signed with fudge 300 is accepted', async () => {
+      await sender({ fudge: 1000, clockOffsetSeconds: 500 }).send(plan('a'));
+      await sender({ fudge: 1000, clockOffsetSeconds: -500 }).send(plan('b'));
+      expect(primary.seen.map((r) => r.signedOk)).to.deep.equal([true, true]);
     });
 
     it('an unsigned NOERROR is a failure (ERR_DNS_TSIG), an unsigned error answer keeps its rcode', async () => {
@@ -377,7 +464,8 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       const s = sender({ maxInFlight: 1 });
       const results = await Promise.allSettled(['a', 'b', 'denied', 'c'].map((l) => s.send(plan(l))));
       expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
-      expect((results[2] as PromiseRejectedResult).reason).to.include({ code: 'ERR_DNS_TSIG', rcode: 'BADKEY', maybeApplied: false });
+      // Knot's BADKEY answer carries no MAC: it cannot be told from a forged one, so maybe applied.
+      expect((results[2] as PromiseRejectedResult).reason).to.include({ code: 'ERR_DNS_TSIG', rcode: 'BADKEY', maybeApplied: true });
       expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1, 3, 1, 1, 1]);
     });
 
@@ -419,6 +507,15 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1, 3, 1, 1, 1]);
     });
 
+    it('only a BADKEY the answer reports is split: an error answer signed with another key is zone-wide, even while our key is accepted', async () => {
+      primary.script = (_r, i) => (i === 0 ? { delayMs: 100, rcode: 5 } : { otherKey: true, rcode: 9 });
+      const s = sender({ maxInFlight: 1 });
+      const results = await Promise.allSettled(['x', 'a', 'b', 'c'].map((l) => s.send(plan(l))));
+      expect(results.map((r) => r.status)).to.deep.equal(['rejected', 'rejected', 'rejected', 'rejected']);
+      expect((results[1] as PromiseRejectedResult).reason).to.include({ code: 'ERR_DNS_TSIG', maybeApplied: true });
+      expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1, 3]);
+    });
+
     it("a merged message waits as long as its youngest host may: an older host's nearer deadline does not cut it short", async () => {
       // timeout 1000 ms; 'old' queues at 0 behind x (answered at 450), 'fresh' at 400; their
       // message goes at ~450 and is answered at ~800, before either deadline (1000, 1400).
@@ -453,6 +550,15 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1, 2]);
     });
 
+    it('a connection that goes silent for good is replaced: the update is retried on a new connection and applied', async () => {
+      primary.script = (r) => (r.conn === 1 && primary.seen.length > 1 ? { silent: true } : {});
+      const s = sender({ timeoutMs: 600 });
+      await s.send(plan('a'));
+      await s.send(plan('b')); // its first attempt goes into the dead connection
+      await s.send(plan('c'));
+      expect(primary.seen.map((r) => `${r.hosts[0]!.split('.')[0]}@${r.conn}`)).to.deep.equal(['a@1', 'b@1', 'b@2', 'c@2']);
+    });
+
     it('survives the primary closing the connection mid-batch (retry on a new connection)', async () => {
       primary.script = (_r, i) => (i === 0 ? { close: true } : {});
       await sender().send(plan('a'));
@@ -460,13 +566,35 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
     });
 
     describe('maybeApplied: whether the primary may still apply a failed update', () => {
-      it('an answered error is final and known: REFUSED, SERVFAIL twice, an unsigned FORMERR → false', async () => {
+      it('an error answer signed with our key is final and known: REFUSED, SERVFAIL twice, a signed BADTIME → false', async () => {
         primary.script = () => ({ rcode: 5 });
         expect(await rejection(sender().send(plan('a')))).to.include({ rcode: 'REFUSED', maybeApplied: false });
         primary.script = () => ({ rcode: 2 });
         expect(await rejection(sender().send(plan('b')))).to.include({ rcode: 'SERVFAIL', maybeApplied: false });
-        primary.script = () => ({ unsigned: true, rcode: 1 });
-        expect(await rejection(sender().send(plan('c')))).to.include({ rcode: 'FORMERR', maybeApplied: false });
+        primary.script = () => ({ badtime: true });
+        expect(await rejection(sender().send(plan('c')))).to.include({ code: 'ERR_DNS_TSIG', rcode: 'BADTIME', maybeApplied: false });
+      });
+
+      it('an error answer whose MAC does not verify may hide a NOERROR (anyone on the path can send one) → true', async () => {
+        const cases: Array<[Action, Record<string, unknown>]> = [
+          [{ unsigned: true, rcode: 5 }, { code: 'ERR_DNS_RCODE', rcode: 'REFUSED' }],
+          [{ unsigned: true, rcode: 1 }, { code: 'ERR_DNS_RCODE', rcode: 'FORMERR' }],
+          [{ forgedMac: true, rcode: 5 }, { code: 'ERR_DNS_TSIG', rcode: 'BADSIG' }],
+          [{ badsig: true }, { code: 'ERR_DNS_TSIG', rcode: 'BADSIG' }],
+          [{ badkey: true }, { code: 'ERR_DNS_TSIG', rcode: 'BADKEY' }],
+        ];
+        for (const [i, [action, expected]] of cases.entries()) {
+          primary.script = () => action;
+          const err = await rejection(sender().send(plan(`h${i}`)));
+          expect(err, JSON.stringify(action)).to.include({ ...expected, maybeApplied: true });
+        }
+      });
+
+      it('a message with our ID that is no answer to an UPDATE (QR=0, another opcode) → true', async () => {
+        for (const [i, flags] of [(5 << 11) | 5, 0x8000 | (0 << 11) | 5].entries()) {
+          primary.script = () => ({ flags });
+          expect(await rejection(sender().send(plan(`q${i}`)))).to.include({ code: 'ERR_DNS_PROTOCOL', maybeApplied: true });
+        }
       });
 
       it('a NOERROR that fails verification may stand in for a real one → true', async () => {

@@ -229,6 +229,15 @@ describe('dns tsig (RFC 8945)', () => {
       expect(verify(signedResponse({ time: T - 300 })).ok).to.equal(true);
     });
 
+    it('our configured fudge counts when larger than the one the answer carries (servers sign with their own, e.g. 300)', () => {
+      const response = signedResponse({ time: T - 500 }); // signed with fudge 300
+      expect(verifyMessage(response, key, { now: T, requestMac: request.mac, fudge: 1000 }).ok).to.equal(true);
+      expect(verifyMessage(signedResponse({ time: T + 1000 }), key, { now: T, requestMac: request.mac, fudge: 1000 }).ok).to.equal(true);
+      expect(verifyMessage(signedResponse({ time: T + 1001 }), key, { now: T, requestMac: request.mac, fudge: 1000 })).to.include({ ok: false, reason: 'bad-time' });
+      expect(verifyMessage(response, key, { now: T, requestMac: request.mac, fudge: 100 }), 'a smaller one does not narrow the answer\'s').to.include({ ok: false, reason: 'bad-time' });
+      expect(verifyMessage(signedResponse({ time: T - 300 }), key, { now: T, requestMac: request.mac, fudge: 100 }).ok).to.equal(true);
+    });
+
     it('a truncated MAC → truncated-mac', () => {
       const body = responseTo(request.message);
       const full = signMessage(body, key, { timeSigned: T, fudge: 300, requestMac: request.mac });
@@ -260,8 +269,13 @@ describe('dns tsig (RFC 8945)', () => {
       const body = responseTo(request.message, 9);
       const signed = signMessage(body, key, { timeSigned: T, fudge: 300, requestMac: request.mac, error: TSIG_ERRORS.BADTIME, otherData: serverTime });
       const verdict = verify(signed.message);
-      expect(verdict).to.include({ ok: false, reason: 'server-badtime' });
+      expect(verdict).to.include({ ok: false, reason: 'server-badtime', macVerified: true });
       expect(verdict.ok === false && verdict.skewSeconds).to.equal(-7696);
+    });
+
+    it('server-reported BADSIG / BADKEY carry no MAC: never verified', () => {
+      expect(verify(errorAnswer(TSIG_ERRORS.BADSIG))).to.not.have.property('macVerified');
+      expect(verify(errorAnswer(TSIG_ERRORS.BADKEY))).to.not.have.property('macVerified');
     });
 
     it('an unsigned or wrongly signed BADTIME is still server-badtime, but the clock it names is not believed', () => {
@@ -269,6 +283,7 @@ describe('dns tsig (RFC 8945)', () => {
       const unsignedVerdict = verify(errorAnswer(TSIG_ERRORS.BADTIME, serverTime));
       expect(unsignedVerdict).to.include({ ok: false, reason: 'server-badtime' });
       expect(unsignedVerdict.ok === false && unsignedVerdict.skewSeconds).to.equal(undefined);
+      expect(unsignedVerdict).to.not.have.property('macVerified');
       expect(unsignedVerdict.ok === false && unsignedVerdict.detail).to.match(/does not verify/);
       const body = responseTo(request.message, 9);
       const other = { ...key, secret: Buffer.alloc(32, 7) };
@@ -276,6 +291,7 @@ describe('dns tsig (RFC 8945)', () => {
       const forgedVerdict = verify(forged.message);
       expect(forgedVerdict).to.include({ ok: false, reason: 'server-badtime' });
       expect(forgedVerdict.ok === false && forgedVerdict.skewSeconds).to.equal(undefined);
+      expect(forgedVerdict).to.not.have.property('macVerified');
     });
 
     it('garbage after the header → malformed, never a throw', () => {
