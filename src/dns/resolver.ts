@@ -1,7 +1,7 @@
 /**
- * MxResolver over node:dns: an `mx` target counts when it has an A or AAAA record and is
- * not an alias (CNAME), asked of every configured resolver at once within
- * config.mx.timeoutMs. Never throws.
+ * MxResolver over node:dns: an `mx` target counts when it has an A or AAAA record, asked of
+ * every configured resolver at once within config.mx.timeoutMs; a target inside one of our
+ * zones must also not be an alias (CNAME). Never throws.
  */
 import { Resolver } from 'node:dns/promises';
 import type { MxResolver } from '../app/ports.js';
@@ -9,19 +9,26 @@ import type { Config } from '../config/schema.js';
 
 const MX_CACHE_MS = 30_000;
 const MX_CACHE_SIZE = 10_000;
+/** What a resolver answers for a name that is not there, or has no record of the type asked. */
+const NO_SUCH_RECORD = new Set(['ENODATA', 'ENOTFOUND']);
 
 export class DnsMxResolver implements MxResolver {
   private readonly timeoutMs: number;
   private readonly servers: readonly string[];
+  private readonly zones: readonly string[];
 
-  constructor(mx: Config['mx']) {
+  /** `zones`: the configured zones, where the primary itself would see an alias. */
+  constructor(mx: Config['mx'], zones: readonly string[] = []) {
     this.timeoutMs = mx.timeoutMs;
     this.servers = mx.resolvers;
+    this.zones = zones.map((z) => z.toLowerCase());
   }
 
   /**
-   * Answers are remembered briefly (positive and negative) so that clients repeating the
-   * same `mx` on every periodic update do not cost a lookup each time.
+   * Answers are remembered briefly so that clients repeating the same `mx` on every periodic
+   * update do not cost a lookup each time: a yes, and a no every resolver gave outright; a
+   * lookup that ran out of time is not remembered (one lost packet must not cost every host
+   * with that target its MX for the whole period).
    */
   private readonly cache = new Map<string, { ok: boolean; until: number }>();
 
@@ -29,14 +36,16 @@ export class DnsMxResolver implements MxResolver {
     const now = Date.now();
     const hit = this.cache.get(name);
     if (hit && hit.until > now) return hit.ok;
-    const ok = await this.lookup(name);
-    if (this.cache.size >= MX_CACHE_SIZE) this.cache.delete(this.cache.keys().next().value as string);
-    this.cache.delete(name);
-    this.cache.set(name, { ok, until: now + MX_CACHE_MS });
+    const { ok, definite } = await this.lookup(name);
+    if (definite) {
+      if (this.cache.size >= MX_CACHE_SIZE) this.cache.delete(this.cache.keys().next().value as string);
+      this.cache.delete(name);
+      this.cache.set(name, { ok, until: now + MX_CACHE_MS });
+    }
     return ok;
   }
 
-  private async lookup(name: string): Promise<boolean> {
+  private async lookup(name: string): Promise<{ ok: boolean; definite: boolean }> {
     // One Resolver per configured server, all asked at once, any answer with an address
     // wins: a single c-ares Resolver asks the next server only after the first timed out,
     // which with the whole budget as its timeout is never. Fresh ones per lookup, so that
@@ -47,40 +56,55 @@ export class DnsMxResolver implements MxResolver {
       return r;
     });
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), this.timeoutMs);
+    const deadline = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), this.timeoutMs);
     });
     try {
-      const usable = Promise.any(resolvers.map((r) => usableTarget(r, name))).catch(() => false as const);
-      return await Promise.race([usable, timeout]);
+      // An MX at an alias inside the zone makes BIND refuse the whole UPDATE (RFC 2181 §10.3:
+      // the address with it, on every retry) and Knot publish a broken MX. Outside our zones
+      // the primary cannot tell, and SPEC §2 asks only for an address. Asked beside the address.
+      const alias = this.inOurZones(name) ? Promise.any(resolvers.map((r) => isAlias(r, name))).catch(() => false) : Promise.resolve(false);
+      const address = Promise.any(resolvers.map((r) => hasAddress(r, name))).then(
+        () => ({ found: true, definite: true }),
+        (err: AggregateError) => ({ found: false, definite: err.errors.every(saysNoRecord) }),
+      );
+      const found = await Promise.race([address, deadline]);
+      if (found === 'timeout') return { ok: false, definite: false };
+      if (!found.found) return { ok: false, definite: found.definite };
+      // An alias check still out at the deadline (a resolver that drops CNAME queries) does
+      // not count against an address already found.
+      const aliased = await Promise.race([alias, deadline.then(() => false)]);
+      return { ok: !aliased, definite: true };
     } finally {
       clearTimeout(timer);
       for (const r of resolvers) r.cancel();
     }
   }
+
+  private inOurZones(name: string): boolean {
+    const n = name.toLowerCase().replace(/\.$/, '');
+    return this.zones.some((z) => n === z || n.endsWith(`.${z}`));
+  }
 }
 
-/**
- * Resolves true when this resolver finds an A or AAAA at `name` and says `name` is not an
- * alias; rejects otherwise. An MX must not name an alias (RFC 2181 §10.3): BIND refuses
- * the whole UPDATE (the address with it, on every retry), Knot publishes a broken MX. An
- * alias's A query is answered through its CNAME, so the CNAME is asked for itself; a
- * resolver that cannot say (timeout, SERVFAIL) does not count.
- */
-async function usableTarget(resolver: Resolver, name: string): Promise<true> {
+/** Resolves when this resolver finds an A or AAAA at `name`; rejects (with why) otherwise. */
+function hasAddress(resolver: Resolver, name: string): Promise<true> {
   const hasRecords = (records: unknown[]): true => {
-    if (records.length === 0) throw new Error('no records');
+    if (records.length === 0) throw Object.assign(new Error('no records'), { code: 'ENODATA' });
     return true;
   };
-  const address = Promise.any([resolver.resolve4(name).then(hasRecords), resolver.resolve6(name).then(hasRecords)]);
-  const alias = resolver.resolveCname(name).then(
-    (targets) => targets.length > 0,
-    (err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENODATA' || err.code === 'ENOTFOUND') return false; // no CNAME there
-      throw err;
-    },
-  );
-  const [, isAlias] = await Promise.all([address, alias]);
-  if (isAlias) throw new Error(`${name} is an alias`);
+  return Promise.any([resolver.resolve4(name).then(hasRecords), resolver.resolve6(name).then(hasRecords)]);
+}
+
+/** Resolves true when this resolver returns a CNAME at `name`; rejects otherwise (no CNAME, or no answer). */
+async function isAlias(resolver: Resolver, name: string): Promise<true> {
+  const targets = await resolver.resolveCname(name);
+  if (targets.length === 0) throw new Error('no CNAME');
   return true;
+}
+
+/** Every query of the resolver was answered "no such name / no such record" (not a timeout or failure). */
+function saysNoRecord(err: unknown): boolean {
+  if (err instanceof AggregateError) return err.errors.every(saysNoRecord);
+  return NO_SUCH_RECORD.has((err as NodeJS.ErrnoException).code ?? '');
 }

@@ -4,11 +4,12 @@
  * in flight (BIND's update-quota drops excess silently) with a FIFO for the rest.
  * Socket errors never escape: they fail the affected requests with a retryable error.
  * A connection on which a request timed out with nothing read since it was written is
- * retired: later requests (the retry first) go out on a new one, because a firewall or NAT
+ * reset: later requests (the retry first) go out on a new one, because a firewall or NAT
  * that lost the connection's state swallows everything on it silently, for as long as the
- * OS keeps the socket. The retired one stays open while requests on it may still be
- * answered (a primary that only stalled, as knotd 3.2 now and then does for ~0.7 s), and
- * is closed once none is left.
+ * OS keeps the socket. Reset (RST), not closed: a normal close leaves the kernel
+ * retransmitting what it still holds for minutes, and a copy landing after a newer change
+ * sent on the next connection would put an older record back. The requests still on it
+ * fail as maybe applied (the zone sender retries them).
  */
 import { randomInt } from 'node:crypto';
 import net from 'node:net';
@@ -51,8 +52,6 @@ const ID_HEADROOM = 4096;
 
 export class TcpTransport {
   private socket: net.Socket | undefined;
-  /** Connections no longer used for new requests, closed once nothing is in flight on them. */
-  private readonly retired = new Set<net.Socket>();
   private connecting: Promise<net.Socket> | undefined;
   private readonly inFlight = new Map<number, Request>();
   private readonly waiting: Request[] = [];
@@ -100,7 +99,6 @@ export class TcpTransport {
     for (const req of [...this.inFlight.values()]) this.finish(req, err.asMaybeApplied());
     this.socket?.destroy();
     this.socket = undefined;
-    for (const socket of this.retired) socket.destroy();
   }
 
   private start(req: Request): void {
@@ -205,7 +203,6 @@ export class TcpTransport {
     });
     socket.on('close', () => {
       if (this.socket === socket) this.socket = undefined;
-      this.retired.delete(socket);
       // Late answers cannot arrive on another connection: its held IDs are free again.
       for (const [id, held] of this.abandoned) if (held.socket === socket) this.abandoned.delete(id);
       const why = lastError ? `connection to the primary failed: ${lastError.message}` : 'the primary closed the connection';
@@ -244,16 +241,14 @@ export class TcpTransport {
     this.finish(req, failure.asMaybeApplied());
   }
 
-  /** Send nothing more on `socket` (the next request connects afresh); close it once idle. */
+  /**
+   * Send nothing more on `socket` (the next request connects afresh) and reset it: the
+   * kernel drops what it still holds for the primary (see the top of this file). Its 'close'
+   * fails the requests still on it, as maybe applied.
+   */
   private retire(socket: net.Socket): void {
     if (this.socket === socket) this.socket = undefined;
-    this.retired.add(socket);
-  }
-
-  private closeIfRetiredAndIdle(socket: net.Socket): void {
-    if (!this.retired.has(socket)) return;
-    for (const req of this.inFlight.values()) if (req.socket === socket) return;
-    socket.destroy();
+    socket.resetAndDestroy();
   }
 
   /** Settle a request exactly once and hand its slot to the next waiter. */
@@ -262,7 +257,6 @@ export class TcpTransport {
     req.done = true;
     clearTimeout(req.timer);
     if (req.id !== undefined && this.inFlight.get(req.id) === req) this.inFlight.delete(req.id);
-    if (req.socket) this.closeIfRetiredAndIdle(req.socket);
     if (req.holdsSlot) {
       this.slotsUsed--;
       const next = this.closed ? undefined : this.waiting.shift();

@@ -43,7 +43,7 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
     if (dir) await removeDir(dir);
   });
 
-  const resolver = (servers: string[], timeoutMs = 1000) => new DnsMxResolver({ resolvers: servers, timeoutMs });
+  const resolver = (servers: string[], timeoutMs = 1000, zones = [ZONE]) => new DnsMxResolver({ resolvers: servers, timeoutMs }, zones);
 
   it('true for a name with an A record, and for one with only AAAA', async () => {
     const r = resolver([`127.0.0.1:${server!.port}`]);
@@ -64,6 +64,11 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
     expect(await r.resolves(`mail4.${ZONE}`), 'the target itself').to.equal(true);
   });
 
+  it('an alias outside our zones counts by its address (the primary cannot tell; SPEC §2 asks for an address)', async () => {
+    const r = resolver([`127.0.0.1:${server!.port}`], 1000, ['other.example']);
+    expect(await r.resolves(`alias.${ZONE}`)).to.equal(true);
+  });
+
   it('false, not a throw, within the timeout when no resolver answers', async () => {
     const port = await freePort(); // nothing listens there
     const started = Date.now();
@@ -78,6 +83,52 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
     await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
     return { address: `127.0.0.1:${socket.address().port}`, close: () => socket.close() };
   }
+
+  /**
+   * A scripted UDP resolver: `mail.example.net` has A 192.0.2.25, nothing else; `mode` says
+   * what happens to CNAME queries (answered NODATA, dropped) and whether A is answered at all.
+   */
+  async function scriptedResolver(): Promise<{ address: string; mode: { cname: 'answer' | 'drop'; a: 'answer' | 'drop' }; close(): void }> {
+    const socket = createSocket('udp4');
+    const mode = { cname: 'answer' as 'answer' | 'drop', a: 'answer' as 'answer' | 'drop' };
+    socket.on('message', (q, peer) => {
+      let off = 12;
+      while (q[off] !== 0) off += q[off]! + 1;
+      const qtype = q.readUInt16BE(off + 1);
+      if ((qtype === 5 && mode.cname === 'drop') || (qtype === 1 && mode.a === 'drop')) return;
+      const header = Buffer.from(q.subarray(0, 12));
+      header.writeUInt16BE(0x8180, 2); // a response, recursion desired and available, NOERROR
+      header.writeUInt16BE(qtype === 1 ? 1 : 0, 6);
+      header.writeUInt32BE(0, 8);
+      const answer = qtype === 1 ? Buffer.from([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 25]) : Buffer.alloc(0);
+      socket.send(Buffer.concat([header, q.subarray(12, off + 5), answer]), peer.port, peer.address);
+    });
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+    return { address: `127.0.0.1:${socket.address().port}`, mode, close: () => socket.close() };
+  }
+
+  it('a CNAME query that goes unanswered does not count against an address found (in our zone)', async () => {
+    const scripted = await scriptedResolver();
+    try {
+      scripted.mode.cname = 'drop';
+      expect(await resolver([scripted.address], 500, ['example.net']).resolves('mail.example.net')).to.equal(true);
+    } finally {
+      scripted.close();
+    }
+  });
+
+  it('a no that came from a timeout is not remembered: the next lookup asks again', async () => {
+    const scripted = await scriptedResolver();
+    try {
+      const r = resolver([scripted.address], 300, []);
+      scripted.mode.a = 'drop';
+      expect(await r.resolves('mail.example.net'), 'A query lost').to.equal(false);
+      scripted.mode.a = 'answer';
+      expect(await r.resolves('mail.example.net'), 'asked again').to.equal(true);
+    } finally {
+      scripted.close();
+    }
+  });
 
   it('several resolvers are asked at once: a dead one, first or last, does not hide the answer of a working one', async () => {
     const dead = await deadResolver();

@@ -18,24 +18,32 @@ const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 /** Relays to the primary; freeze() makes every connection open now a black hole. */
 class FreezingRelay {
   accepted = 0;
-  private readonly conns = new Set<{ client: net.Socket; up: net.Socket; frozen: boolean }>();
+  private readonly conns = new Set<{ client: net.Socket; up: net.Socket; frozen: boolean; held?: Buffer[] }>();
   private readonly server: net.Server;
 
   constructor(upstreamPort: number) {
     this.server = net.createServer((client) => {
       this.accepted++;
       const up = net.connect({ host: '127.0.0.1', port: upstreamPort });
-      const c = { client, up, frozen: false };
+      const c: { client: net.Socket; up: net.Socket; frozen: boolean; held?: Buffer[] } = { client, up, frozen: false };
       this.conns.add(c);
-      for (const s of [client, up]) s.on('error', () => {});
+      up.on('error', () => {});
+      // A reset drops what the sender's kernel still held; a normal close would still deliver it.
+      client.on('error', (e: NodeJS.ErrnoException) => {
+        if (e.code === 'ECONNRESET' && c.held) c.held.length = 0;
+      });
       client.on('close', () => {
-        up.destroy();
         this.conns.delete(c);
+        if (c.held && c.held.length > 0) this.later.push({ up, bytes: c.held });
+        else up.destroy();
       });
       // Once frozen, nothing passes either way: no data, no FIN, no reset.
       up.on('close', () => !c.frozen && client.destroy());
       up.on('end', () => !c.frozen && client.end());
-      client.on('data', (d) => !c.frozen && up.write(d));
+      client.on('data', (d: Buffer) => {
+        if (c.held) c.held.push(d);
+        else if (!c.frozen) up.write(d);
+      });
       up.on('data', (d) => !c.frozen && client.write(d));
     });
   }
@@ -47,6 +55,22 @@ class FreezingRelay {
 
   freeze(): void {
     for (const c of this.conns) c.frozen = true;
+  }
+
+  /** Bytes of closed connections still to be delivered (a retransmission after a lost segment). */
+  private readonly later: Array<{ up: net.Socket; bytes: Buffer[] }> = [];
+
+  /**
+   * Hold what the connections open now send towards the primary (a lost segment: the primary
+   * answers nothing); a connection closed normally gets it delivered by release(), one reset
+   * loses it, as TCP does.
+   */
+  hold(): void {
+    for (const c of this.conns) c.held = [];
+  }
+
+  release(): void {
+    for (const { up, bytes } of this.later.splice(0)) for (const b of bytes) up.write(b);
   }
 
   close(): void {
@@ -104,5 +128,17 @@ describe('dns transport against knotd through a relay', function () {
     await publisher!.publish(change('stale', '192.0.2.3'));
     expect(await server!.query(`stale.${ZONE}`, 'A')).to.deep.equal(['192.0.2.3']);
     expect(relay!.accepted).to.equal(2);
+  });
+
+  it('what a replaced connection still held never lands after a newer change: it is reset, not closed', async () => {
+    await publisher!.publish(change('late', '192.0.2.11'));
+    const before = relay!.accepted;
+    relay!.hold();
+    await publisher!.publish(change('late', '192.0.2.12')); // first attempt held; the retry on a new connection
+    await publisher!.publish(change('late', '192.0.2.13'));
+    expect(relay!.accepted).to.equal(before + 1);
+    relay!.release(); // a kernel retransmitting the first attempt after all
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await server!.query(`late.${ZONE}`, 'A')).to.deep.equal(['192.0.2.13']);
   });
 });
