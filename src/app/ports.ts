@@ -210,7 +210,7 @@ export interface HostAdmin {
    * Hold the host's lease for an operator's change: 'busy' while a change is in flight,
    * undefined when there is no such host. Give it back with HostGate.release, or to remove().
    */
-  claim(fqdn: string, leaseMs: number): Promise<{ host: HostRecord; lease: Lease } | 'busy' | undefined>;
+  claim(fqdn: string, leaseMs: number): Promise<{ host: HostRecord; lease: Lease; repairDue: boolean } | 'busy' | undefined>;
   /** NotFoundError; with a lease, ConflictError when that lease is no longer held. */
   remove(fqdn: string, lease?: Lease): Promise<void>;
   list(account?: string): Promise<HostRecord[]>;

@@ -253,6 +253,14 @@ export class UpdateService {
     // The lease ran out before the commit (a stalled process or a slow Redis) and another
     // holder took over: not recorded, so not acknowledged — the store republishes its record.
     if (committed === 'lost') throw new ServiceFault(`lease on ${fqdn} ended before the commit`);
+    if (committed === 'gone') {
+      // host remove took the lease over and deleted the host while this change was on its way:
+      // what it published may have landed after the deletes. Take it away again; not good.
+      await this.deps.publisher
+        .publish({ fqdn, zone, previous: target, target: { ipv4: null, ipv6: null, wildcard: false, mx: null, backmx: false, offline: false } })
+        .catch((err: unknown) => this.deps.logger.error('could not delete the records of a removed host', { fqdn, error: (err as Error).message }));
+      return { token: 'nohost' };
+    }
     return { token: 'good', addresses: shown };
   }
 

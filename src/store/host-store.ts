@@ -196,7 +196,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
     if (result === 'exists') throw new ConflictError(`host ${name} already exists`);
   }
 
-  async claim(fqdn: string, leaseMs: number): Promise<{ host: HostRecord; lease: Lease } | 'busy' | undefined> {
+  async claim(fqdn: string, leaseMs: number): Promise<{ host: HostRecord; lease: Lease; repairDue: boolean } | 'busy' | undefined> {
     const name = lookupName(fqdn);
     const token = ADMIN_TOKEN_PREFIX + randomUUID();
     const reply = await storeCall('host claim', () =>
@@ -206,7 +206,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
     if (reply[0] === 'gone') return undefined;
     if (reply[0] === 'busy') return 'busy';
     // No frequency bookkeeping: releasing this lease leaves the counters as they are.
-    return { host: decodeHost(name, fieldsFromFlat(reply[1] as unknown[])), lease: new HostLease(name, token, '', '', '-', '-') };
+    return { host: decodeHost(name, fieldsFromFlat(reply[1] as unknown[])), lease: new HostLease(name, token, '', '', '-', '-'), repairDue: reply[2] === '1' };
   }
 
   async remove(fqdn: string, lease?: Lease): Promise<void> {

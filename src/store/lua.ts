@@ -211,26 +211,36 @@ return 1
 `;
 
 /**
+ * Take the lease of KEYS[1] (token ARGV[1], for ARGV[2] ms), due in the pending set (KEYS[2])
+ * at its end; returns the host's fields without the lease ones.
+ */
+const TAKE_LEASE = `
+local function takeLease()
+  local leaseEnd = now + tonumber(ARGV[2])
+  redis.call('HSET', KEYS[1], 'lk', ARGV[1], 'lu', ms(leaseEnd))
+  redis.call('ZADD', KEYS[2], leaseEnd, KEYS[1])
+  local flat = redis.call('HGETALL', KEYS[1])
+  local out = {}
+  for i = 1, #flat, 2 do
+    if flat[i] ~= 'lk' and flat[i] ~= 'lu' then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
+  end
+  return out
+end
+`;
+
+/**
  * reclaim(KEYS: host, pending; ARGV: token, leaseMs) → {'gone'|'clean'|'held'} |
  * {'reclaimed', hostFlat}: take over a change lease whose holder died (expired), so the
  * stored state can be published again. The frequency fields are left alone.
  */
-const RECLAIM = `${NOW}
+const RECLAIM = `${NOW}${TAKE_LEASE}
 local key = KEYS[1]
 if redis.call('HEXISTS', key, 'o') == 0 then redis.call('ZREM', KEYS[2], key); return {'gone'} end
 local lk = redis.call('HGET', key, 'lk')
 if not lk or lk == '' then redis.call('ZREM', KEYS[2], key); return {'clean'} end
 local lu = tonumber(redis.call('HGET', key, 'lu')) or 0
 if lu > now then redis.call('ZADD', KEYS[2], lu, key); return {'held'} end
-local leaseEnd = now + tonumber(ARGV[2])
-redis.call('HSET', key, 'lk', ARGV[1], 'lu', ms(leaseEnd))
-redis.call('ZADD', KEYS[2], leaseEnd, key)
-local flat = redis.call('HGETALL', key)
-local out = {}
-for i = 1, #flat, 2 do
-  if flat[i] ~= 'lk' and flat[i] ~= 'lu' then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
-end
-return {'reclaimed', out}
+return {'reclaimed', takeLease()}
 `;
 
 /** staleLeases(KEYS: pending; ARGV: limit) → the host keys whose lease has ended, earliest first. */
@@ -264,20 +274,13 @@ return 'ok'
  * died; what it may have published goes with the host). Due in the pending set at the lease
  * end: if the claimer dies, the stored state is published again.
  */
-const HOST_CLAIM = `${NOW}
+const HOST_CLAIM = `${NOW}${TAKE_LEASE}
 local key = KEYS[1]
 if redis.call('HEXISTS', key, 'o') == 0 then return {'gone'} end
 local lk = redis.call('HGET', key, 'lk')
 if lk and lk ~= '' and (tonumber(redis.call('HGET', key, 'lu')) or 0) > now then return {'busy'} end
-local leaseEnd = now + tonumber(ARGV[2])
-redis.call('HSET', key, 'lk', ARGV[1], 'lu', ms(leaseEnd))
-redis.call('ZADD', KEYS[2], leaseEnd, key)
-local flat = redis.call('HGETALL', key)
-local out = {}
-for i = 1, #flat, 2 do
-  if flat[i] ~= 'lk' and flat[i] ~= 'lu' then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
-end
-return {'claimed', out}
+local stale = lk and lk ~= ''
+return {'claimed', takeLease(), stale and '1' or ''}
 `;
 
 /**

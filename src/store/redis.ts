@@ -142,6 +142,14 @@ export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
   redis.on('error', (err: Error) => {
     // The server refused the database (SELECT 99 of 16, …): retrying cannot help.
     if ((err as { command?: { name?: string } }).command?.name === 'select') {
+      // A server busy with a script (or a cluster/replica in transition) refuses SELECT for a
+      // while: not the database's fault. Reconnect (and select again) rather than go on in 0.
+      if (/^(BUSY|LOADING|TRYAGAIN|MASTERDOWN)\b/.test(err.message)) {
+        if (!down) logger.error('redis unavailable', { error: err.message });
+        down = true;
+        redis.disconnect(true);
+        return;
+      }
       // The reply text only: the URL may carry a password.
       logger.error('redis: cannot select the configured database; not using Redis', { error: err.message });
       redis.giveUp(new StoreUnavailableError(`redis: cannot select the database of redis.url: ${err.message}`, { cause: err }));

@@ -141,7 +141,9 @@ export async function hostRemove(ctx: CommandContext, name: string, keepDns: boo
         } catch (err) {
           // The host stays; if the deletes may still be applied, its stored state goes out again.
           const maybeApplied = err instanceof DnsUpdateError && err.maybeApplied;
-          await s.hosts.release(claimed.lease, maybeApplied ? { republishInMs: 0 } : {});
+          // A repair that was due when the lease was taken over stays due.
+          const republish = maybeApplied ? { republishInMs: 0 } : claimed.repairDue ? { republishInMs: leaseMs(ctx.config) } : {};
+          await s.hosts.release(claimed.lease, republish);
           throw err;
         }
       }
@@ -154,7 +156,7 @@ export async function hostRemove(ctx: CommandContext, name: string, keepDns: boo
 }
 
 /** The host's lease, waiting (at most a lease's time and a little) while an update holds it. */
-async function claimWhenIdle(s: Store, fqdn: string, ms: number): Promise<{ host: HostRecord; lease: Lease }> {
+async function claimWhenIdle(s: Store, fqdn: string, ms: number): Promise<{ host: HostRecord; lease: Lease; repairDue: boolean }> {
   const deadline = Date.now() + ms + 1000;
   for (;;) {
     const claimed = await s.hosts.claim(fqdn, ms);
