@@ -18,6 +18,7 @@ import type { TsigKeyConfig } from '../../src/config/schema.js';
 import { loadConfig } from '../../src/config/load.js';
 import { buildBridge, type Bridge } from '../../src/cli/compose.js';
 import { RecordingLogger } from '../support/store-server.js';
+import { tieSockets } from '../support/relay.js';
 
 const UA = 'faults-tests/1.0 tests@example.test';
 const OK = (body: string) => expectedReply(200, 'OK', body);
@@ -239,15 +240,7 @@ class RelayPrimary {
   constructor(private readonly upstreamPort: number) {
     this.server = net.createServer((client) => {
       const upstream = net.connect({ host: '127.0.0.1', port: this.upstreamPort });
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('error', () => undefined);
-        s.on('close', () => {
-          this.sockets.delete(s);
-          client.destroy();
-          upstream.destroy();
-        });
-      }
+      tieSockets(client, upstream, this.sockets);
       client.on('data', (d) => upstream.write(d));
       upstream.on('data', (d) => {
         if (this.holdAnswers) this.answersSwallowed++;

@@ -12,6 +12,7 @@ import net from 'node:net';
 import { Redis } from 'ioredis';
 import { BridgeEnv, ZONE, deepMerge, expectedReply, sleep } from '../support/bridge.js';
 import { requireBinariesOrSkip } from '../../src/lab/index.js';
+import { tieSockets } from '../support/relay.js';
 
 const UA = 'remove-races-tests/1.0 tests@example.test';
 
@@ -30,15 +31,7 @@ class HangingRedisRelay {
   constructor(private readonly upstreamPort: number) {
     this.server = net.createServer((client) => {
       const upstream = net.connect({ host: '127.0.0.1', port: this.upstreamPort });
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('error', () => undefined);
-        s.on('close', () => {
-          this.sockets.delete(s);
-          client.destroy();
-          upstream.destroy();
-        });
-      }
+      tieSockets(client, upstream, this.sockets);
       client.on('data', (d: Buffer) => {
         upstream.write(d);
         if (this.marker && d.includes(this.marker)) {
