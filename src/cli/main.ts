@@ -43,7 +43,9 @@ function withConfig<T>(y: Argv<T>) {
  * command words.
  */
 function agentPattern(argv: { pattern?: string; _: (string | number)[] }): string {
-  const afterDashes = argv._.slice(2).map(String);
+  // The raw words, not argv._: yargs turns a number-like word there into a number (-1.0 -> -1).
+  const raw = hideBin(process.argv);
+  const afterDashes = raw.includes('--') ? raw.slice(raw.indexOf('--') + 1) : [];
   if (afterDashes.length > 1 || (afterDashes.length === 1 && argv.pattern !== undefined)) {
     throw new UsageError('agent: expected one User-Agent pattern (quote one with spaces)');
   }

@@ -142,9 +142,11 @@ export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
   redis.on('error', (err: Error) => {
     // The server refused the database (SELECT 99 of 16, …): retrying cannot help.
     if ((err as { command?: { name?: string } }).command?.name === 'select') {
-      // A server busy with a script (or a cluster/replica in transition) refuses SELECT for a
-      // while: not the database's fault. Reconnect (and select again) rather than go on in 0.
-      if (/^(BUSY|LOADING|TRYAGAIN|MASTERDOWN)\b/.test(err.message)) {
+      // Only a database the server does not have is fatal. Anything else filed under the
+      // SELECT is a moment's trouble (a busy script, LOADING, maxclients reached on a
+      // reconnect, which ioredis files under the first command): reconnect and select again,
+      // never go on in database 0.
+      if (!/^ERR (DB index is out of range|invalid DB index|SELECT is not allowed in cluster mode)/.test(err.message)) {
         if (!down) logger.error('redis unavailable', { error: err.message });
         down = true;
         redis.disconnect(true);

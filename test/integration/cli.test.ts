@@ -477,6 +477,19 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       expect((await env.cliOk(['agent', 'list'])).trimEnd().split('\n')).to.deep.equal(before);
     });
 
+    it('a number-like pattern after -- is kept as typed (yargs would make -1.0 the number -1)', async () => {
+      const cfg = ['--config', env.configPath];
+      const typed = '-1.0';
+      const r = await runCli(['agent', 'block', ...cfg, '--', typed]);
+      expect(r.code, r.stderr).to.equal(0);
+      expect(r.stdout).to.equal(`blocked: ${typed}\n`);
+      try {
+        expect((await env.cliOk(['agent', 'list'])).trimEnd().split('\n')).to.include(typed).and.not.include('-1');
+      } finally {
+        expect((await runCli(['agent', 'unblock', ...cfg, '--', typed])).code).to.equal(0);
+      }
+    });
+
     it('list shows the config list of the file in use, CLI entries unmarked', async () => {
       const own = await writeVariant(env, 'agents.json', { agents: { blocked: ['OnlyInConfig/1.0', 'Glob*'] } });
       const pattern = `Both-${process.pid}`;
