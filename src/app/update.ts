@@ -6,7 +6,7 @@ import { DnsUpdateError, StoreUnavailableError, tokenForError } from '../core/er
 import type { Logger } from '../core/log.js';
 import { formatAddresses, parseUpdateParams, type ParamMap, type UpdateParams } from '../core/params.js';
 import { tokenIsJunk, type HostToken, type RequestToken } from '../core/tokens.js';
-import { expectationsFor, targetState, type RequestedSettings, type ResolvedMx } from '../core/types.js';
+import { emptyDnsState, expectationsFor, targetState, type RequestedSettings, type ResolvedMx } from '../core/types.js';
 import { parseAddress, type AddressPair } from '../core/addresses.js';
 import type {
   AccountView,
@@ -257,7 +257,7 @@ export class UpdateService {
       // host remove took the lease over and deleted the host while this change was on its way:
       // what it published may have landed after the deletes. Take it away again; not good.
       await this.deps.publisher
-        .publish({ fqdn, zone, previous: target, target: { ipv4: null, ipv6: null, wildcard: false, mx: null, backmx: false, offline: false } })
+        .publish({ fqdn, zone, previous: target, target: { ...emptyDnsState(), offline: false } })
         .catch((err: unknown) => this.deps.logger.error('could not delete the records of a removed host', { fqdn, error: (err as Error).message }));
       return { token: 'nohost' };
     }

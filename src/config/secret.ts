@@ -103,41 +103,13 @@ export function loadSecret(source: SecretSource, ctx: SecretContext, expect: { n
       return secret;
     }
     case 'env': {
-      // A secret pasted here instead of a name must not come back in the error.
-      if (!ENV_NAME.test(source.variable)) {
-        throw new ConfigError(
-          source.key,
-          'expected the name of an environment variable (letters, digits and _, not starting with a digit), not its value',
-        );
-      }
-      const variable = looksLikeSecret(source.variable)
-        ? 'the variable named here (the name looks like a base64 secret)'
-        : source.variable;
-      const value = ctx.env[source.variable];
-      if (value === undefined || value.trim() === '') {
-        throw new ConfigError(source.key, `environment variable ${variable} is not set`);
-      }
+      const { value, shown } = readEnv(source, ctx);
       const secret = decodeSecret(value);
-      if (!secret) throw new ConfigError(source.key, `environment variable ${variable} ${BAD_SECRET}`);
+      if (!secret) throw new ConfigError(source.key, `environment variable ${shown} ${BAD_SECRET}`);
       return secret;
     }
     case 'file': {
-      const file = resolveSecretPath(source.path, ctx.baseDir, ctx.env, source.key);
-      const pasted = looksLikeSecret(source.path);
-      const shown = pasted ? 'the file named here' : file;
-      let text: string;
-      try {
-        text = ctx.readFile(file);
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-        if (pasted) {
-          throw new ConfigError(
-            source.key,
-            `cannot read the file named here (${code}); the value looks like a base64 secret, not a path: put the secret in a file (mode 0600) and give its path`,
-          );
-        }
-        throw new ConfigError(source.key, `cannot read ${file} (${code})`);
-      }
+      const { text, shown } = readFileOf(source, ctx);
       const parsed = parseSecretFile(text);
       if (!parsed) {
         throw new ConfigError(source.key, `${shown} holds neither a base64 secret, a BIND key statement nor a Knot key`);
@@ -165,26 +137,45 @@ export function loadPassword(source: SecretSource, ctx: SecretContext): string {
     case 'inline':
       value = source.value;
       break;
-    case 'env': {
-      if (!ENV_NAME.test(source.variable)) {
-        throw new ConfigError(source.key, 'expected the name of an environment variable (letters, digits and _, not starting with a digit), not its value');
-      }
-      const found = ctx.env[source.variable];
-      if (found === undefined || found === '') throw new ConfigError(source.key, `environment variable ${source.variable} is not set`);
-      value = found;
+    case 'env':
+      value = readEnv(source, ctx).value;
       break;
-    }
-    case 'file': {
-      const file = resolveSecretPath(source.path, ctx.baseDir, ctx.env, source.key);
-      try {
-        value = ctx.readFile(file).replace(/\r?\n$/, '');
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-        throw new ConfigError(source.key, `cannot read ${looksLikeSecret(source.path) ? 'the file named here' : file} (${code})`);
-      }
+    case 'file':
+      value = readFileOf(source, ctx).text.replace(/\r?\n$/, '');
       break;
-    }
   }
   if (value === '' || /[\r\n]/.test(value)) throw new ConfigError(source.key, 'expected the password on one line, not empty');
   return value;
+}
+
+/**
+ * The value of a `*Env` setting's variable, and how errors may name it. A secret pasted in
+ * place of the name never comes back in an error.
+ */
+function readEnv(source: Extract<SecretSource, { kind: 'env' }>, ctx: SecretContext): { value: string; shown: string } {
+  if (!ENV_NAME.test(source.variable)) {
+    throw new ConfigError(source.key, 'expected the name of an environment variable (letters, digits and _, not starting with a digit), not its value');
+  }
+  const shown = looksLikeSecret(source.variable) ? 'the variable named here (the name looks like a base64 secret)' : source.variable;
+  const value = ctx.env[source.variable];
+  if (value === undefined || value.trim() === '') throw new ConfigError(source.key, `environment variable ${shown} is not set`);
+  return { value, shown };
+}
+
+/** The text of a `*File` setting's file, and how errors may name it (never a pasted secret). */
+function readFileOf(source: Extract<SecretSource, { kind: 'file' }>, ctx: SecretContext): { text: string; shown: string } {
+  const file = resolveSecretPath(source.path, ctx.baseDir, ctx.env, source.key);
+  const pasted = looksLikeSecret(source.path);
+  try {
+    return { text: ctx.readFile(file), shown: pasted ? 'the file named here' : file };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    if (pasted) {
+      throw new ConfigError(
+        source.key,
+        `cannot read the file named here (${code}); the value looks like a base64 secret, not a path: put the secret in a file (mode 0600) and give its path`,
+      );
+    }
+    throw new ConfigError(source.key, `cannot read ${file} (${code})`);
+  }
 }

@@ -23,20 +23,6 @@ export function connectionOf(url: string): string | { path: string; db: number; 
   return { path: decodeURIComponent(u.pathname), db: Number(u.searchParams.get('db') ?? 0), ...(password ? { password } : {}) };
 }
 
-/**
- * Why the database redis.url names cannot be used, or undefined. ioredis turns a path that is
- * not a number into NaN, then silently works in database 0 (and later sends `SELECT NaN`
- * without catching the reply): such a URL must never reach it. A number the server does not
- * have (`/99`) is left to the SELECT on connect (see SelectGuardedRedis).
- */
-export function databaseProblem(url: string): string | undefined {
-  const u = new URL(url);
-  const raw = u.protocol === 'unix:' ? (u.searchParams.get('db') ?? '0') : u.pathname.replace(/^\//, '') || '0';
-  // Names the path or ?db= only: the URL itself may carry a password.
-  if (/^\d{1,9}$/.test(raw)) return undefined;
-  return `redis.url names the database ${JSON.stringify(raw)}: expected a number (redis://host:port/0, unix:///path?db=0)`;
-}
-
 /** Emitted (with the StoreUnavailableError) once the client has given up for good. */
 export const FATAL_EVENT = 'ddns-bridge:fatal';
 
@@ -113,7 +99,6 @@ export function whenFatal(redis: Redis): Promise<StoreUnavailableError> {
 
 export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
   const target = connectionOf(cfg.url);
-  const problem = databaseProblem(cfg.url);
   const options: RedisOptions = {
     // Commands issued before the first connect wait for it (bounded by the timeout and
     // the retry limit below); after that, a dead connection rejects at once.
@@ -126,17 +111,10 @@ export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
     autoResendUnfulfilledCommands: false,
     retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
     connectionName: 'ddns-bridge',
-    // No usable database: never connect (every command fails, see below).
-    lazyConnect: problem !== undefined,
     // From redis.passwordFile / passwordEnv (the config refuses one beside a password in the URL).
     ...(cfg.password !== undefined ? { password: cfg.password } : {}),
   };
   const redis = typeof target === 'string' ? new SelectGuardedRedis(target, options) : new SelectGuardedRedis({ ...options, ...target });
-  if (problem) {
-    logger.error('redis: cannot use the configured database; not using Redis', { error: problem });
-    redis.giveUp(new StoreUnavailableError(`redis: ${problem}`));
-    return redis;
-  }
 
   let down = false;
   redis.on('error', (err: Error) => {

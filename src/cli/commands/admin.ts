@@ -4,7 +4,7 @@ import { ConflictError, DnsUpdateError, InvalidInputError, NotFoundError } from 
 import { normalizeHostname } from '../../core/names.js';
 import { checkRegistration } from '../../core/registration.js';
 import type { DnsRepair, Lease } from '../../app/ports.js';
-import type { HostRecord } from '../../core/types.js';
+import { emptyDnsState, type HostRecord } from '../../core/types.js';
 import { DnsPublisher } from '../../dns/index.js';
 import { openStore, type Store } from '../../store/index.js';
 import type { CommandContext } from '../context.js';
@@ -136,7 +136,7 @@ export async function hostRemove(ctx: CommandContext, name: string, keepDns: boo
             fqdn,
             zone,
             previous: claimed.host,
-            target: { ipv4: null, ipv6: null, wildcard: false, mx: null, backmx: false, offline: false },
+            target: { ...emptyDnsState(), offline: false },
           });
         } catch (err) {
           // The host stays; if the deletes may still be applied, its stored state goes out again.
