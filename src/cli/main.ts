@@ -50,9 +50,15 @@ function agentPattern(argv: { pattern?: string; _: (string | number)[] }): strin
     throw new UsageError('agent: expected one User-Agent pattern (quote one with spaces)');
   }
   if (afterDashes.length === 1) return afterDashes[0]!;
-  if (argv.pattern === '' && hideBin(process.argv).includes('-')) return '-';
+  if (argv.pattern === '' && raw.includes('-')) return '-';
   if (argv.pattern === undefined) throw new UsageError('agent: name a User-Agent pattern (one starting with - goes after --: agent block -- -x/1.0)');
   return argv.pattern;
+}
+
+/** `agent block` (block = true) and `agent unblock`: the same pattern rules, opposite edits. */
+function agentEdit(block: boolean) {
+  return async (argv: Common & { pattern?: string; _: (string | number)[] }) =>
+    (await commands.admin()).agentBlock(await ctx(argv), agentPattern(argv), block, out);
 }
 
 const cli = yargs(hideBin(process.argv))
@@ -184,19 +190,13 @@ const cli = yargs(hideBin(process.argv))
         'block [pattern]',
         'refuse a User-Agent (exact, or a glob with *; one starting with - goes after --)',
         (a) => a.positional('pattern', { type: 'string' }),
-        async (argv) => {
-          const pattern = agentPattern(argv);
-          await (await commands.admin()).agentBlock(await ctx(argv), pattern, true, out);
-        },
+        agentEdit(true),
       )
       .command(
         'unblock [pattern]',
         'remove a User-Agent block',
         (a) => a.positional('pattern', { type: 'string' }),
-        async (argv) => {
-          const pattern = agentPattern(argv);
-          await (await commands.admin()).agentBlock(await ctx(argv), pattern, false, out);
-        },
+        agentEdit(false),
       )
       .command('list', 'list blocked User-Agents', {}, async (argv) => (await commands.admin()).agentList(await ctx(argv as Common), out))
       .demandCommand(1, 'name an agent command'),

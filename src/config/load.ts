@@ -176,11 +176,7 @@ function readRedis(s: Section, opts: ParseOptions): Config['redis'] {
     throw new ConfigError(s.keyPath('url'), 'expected a database number as the path (redis://host:port/0)');
   }
   // The password may stay out of the config file (SPEC §11: secrets from files or the environment).
-  const passwordSources: SecretSource[] = [];
-  const passwordFile = s.optionalString('passwordFile');
-  const passwordEnv = s.optionalString('passwordEnv');
-  if (passwordFile !== undefined) passwordSources.push({ kind: 'file', key: s.keyPath('passwordFile'), path: passwordFile });
-  if (passwordEnv !== undefined) passwordSources.push({ kind: 'env', key: s.keyPath('passwordEnv'), variable: passwordEnv });
+  const passwordSources = secretSourcesOf(s, { file: 'passwordFile', env: 'passwordEnv' });
   if (passwordSources.length > 1) throw new ConfigError(s.path, 'give at most one of passwordFile, passwordEnv');
   if (passwordSources.length > 0 && parsed!.password !== '') {
     throw new ConfigError(s.keyPath('url'), `holds a password as well as ${passwordSources[0]!.key.split('.').pop()}: give it once`);
@@ -311,13 +307,7 @@ function readKey(k: Section, opts: ParseOptions): ZoneConfig['key'] {
   }
   const algorithm = rawAlgorithm as TsigAlgorithm;
 
-  const sources: SecretSource[] = [];
-  const file = k.optionalString('secretFile');
-  const variable = k.optionalString('secretEnv');
-  const inline = k.optionalString('secret');
-  if (file !== undefined) sources.push({ kind: 'file', key: k.keyPath('secretFile'), path: file });
-  if (variable !== undefined) sources.push({ kind: 'env', key: k.keyPath('secretEnv'), variable });
-  if (inline !== undefined) sources.push({ kind: 'inline', key: k.keyPath('secret'), value: inline });
+  const sources = secretSourcesOf(k, { file: 'secretFile', env: 'secretEnv', inline: 'secret' });
   k.done();
   if (sources.length !== 1) {
     throw new ConfigError(k.path, `needs exactly one of secretFile, secretEnv, secret (got ${sources.length})`);
@@ -327,6 +317,18 @@ function readKey(k: Section, opts: ParseOptions): ZoneConfig['key'] {
 }
 
 // ---- helpers --------------------------------------------------------------------------
+
+/** The settings of a section that give a secret — a file, an environment variable, inline — in that order. */
+function secretSourcesOf(s: Section, names: { file: string; env: string; inline?: string }): SecretSource[] {
+  const sources: SecretSource[] = [];
+  const file = s.optionalString(names.file);
+  const variable = s.optionalString(names.env);
+  const inline = names.inline === undefined ? undefined : s.optionalString(names.inline);
+  if (file !== undefined) sources.push({ kind: 'file', key: s.keyPath(names.file), path: file });
+  if (variable !== undefined) sources.push({ kind: 'env', key: s.keyPath(names.env), variable });
+  if (inline !== undefined) sources.push({ kind: 'inline', key: s.keyPath(names.inline!), value: inline });
+  return sources;
+}
 
 function normalizeZoneName(raw: string): string | undefined {
   const name = raw.trim().toLowerCase().replace(/\.$/, '');
@@ -411,18 +413,8 @@ export async function configWarnings(file: string, env: NodeJS.ProcessEnv = proc
       warnings.push(`zones[${i}].key.secret: the TSIG secret is inline in ${file}; move it to a file (secretFile, mode 0600) or use secretEnv`);
     }
     if (typeof key.secretFile === 'string') {
-      let secretPath: string;
-      try {
-        secretPath = resolveSecretPath(key.secretFile, baseDir, env, `zones[${i}].key.secretFile`);
-      } catch {
-        continue;
-      }
-      const mode = await modeOf(secretPath);
-      if (mode !== undefined && (mode & 0o077) !== 0) {
-        warnings.push(
-          `zones[${i}].key.secretFile: ${secretPath} is readable by ${readers(mode)} (mode ${octal(mode)}); chmod 600 it, owned by the service user, or pass it with systemd LoadCredential=`,
-        );
-      }
+      const warning = await readableSecretFile(`zones[${i}].key.secretFile`, key.secretFile, baseDir, env);
+      if (warning) warnings.push(warning);
     }
   }
   const redis = isObject(json.redis) ? json.redis : undefined;
@@ -436,15 +428,8 @@ export async function configWarnings(file: string, env: NodeJS.ProcessEnv = proc
     }
   }
   if (typeof redis?.passwordFile === 'string') {
-    try {
-      const passwordPath = resolveSecretPath(redis.passwordFile, baseDir, env, 'redis.passwordFile');
-      const mode = await modeOf(passwordPath);
-      if (mode !== undefined && (mode & 0o077) !== 0) {
-        warnings.push(`redis.passwordFile: ${passwordPath} is readable by ${readers(mode)} (mode ${octal(mode)}); chmod 600 it, owned by the service user, or pass it with systemd LoadCredential=`);
-      }
-    } catch {
-      // unexpandable path: loadConfig reports it
-    }
+    const warning = await readableSecretFile('redis.passwordFile', redis.passwordFile, baseDir, env);
+    if (warning) warnings.push(warning);
   }
   if (configHoldsSecret) {
     const mode = await modeOf(file);
@@ -453,6 +438,19 @@ export async function configWarnings(file: string, env: NodeJS.ProcessEnv = proc
     }
   }
   return warnings;
+}
+
+/** A warning when the secret file a setting names is readable by others than its owner. */
+async function readableSecretFile(setting: string, rawPath: string, baseDir: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  let file: string;
+  try {
+    file = resolveSecretPath(rawPath, baseDir, env, setting);
+  } catch {
+    return undefined; // unexpandable path: loadConfig reports it
+  }
+  const mode = await modeOf(file);
+  if (mode === undefined || (mode & 0o077) === 0) return undefined;
+  return `${setting}: ${file} is readable by ${readers(mode)} (mode ${octal(mode)}); chmod 600 it, owned by the service user, or pass it with systemd LoadCredential=`;
 }
 
 async function modeOf(file: string): Promise<number | undefined> {

@@ -154,7 +154,7 @@ export class HttpFrontend {
     }
     connection.answering = req;
     this.inFlight++;
-    this.handle(req)
+    this.handle(req, connection.peer)
       .catch((err: unknown) => {
         this.logger.error('request failed', { error: err instanceof Error ? err.message : String(err) });
         return tokenReply(tokenForError(err), this.settings.realm);
@@ -165,7 +165,8 @@ export class HttpFrontend {
       });
   }
 
-  private async handle(req: http.IncomingMessage): Promise<RawReply> {
+  /** `peer`: the connection's peer address, read at accept. */
+  private async handle(req: http.IncomingMessage, peer: string): Promise<RawReply> {
     const target = req.url ?? '/';
     const { path, query } = splitTarget(target);
     const route = this.routes.get(path);
@@ -179,7 +180,7 @@ export class HttpFrontend {
       const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
       if (type === 'application/x-www-form-urlencoded' || (type === '' && read.length > 0)) body = read;
     }
-    const clientIp = this.clientAddress.resolve(connectionOf(req.socket)?.peer, req.headers['x-forwarded-for']);
+    const clientIp = this.clientAddress.resolve(peer, req.headers['x-forwarded-for']);
     // A peer address that is not an IP address (not seen from node's TCP sockets): no detected address.
     if (clientIp === undefined) return errorReply(400);
     const credentials = parseBasicAuth(req.headers.authorization);

@@ -377,6 +377,20 @@ describe('config: loadConfig and configWarnings (real files)', () => {
     expect(fewer[0]).to.match(/^zones\[1\]\.key\.secret: /);
   });
 
+  it('warns about a group-readable redis.passwordFile, never repeating the password', async () => {
+    await write('k.secret', SECRET, 0o600);
+    await write('redis.pw', 'hunter2hunter2\n', 0o640);
+    const json = { redis: { passwordFile: 'redis.pw' }, zones: [zone({ key: { name: 'ddns-key', secretFile: 'k.secret' } })] };
+    const file = await write('config.json', JSON.stringify(json), 0o644);
+    const warnings = await configWarnings(file, {});
+    expect(warnings).to.have.length(1);
+    expect(warnings[0]).to.match(/^redis\.passwordFile: .*redis\.pw is readable by its group \(mode 0640\)/);
+    expect(warnings[0]).to.not.include('hunter2');
+
+    await chmod(path.join(dir, 'redis.pw'), 0o600);
+    expect(await configWarnings(file, {})).to.deep.equal([]);
+  });
+
   it('warns when redis.url carries a password and the config is readable by others', async () => {
     await write('k.secret', SECRET, 0o600);
     const json = { redis: { url: 'redis://:hunter2hunter2@127.0.0.1:6379/0' }, zones: [zone({ key: { name: 'ddns-key', secretFile: 'k.secret' } })] };
