@@ -43,18 +43,16 @@ async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
   return [r, Date.now() - t0];
 }
 
-/** A host's Redis hash as stored, without `fs` (a sequence number every admission bumps by design). */
 /**
  * The host's recorded state: the hash without its lease fields. An error answer whose MAC does
  * not verify (Knot's and BIND's BADKEY and BADSIG carry none; an unsigned NOTAUTH) may have been
  * forged in place of a NOERROR: the lease is then left for the reconciler, the record unchanged.
  */
 async function recordedState(url: string, fqdn: string): Promise<Record<string, string>> {
-  const h = await hostHash(url, fqdn);
-  for (const lease of ['lk', 'lu', 'rf']) delete h[lease];
-  return h;
+  return storedState(await hostHash(url, fqdn));
 }
 
+/** A host's Redis hash as stored, without `fs` (a sequence number every admission bumps by design). */
 async function hostHash(url: string, fqdn: string): Promise<Record<string, string>> {
   const r = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
   r.on('error', () => undefined);
@@ -85,11 +83,11 @@ async function untilRepaired(env: BridgeEnv, fqdn: string, address: string, trie
 }
 
 /**
- * The acknowledged state of a host hash: without the change lease (`lk`, `lu`), which a
+ * The acknowledged state of a host hash: without the change lease (`lk`, `lu`, `rf`), which a
  * dnserr whose UPDATE may still be applied leaves expired on purpose, for the reconciler.
  */
 function storedState(hash: Record<string, string>): Record<string, string> {
-  const { lk: _lk, lu: _lu, ...rest } = hash;
+  const { lk: _lk, lu: _lu, rf: _rf, ...rest } = hash;
   return rest;
 }
 
@@ -336,21 +334,26 @@ for (const kind of ['knot', 'bind'] as const) {
     });
     after(async () => env?.stop());
 
-    const cases: Array<{ title: string; patch: () => Record<string, unknown>; log: RegExp }> = [
+    // leaseLeft: the answer carries no verifiable MAC (maybe forged in place of a NOERROR), so
+    // the lease stays for the reconciler; a signed BADTIME is the primary's own refusal.
+    const cases: Array<{ title: string; patch: () => Record<string, unknown>; log: RegExp; leaseLeft: boolean }> = [
       {
         title: 'a key name the primary does not know',
         patch: () => zonesWithPrimary(env.ns.port, { name: 'unknown-key' }),
         log: /dns update failed[^\n]*zone dyn\.example\.test[^\n]*(BADKEY|NOTAUTH)[^\n]*(key|policy)/,
+        leaseLeft: true,
       },
       {
         title: 'a wrong secret',
         patch: () => zonesWithPrimary(env.ns.port, { secretFile: 'wrong.secret' }),
         log: /dns update failed[^\n]*zone dyn\.example\.test[^\n]*BADSIG[^\n]*secret/,
+        leaseLeft: true,
       },
       {
         title: 'a clock one hour ahead (dns.clockOffset 3600)',
         patch: () => ({ dns: { clockOffset: 3600 } }),
         log: /dns update failed[^\n]*zone dyn\.example\.test[^\n]*BADTIME[^\n]*clock skew/,
+        leaseLeft: false,
       },
     ];
 
@@ -369,7 +372,9 @@ for (const kind of ['knot', 'bind'] as const) {
         // a refusal is final (no retry): far below the 2 s budget
         expect(ms).to.be.below(SLACK_MS);
         expect(logsSince(env, mark)).to.match(c.log);
-        expect(await recordedState(env.redis.url, h)).to.deep.equal(before);
+        const hash = await hostHash(env.redis.url, h);
+        expect(storedState(hash)).to.deep.equal(before);
+        expect(hash.lk !== undefined, c.leaseLeft ? 'the lease stays for the reconciler' : 'no lease left').to.equal(c.leaseLeft);
         expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.30']);
 
         await reconfigure(env, {});

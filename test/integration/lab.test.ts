@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { execFile } from 'node:child_process';
 import { connect } from 'node:net';
 import path from 'node:path';
 import {
@@ -7,7 +6,6 @@ import {
   makeTempDir,
   removeDir,
   requireBinariesOrSkip,
-  requireBinary,
   startNameServer,
   startRedis,
   writeKeyFile,
@@ -18,17 +16,8 @@ import {
   type TsigKey,
 } from '../../src/lab/index.js';
 import { onFreePort, PortInUseError } from '../../src/lab/process.js';
+import { nsupdate } from '../support/nsupdate.js';
 
-/** Runs nsupdate with the key in a file (never in argv); resolves with exit status and output. */
-function nsupdate(keyFile: string, script: string): Promise<{ code: number; output: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(requireBinary('nsupdate'), ['-k', keyFile, '-t', '5'], (err, stdout, stderr) => {
-      const code = err ? ((err as { code?: number }).code ?? 1) : 0;
-      resolve({ code: typeof code === 'number' ? code : 1, output: stdout + stderr });
-    });
-    child.stdin!.end(script);
-  });
-}
 
 /** One inline Redis command over a raw socket; resolves with the first reply line. */
 function redisCommand(port: number, command: string): Promise<string> {

@@ -6,12 +6,13 @@
  *   repair stays due, and the reconciler republishes the recorded address once the primary is back.
  */
 import { expect } from 'chai';
-import { execFile } from 'node:child_process';
 import { chmod, writeFile } from 'node:fs/promises';
 import net from 'node:net';
+import path from 'node:path';
 import { Redis } from 'ioredis';
 import { BridgeEnv, ZONE, deepMerge, expectedReply, sleep } from '../support/bridge.js';
-import { requireBinariesOrSkip } from '../../src/lab/index.js';
+import { requireBinariesOrSkip, writeKeyFile } from '../../src/lab/index.js';
+import { nsupdate } from '../support/nsupdate.js';
 import { tieSockets } from '../support/relay.js';
 
 const UA = 'remove-races-tests/1.0 tests@example.test';
@@ -147,6 +148,7 @@ describe('host remove whose DNS delete fails on a host with a repair due (knot, 
   this.timeout(60000);
   let env: BridgeEnv;
   let redis: Redis;
+  let keyFile: string;
   const auth: [string, string] = ['remy', 'remy-pw-123456'];
 
   before(async function () {
@@ -154,6 +156,7 @@ describe('host remove whose DNS delete fails on a host with a repair due (knot, 
     // dns.timeout 1 s: a lease of 3 s.
     env = await BridgeEnv.start({ kind: 'knot', config: { dns: { timeout: 1 }, frequency: { minInterval: 0.001 } } });
     redis = new Redis(env.redis.url);
+    keyFile = await writeKeyFile(path.join(env.dir, 'client.key'), env.ns.key);
     await env.addAccount(...auth);
   });
   after(async () => {
@@ -162,14 +165,9 @@ describe('host remove whose DNS delete fails on a host with a repair due (knot, 
   });
 
   /** An UPDATE straight to the primary (as a frontend that died before recording it would have sent). */
-  function nsupdate(script: string): Promise<void> {
-    const k = env.ns.key;
-    return new Promise((resolve, reject) => {
-      const child = execFile('nsupdate', ['-y', `${k.algorithm}:${k.name}:${k.secret}`], (err, _out, stderr) =>
-        err ? reject(new Error(`nsupdate: ${stderr || err.message}`)) : resolve(),
-      );
-      child.stdin!.end(script);
-    });
+  async function sendUpdate(script: string): Promise<void> {
+    const r = await nsupdate(keyFile, script);
+    if (r.code !== 0) throw new Error(`nsupdate: ${r.output}`);
   }
 
   it('the repair stays due (lease and pending entry kept); with the primary back the reconciler republishes the recorded address', async () => {
@@ -180,7 +178,7 @@ describe('host remove whose DNS delete fails on a host with a repair due (knot, 
     await env.stopServes(); // no reconciler for now
 
     // A frontend published 192.0.2.99 and died before recording it; its lease has expired: a repair is due.
-    await nsupdate(`server 127.0.0.1 ${env.ns.port}\nzone ${ZONE}\nupdate delete ${h} A\nupdate add ${h} 60 A 192.0.2.99\nsend\n`);
+    await sendUpdate(`server 127.0.0.1 ${env.ns.port}\nzone ${ZONE}\nupdate delete ${h} A\nupdate add ${h} 60 A 192.0.2.99\nsend\n`);
     expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.99']);
     const now = await redisNow(redis);
     await redis.hset(key, 'lk', 'died-frontend', 'lu', String(now - 1));
