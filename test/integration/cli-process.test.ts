@@ -4,28 +4,9 @@
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
 import net from 'node:net';
-import path from 'node:path';
-import { CLI, runCli } from '../support/bridge.js';
-import { generateTsigKey, makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
-
-const ZONE = 'dyn.example.test';
-
-/** A config on `redisUrl`, its zone's primary unreachable (these tests never reach DNS). */
-async function writeConfig(dir: string, redisUrl: string): Promise<string> {
-  const key = generateTsigKey('ddns-key', 'hmac-sha256');
-  const secretFile = path.join(dir, 'tsig.secret');
-  await writeFile(secretFile, key.secret + '\n', { mode: 0o600 });
-  const file = path.join(dir, 'config.json');
-  const config = {
-    listen: ['127.0.0.1:0'],
-    redis: { url: redisUrl, keyPrefix: 'ddns:' },
-    zones: [{ name: ZONE, primary: '127.0.0.1:1', key: { name: key.name, algorithm: key.algorithm, secretFile } }],
-  };
-  await writeFile(file, JSON.stringify(config), { mode: 0o600 });
-  return file;
-}
+import { CLI, ZONE, runCli, writeRedisOnlyConfig } from '../support/bridge.js';
+import { makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
 
 describe('CLI: stdout closed early by its reader', function () {
   this.timeout(60000);
@@ -39,7 +20,7 @@ describe('CLI: stdout closed early by its reader', function () {
     requireBinariesOrSkip(this, ['redis-server']);
     dir = await makeTempDir('ddns-cli-epipe-');
     server = await startRedis({ dir });
-    config = await writeConfig(dir, server.url);
+    config = await writeRedisOnlyConfig(dir, { url: server.url });
     const added = await runCli(['account', 'add', 'demo', '--config', config], 'demo-Secret-pw-1\n');
     expect(added.code, added.stderr).to.equal(0);
     const lines = Array.from({ length: HOSTS }, (_, i) => `h${i}.${ZONE} demo\n`).join('');
@@ -86,7 +67,7 @@ describe('CLI: serve --port must be a port number', function () {
     });
     await new Promise<void>((resolve) => fakeRedis!.listen(0, '127.0.0.1', resolve));
     const port = (fakeRedis.address() as net.AddressInfo).port;
-    config = await writeConfig(dir, `redis://127.0.0.1:${port}/0`);
+    config = await writeRedisOnlyConfig(dir, { url: `redis://127.0.0.1:${port}/0` });
   });
 
   after(async () => {

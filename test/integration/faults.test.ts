@@ -6,12 +6,12 @@
  * afterwards, and recovery.
  */
 import { expect } from 'chai';
-import { writeFile, chmod, readFile } from 'node:fs/promises';
+import { writeFile, readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { BridgeEnv, ZONE, deepMerge, expectedReply, sleep, type HttpResult } from '../support/bridge.js';
+import { BridgeEnv, ZONE, expectedReply, sleep, type HttpResult } from '../support/bridge.js';
 import { generateTsigKey, makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
 import { encodeTsigRecord, extractTsig, readName, signMessage } from '../../src/dns/index.js';
 import type { TsigKeyConfig } from '../../src/config/schema.js';
@@ -31,8 +31,7 @@ const uniq = (label: string) => `${label}-${process.pid}-${++seq}.${ZONE}`;
 
 /** Rewrite the env's config with `patch` deep-merged over the original, and restart its serve processes. */
 async function reconfigure(env: BridgeEnv, patch: Record<string, unknown>): Promise<number> {
-  await writeFile(env.configPath, JSON.stringify(deepMerge(env.config, patch), null, 2));
-  await chmod(env.configPath, 0o600);
+  await env.writeConfig(patch);
   await env.stopServes('SIGTERM');
   return env.startServe();
 }
@@ -456,7 +455,7 @@ describe('fault: Redis (AOF) killed -9 and restarted (knot)', function () {
     env = await BridgeEnv.start({ kind: 'knot', config: { frequency: { minInterval: 0.001 } }, serves: 0 });
     aofDir = await makeTempDir('ddns-aof-');
     aof = await startRedis({ dir: aofDir, appendonly: true });
-    await writeFile(env.configPath, JSON.stringify(deepMerge(env.config, { redis: { url: aof.url } }), null, 2));
+    await env.writeConfig({ redis: { url: aof.url } });
     await env.startServe();
   });
   after(async () => {
@@ -621,8 +620,7 @@ async function bridgeBehindRelay(dnsTimeoutSeconds: number): Promise<{ env: Brid
   const env = await BridgeEnv.start({ kind: 'knot', config: { frequency: { minInterval: 0.001 } }, serves: 0 });
   const relay = new RelayPrimary(env.ns.port);
   const relayPort = await relay.listen();
-  const config = deepMerge(env.config, { dns: { timeout: dnsTimeoutSeconds }, ...zonesWithPrimary(relayPort) });
-  await writeFile(env.configPath, JSON.stringify(config, null, 2));
+  await env.writeConfig({ dns: { timeout: dnsTimeoutSeconds }, ...zonesWithPrimary(relayPort) });
   return { env, relay };
 }
 
@@ -908,7 +906,7 @@ describe('fault: spoofed DNS answers from a fake primary (real socket)', functio
     const secret = (await readFile(path.join(env.dir, 'tsig.secret'), 'utf8')).trim();
     fake = new FakePrimary({ name: 'ddns-key', algorithm: 'hmac-sha256', secret: Buffer.from(secret, 'base64') });
     const fakePort = await fake.listen();
-    await writeFile(env.configPath, JSON.stringify(deepMerge(env.config, { dns: { timeout: TIMEOUT_S }, ...zonesWithPrimary(fakePort) }), null, 2));
+    await env.writeConfig({ dns: { timeout: TIMEOUT_S }, ...zonesWithPrimary(fakePort) });
     await env.startServe();
     await env.addAccount(...auth);
   });

@@ -4,10 +4,10 @@
  * in database 0), then work in the configured database.
  */
 import { expect } from 'chai';
-import { chmod, writeFile } from 'node:fs/promises';
 import { Redis } from 'ioredis';
-import { BridgeEnv, ZONE, deepMerge, expectedReply, sleep } from '../support/bridge.js';
+import { BridgeEnv, sleep } from '../support/bridge.js';
 import { requireBinariesOrSkip } from '../../src/lab/index.js';
+import { expectUpdateInDatabase1 } from '../support/database-one.js';
 
 const UA = 'redis-busy-tests/1.0 tests@example.test';
 
@@ -21,9 +21,7 @@ describe('redis.url /1: a transient BUSY reply to SELECT (another client running
   before(async function () {
     requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
     env = await BridgeEnv.start({ kind: 'knot', serves: 0 });
-    const db1 = deepMerge(env.config, { redis: { url: env.redis.url.replace(/\/\d*$/, '/1') } });
-    await writeFile(env.configPath, JSON.stringify(db1, null, 2));
-    await chmod(env.configPath, 0o600);
+    await env.writeConfig({ redis: { url: env.redis.url.replace(/\/\d*$/, '/1') } });
     admin = new Redis(env.redis.url); // database 0
     blocker = new Redis(env.redis.url);
     await Promise.all([admin.ping(), blocker.ping()]);
@@ -69,20 +67,7 @@ describe('redis.url /1: a transient BUSY reply to SELECT (another client running
     expect(serve.exitCode, 'serve still running').to.equal(null);
     expect(serve.signalCode).to.equal(null);
 
-    const h = `busy.${ZONE}`;
-    await env.addAccount('bea', 'bea-pw-123456');
-    await env.addHost(h, 'bea');
-    const r = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.7`, { auth: ['bea', 'bea-pw-123456'], ua: UA });
-    expect(r.raw.toString()).to.equal(expectedReply(200, 'OK', 'good 192.0.2.7\n'));
-    expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.7']);
-
-    const db1 = new Redis(env.redis.url.replace(/\/\d*$/, '/1'));
-    try {
-      expect(await db1.hget(`ddns:h:${h}`, '4'), 'recorded in database 1').to.equal('192.0.2.7');
-    } finally {
-      db1.disconnect();
-    }
-    expect(await admin!.dbsize(), 'database 0 stays empty').to.equal(0);
+    await expectUpdateInDatabase1(env, 'busy', '192.0.2.7', UA);
     expect(serve.exitCode, 'serve still running').to.equal(null);
   });
 });

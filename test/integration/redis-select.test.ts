@@ -8,10 +8,9 @@ import { spawn as spawnProcess, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { CLI, runCli, type CliResult } from '../support/bridge.js';
+import { CLI, runCli, writeRedisOnlyConfig, type CliResult } from '../support/bridge.js';
 import {
   freePort,
-  generateTsigKey,
   makeTempDir,
   redisPing,
   removeDir,
@@ -52,20 +51,9 @@ describe('redis.url naming a database the server cannot select', function () {
     dir = await makeTempDir('ddns-redis-select-');
     server = await startRedis({ dir });
     raw = new Redis(server.url);
-    const key = generateTsigKey('ddns-key', 'hmac-sha256');
-    const secretFile = path.join(dir, 'tsig.secret');
-    await writeFile(secretFile, key.secret + '\n', { mode: 0o600 });
     for (const [label, db] of [['range', '99'], ['name', 'abc']] as const) {
-      const file = path.join(dir, `${label}.json`);
-      const config = {
-        listen: ['127.0.0.1:0'],
-        redis: { url: `redis://127.0.0.1:${server.port}/${db}`, keyPrefix: 'ddns:' },
-        // No nameserver: these tests are about Redis only (check's zone line fails as well).
-        zones: [{ name: 'dyn.example.test', primary: '127.0.0.1:1', key: { name: key.name, algorithm: key.algorithm, secretFile } }],
-        dns: { timeout: 1 },
-      };
-      await writeFile(file, JSON.stringify(config), { mode: 0o600 });
-      configs[db] = file;
+      // No nameserver: these tests are about Redis only (check's zone line fails as well).
+      configs[db] = await writeRedisOnlyConfig(dir, { url: `redis://127.0.0.1:${server.port}/${db}` }, { name: label, extra: { dns: { timeout: 1 } } });
     }
   });
 
@@ -142,16 +130,7 @@ describe('redis.url: the database disappears while serve runs (Redis restarted w
     dir = await makeTempDir('ddns-redis-reselect-');
     const port = await freePort();
     redis = await redisWithDatabases(dir, port, 16);
-    const key = generateTsigKey('ddns-key', 'hmac-sha256');
-    const secretFile = path.join(dir, 'tsig.secret');
-    await writeFile(secretFile, key.secret + '\n', { mode: 0o600 });
-    const config = path.join(dir, 'config.json');
-    const json = {
-      listen: ['127.0.0.1:0'],
-      redis: { url: `redis://127.0.0.1:${port}/5`, keyPrefix: 'ddns:' },
-      zones: [{ name: 'dyn.example.test', primary: '127.0.0.1:1', key: { name: key.name, algorithm: key.algorithm, secretFile } }],
-    };
-    await writeFile(config, JSON.stringify(json), { mode: 0o600 });
+    const config = await writeRedisOnlyConfig(dir, { url: `redis://127.0.0.1:${port}/5` });
 
     serve = spawnProcess(process.execPath, [CLI, 'serve', '--config', config], { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
@@ -189,18 +168,8 @@ describe('redis.passwordFile: the Redis password kept out of the config file', f
   });
 
   async function configWith(name: string, password: string): Promise<string> {
-    const key = generateTsigKey('ddns-key', 'hmac-sha256');
-    await writeFile(path.join(dir!, 'tsig.secret'), key.secret + '\n', { mode: 0o600 });
     await writeFile(path.join(dir!, `${name}.pw`), password + '\n', { mode: 0o600 });
-    const file = path.join(dir!, `${name}.json`);
-    const config = {
-      listen: ['127.0.0.1:0'],
-      redis: { url: `redis://127.0.0.1:${server!.port}/0`, passwordFile: `${name}.pw` },
-      zones: [{ name: 'dyn.example.test', primary: '127.0.0.1:1', key: { name: key.name, algorithm: key.algorithm, secretFile: 'tsig.secret' } }],
-      dns: { timeout: 1 },
-    };
-    await writeFile(file, JSON.stringify(config), { mode: 0o600 });
-    return file;
+    return writeRedisOnlyConfig(dir!, { url: `redis://127.0.0.1:${server!.port}/0`, passwordFile: `${name}.pw` }, { name, extra: { dns: { timeout: 1 } } });
   }
 
   it('the right password from the file: the account is written; a wrong one fails and never shows either password', async () => {

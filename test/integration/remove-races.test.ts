@@ -6,11 +6,10 @@
  *   repair stays due, and the reconciler republishes the recorded address once the primary is back.
  */
 import { expect } from 'chai';
-import { chmod, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { BridgeEnv, ZONE, deepMerge, expectedReply, sleep } from '../support/bridge.js';
+import { BridgeEnv, ZONE, expectedReply, sleep } from '../support/bridge.js';
 import { requireBinariesOrSkip, writeKeyFile } from '../../src/lab/index.js';
 import { nsupdate } from '../support/nsupdate.js';
 import { tieSockets } from '../support/relay.js';
@@ -96,11 +95,7 @@ describe('host remove takes over the lease of an update stalled past it (knot, a
     relay = new HangingRedisRelay(Number(new URL(env.redis.url).port));
     const relayPort = await relay.listen();
     // Only serve goes through the relay; env.cliDirect (env.config) talks to Redis directly.
-    const relayed = deepMerge(env.config, {
-      redis: { url: env.redis.url.replace(/:\d+\//, `:${relayPort}/`), commandTimeout: 30 },
-    });
-    await writeFile(env.configPath, JSON.stringify(relayed, null, 2));
-    await chmod(env.configPath, 0o600);
+    await env.writeConfig({ redis: { url: env.redis.url.replace(/:\d+\//, `:${relayPort}/`), commandTimeout: 30 } });
     await env.startServe();
     redis = new Redis(env.redis.url);
     await env.addAccount(...auth);

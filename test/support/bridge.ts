@@ -25,6 +25,31 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export const CLI = path.join(ROOT, 'dist/src/cli/main.js');
 export const ZONE = 'dyn.example.test';
 
+/**
+ * A config for tests about Redis and the CLI only: `redis` as given, one zone whose primary
+ * (127.0.0.1:1) nobody answers, a fresh TSIG key in `dir`/tsig.secret. Written to
+ * `dir`/`name`.json (mode 0600) with `extra` merged in; returns its path.
+ */
+export async function writeRedisOnlyConfig(
+  dir: string,
+  redis: Record<string, unknown>,
+  opts: { name?: string; extra?: Record<string, unknown> } = {},
+): Promise<string> {
+  const key = generateTsigKey('ddns-key', 'hmac-sha256');
+  await writeFile(path.join(dir, 'tsig.secret'), key.secret + '\n', { mode: 0o600 });
+  const config = deepMerge(
+    {
+      listen: ['127.0.0.1:0'],
+      redis: { keyPrefix: 'ddns:', ...redis },
+      zones: [{ name: ZONE, primary: '127.0.0.1:1', key: { name: key.name, algorithm: key.algorithm, secretFile: 'tsig.secret' } }],
+    },
+    opts.extra ?? {},
+  );
+  const file = path.join(dir, `${opts.name ?? 'config'}.json`);
+  await writeFile(file, JSON.stringify(config), { mode: 0o600 });
+  return file;
+}
+
 export interface CliResult {
   code: number | null;
   stdout: string;
@@ -125,6 +150,15 @@ export class BridgeEnv {
     const env = new BridgeEnv(dir, redis, ns, configPath, config, proxy);
     for (let i = 0; i < (opts.serves ?? 1); i++) await env.startServe();
     return env;
+  }
+
+  /**
+   * Rewrite the config file as the start config with `patch` merged in (mode 0600), for the
+   * serve and CLI processes started after it. `config` stays the start config (cliDirect uses it).
+   */
+  async writeConfig(patch: Record<string, unknown>): Promise<void> {
+    await writeFile(this.configPath, JSON.stringify(deepMerge(this.config, patch), null, 2));
+    await chmod(this.configPath, 0o600);
   }
 
   /** Start one more `serve` process on a free port; resolves when it listens. */
