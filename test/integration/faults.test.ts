@@ -534,6 +534,12 @@ describe('fault: kill -9 of the bridge during a stream of changes (knot)', funct
     redis: unknown;
     /** The last acknowledged (`good`) address, then the unacknowledged one in flight, if any. */
     allowed: string[];
+    /**
+     * What DNS may hold right after the restart: `allowed`, or an address answered `dnserr`
+     * since the last `good` (a timed-out UPDATE the primary applied late; the reconciler puts
+     * the stored state back once the lease expires).
+     */
+    dnsAllowed: string[];
   }
   const outcomes: Outcome[] = [];
 
@@ -545,6 +551,9 @@ describe('fault: kill -9 of the bridge during a stream of changes (knot)', funct
     const serve = env.serves[0]!;
     const lastGood = new Array<number>(N).fill(0);
     const lastSent = new Array<number>(N).fill(0);
+    /** Per client: the requests answered `dnserr` since its last `good`. */
+    const refusedSinceGood = hosts.map((): number[] => []);
+    let dnserrs = 0;
     const unexpected: string[] = [];
     let killed = false;
     const ip = (i: number, k: number) => `10.${i}.${k >> 8}.${k & 255}`;
@@ -559,8 +568,15 @@ describe('fault: kill -9 of the bridge during a stream of changes (knot)', funct
         } catch {
           return; // connection refused/reset: the process is gone
         }
-        if (r.body === `good ${ip(i, k)}\n`) lastGood[i] = k;
-        else if (r.raw.length === 0) return; // no reply: the request died with the process
+        if (r.body === `good ${ip(i, k)}\n`) {
+          lastGood[i] = k;
+          refusedSinceGood[i] = [];
+        } else if (r.body === 'dnserr\n') {
+          // A legitimate answer when the primary does not answer within dns.timeout (2 s here;
+          // seen once under the whole suite's load): nothing was recorded, the client retries.
+          dnserrs++;
+          refusedSinceGood[i]!.push(k);
+        } else if (r.raw.length === 0) return; // no reply: the request died with the process
         else unexpected.push(r.body);
       }
     };
@@ -570,22 +586,28 @@ describe('fault: kill -9 of the bridge during a stream of changes (knot)', funct
     serve.kill('SIGKILL');
     await Promise.all(clients);
     expect(unexpected, 'replies before the kill').to.deep.equal([]);
-    expect(Math.min(...lastGood), `every client got good during the stream: ${lastGood.join(' ')}`).to.be.above(0);
+    expect(Math.min(...lastGood), `every client got good during the stream: ${lastGood.join(' ')} (${dnserrs} dnserr)`).to.be.above(0);
 
     await env.startServe();
     const problems: string[] = [];
     const read = await Promise.all(
-      hosts.map(async (host, i): Promise<Outcome> => ({
-        host,
-        dns: await env.ns.query(host, 'A'),
-        redis: (await env.hostJson(host)).ipv4,
-        allowed: [ip(i, lastGood[i]!), ...(lastSent[i]! > lastGood[i]! ? [ip(i, lastSent[i]!)] : [])],
-      })),
+      hosts.map(async (host, i): Promise<Outcome> => {
+        const inFlight = lastSent[i]! > lastGood[i]! && !refusedSinceGood[i]!.includes(lastSent[i]!);
+        const allowed = [ip(i, lastGood[i]!), ...(inFlight ? [ip(i, lastSent[i]!)] : [])];
+        return {
+          host,
+          dns: await env.ns.query(host, 'A'),
+          redis: (await env.hostJson(host)).ipv4,
+          allowed,
+          dnsAllowed: [...allowed, ...refusedSinceGood[i]!.map((k) => ip(i, k))],
+        };
+      }),
     );
     for (const o of read) {
       const host = o.host;
       outcomes.push(o);
-      if (o.dns.length !== 1 || !o.allowed.includes(o.dns[0]!)) problems.push(`${host}: DNS ${o.dns.join(',')} not in ${o.allowed.join('|')}`);
+      if (o.dns.length !== 1 || !o.dnsAllowed.includes(o.dns[0]!)) problems.push(`${host}: DNS ${o.dns.join(',')} not in ${o.dnsAllowed.join('|')}`);
+      // dnserr promises the stored state untouched: Redis never holds a refused address.
       if (!o.allowed.includes(String(o.redis))) problems.push(`${host}: Redis ${o.redis} not in ${o.allowed.join('|')}`);
     }
     expect(problems).to.deep.equal([]);
