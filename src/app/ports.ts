@@ -3,7 +3,7 @@
  * these; `cli/compose.ts` wires them. Every method may throw StoreUnavailableError (→ 911);
  * Publisher.publish may throw DnsUpdateError (→ dnserr).
  */
-import type { Account, HostDnsState, HostRecord, HostType, TargetState } from '../core/types.js';
+import type { Account, AddressFamilies, HostDnsState, HostRecord, HostType, TargetState } from '../core/types.js';
 
 /** The authenticated account as the use cases see it. */
 export interface AccountView {
@@ -109,8 +109,11 @@ export type Admission =
   /**
    * repairDue: the lease taken over had expired (an interrupted change, or a republish still
    * due), so DNS may hold what Redis does not: if this change fails, the repair stays due.
+   * families: the address families the change must write in full — those the request
+   * names, those an interrupted change it takes over wrote, both for a host back from
+   * offline; the others it leaves where the store does not know them (familiesToLeave).
    */
-  | { kind: 'change'; host: HostRecord; lease: Lease; repairDue: boolean };
+  | { kind: 'change'; host: HostRecord; lease: Lease; repairDue: boolean; families: AddressFamilies };
 
 export interface AdmitRequest {
   fqdn: string;
@@ -143,6 +146,8 @@ export type CommitOutcome = 'committed' | 'lost' | 'gone';
 export interface Reclaimed {
   host: HostRecord;
   lease: Lease;
+  /** The address families the interrupted change wrote (both when that is not known). */
+  families: AddressFamilies;
   /** Republishes of this host that failed since DNS and Redis last agreed. */
   failedRepublishes: number;
 }
@@ -166,7 +171,8 @@ export interface HostGate {
    * `republishInMs`, the primary may hold something Redis does not (what was sent may still
    * be applied): the lease is left expired instead, due in `staleLeases` after that delay,
    * so the stored state is published again (see `reclaim`); no request is answered nochg
-   * meanwhile, and a request that changes the host republishes in full. `failedRepublish`:
+   * meanwhile, and a request that changes the host republishes the stored state with its own
+   * change (every family the interrupted change wrote: `Admission.families`). `failedRepublish`:
    * a republish of the stored state failed (counted: see `Reclaimed.failedRepublishes`).
    */
   release(lease: Lease, opts?: { republishInMs?: number; failedRepublish?: boolean }): Promise<void>;
@@ -225,12 +231,12 @@ export interface HostChange {
   previous: HostDnsState;
   target: TargetState;
   /**
-   * Address families to leave as the primary has them: the request does not name them and
+   * Address families to leave as the primary has them: the change does not write them and
    * the store does not know them, e.g. a host registered over records another provider set
-   * (SPEC §2: "the other family's records stay as they are"). Absent: none — a repair, or a
-   * host back from offline, rewrites everything.
+   * (SPEC §2: "the other family's records stay as they are"); see familiesToLeave. Absent:
+   * none — everything is rewritten.
    */
-  leave?: { ipv4: boolean; ipv6: boolean };
+  leave?: AddressFamilies;
 }
 
 export interface Publisher {

@@ -3,7 +3,8 @@
  * UPDATE but before recording it leaves an expired lease, and so does a request whose
  * UPDATE got no trustworthy answer (timeout, lost connection): the primary may hold a change
  * nobody acknowledged. Redis is the record of what was acknowledged, so its state is
- * published again (full rewrite) and the host is back to "fully old". Runs on every
+ * published again (every family that change wrote, and all the rest the store knows) and the
+ * host is back to "fully old". Runs on every
  * frontend; reclaiming a lease is atomic, so one of them repairs each host. A republish the
  * primary refuses is tried again after a lease's time, then twice as long after each further
  * refusal (at most MAX_REPUBLISH_DELAY_MS): a primary that keeps refusing a host is not asked
@@ -13,7 +14,7 @@
  */
 import { DnsUpdateError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { pickDns } from '../core/types.js';
+import { familiesToLeave, pickDns } from '../core/types.js';
 import type { HostGate, Publisher, Reclaimed } from './ports.js';
 
 const BATCH = 100;
@@ -60,7 +61,7 @@ export class Reconciler {
       for (const fqdn of due) {
         // A primary that just timed out would hold the host's lease through another timeout,
         // and a client's request for it would wait that long: look again later. Requests for
-        // such a host republish it in full anyway (an expired lease is never nochg).
+        // such a host republish it anyway (an expired lease is never nochg).
         const zone = publisher.zoneFor(fqdn);
         if (zone !== undefined && publisher.recentlyUnreachable(zone, leaseMs)) {
           postponed.push(fqdn);
@@ -85,12 +86,14 @@ export class Reconciler {
   }
 
   /** Publish a reclaimed host's recorded state and record the outcome; never rejects. */
-  private async republish(fqdn: string, zone: string, { host, lease, failedRepublishes }: Reclaimed): Promise<boolean> {
+  private async republish(fqdn: string, zone: string, { host, lease, failedRepublishes, families }: Reclaimed): Promise<boolean> {
     const { hosts, publisher, leaseMs, logger } = this.deps;
     const target = { ...pickDns(host), offline: host.state === 'offline' };
     try {
       try {
-        await publisher.publish({ fqdn, zone, previous: host, target });
+        // What the interrupted change wrote is rewritten to the stored state; a family it did
+        // not write and the store does not know stays as the primary has it (SPEC §2).
+        await publisher.publish({ fqdn, zone, previous: host, target, leave: familiesToLeave(host, families) });
       } catch (err) {
         // Due again later; until then a request may take the host over (and republishes in
         // full), so requests never wait for a primary that is down.

@@ -6,7 +6,7 @@ import { DnsUpdateError, StoreUnavailableError, tokenForError } from '../core/er
 import type { Logger } from '../core/log.js';
 import { formatAddresses, parseUpdateParams, type ParamMap, type UpdateParams } from '../core/params.js';
 import { tokenIsJunk, type HostToken, type RequestToken } from '../core/tokens.js';
-import { emptyDnsState, expectationsFor, targetState, type RequestedSettings, type ResolvedMx } from '../core/types.js';
+import { emptyDnsState, expectationsFor, familiesToLeave, targetState, type RequestedSettings, type ResolvedMx } from '../core/types.js';
 import { parseAddress, type AddressPair } from '../core/addresses.js';
 import type {
   AccountView,
@@ -218,13 +218,10 @@ export class UpdateService {
     if (admission.kind !== 'change') throw new Error(`unexpected admission ${admission.kind}`);
 
     const target = targetState(admission.host, settings, resolvedMx);
-    // A family the request does not name and the store does not know was not set by us (or
-    // is gone already): leave it, unless a repair is due or the host is back from offline.
+    // A family nobody writes and the store does not know was not set by us (or is gone
+    // already): leave it. The store says which ones this change writes (admit).
     const previous = admission.host;
-    const rewriteAll = admission.repairDue || previous.state === 'offline';
-    const leave = rewriteAll
-      ? undefined
-      : { ipv4: settings.ipv4 === undefined && previous.ipv4 === null, ipv6: settings.ipv6 === undefined && previous.ipv6 === null };
+    const leave = familiesToLeave(previous, admission.families);
     try {
       await this.deps.publisher.publish({ fqdn, zone, previous, target, leave });
     } catch (err) {

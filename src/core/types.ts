@@ -85,6 +85,21 @@ export function targetState(current: HostRecord, req: RequestedSettings, resolve
   };
 }
 
+/** One flag per address family (A, AAAA). */
+export interface AddressFamilies {
+  ipv4: boolean;
+  ipv6: boolean;
+}
+
+/**
+ * The address families a change leaves as the primary has them: those it does not write in
+ * full (`written`) and the store does not know — records the bridge never set, such as those
+ * another provider left (SPEC §2: "the other family's records stay as they are").
+ */
+export function familiesToLeave(stored: Pick<HostDnsState, 'ipv4' | 'ipv6'>, written: AddressFamilies): AddressFamilies {
+  return { ipv4: !written.ipv4 && stored.ipv4 === null, ipv6: !written.ipv6 && stored.ipv6 === null };
+}
+
 export function pickDns(h: HostDnsState): HostDnsState {
   return { ipv4: h.ipv4, ipv6: h.ipv6, wildcard: h.wildcard, mx: h.mx, backmx: h.backmx };
 }

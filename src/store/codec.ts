@@ -3,7 +3,7 @@
  * only its owner, type and state. Flags are stored as '1' or left out.
  */
 import type { Expectations } from '../app/ports.js';
-import { HOST_STATES, HOST_TYPES, type Account, type HostRecord, type HostState, type HostType } from '../core/types.js';
+import { HOST_STATES, HOST_TYPES, type Account, type AddressFamilies, type HostRecord, type HostState, type HostType } from '../core/types.js';
 import { ACCOUNT_FIELDS as A, HOST_FIELDS as H } from './keys.js';
 
 export type HashFields = Record<string, string>;
@@ -63,6 +63,22 @@ export function encodeExpectations(expect: Expectations): string[] {
     out.push(spec.field, spec.flag ? (value === '1' ? '1' : '') : value);
   }
   return out;
+}
+
+/**
+ * The address families a request's expectations write, as the admit script takes them
+ * ('4', '6', '46', ''): the families it names; both when it goes offline (the addresses go).
+ */
+export function encodeWrittenFamilies(expect: Expectations | null): string {
+  if (expect === null) return '';
+  if (expect.state === 'offline') return '46';
+  return (expect.ipv4 !== undefined ? '4' : '') + (expect.ipv6 !== undefined ? '6' : '');
+}
+
+/** A lease's families field; absent (no record of them) means both. */
+export function decodeFamilies(v: string | undefined): AddressFamilies {
+  if (v === undefined) return { ipv4: true, ipv6: true };
+  return { ipv4: v.includes('4'), ipv6: v.includes('6') };
 }
 
 function nonEmpty(v: string | undefined): string | null {

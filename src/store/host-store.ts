@@ -9,7 +9,7 @@ import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.
 import type { Logger } from '../core/log.js';
 import { normalizeHostname } from '../core/names.js';
 import { HOST_TYPES, flag, type HostRecord, type HostType, type TargetState } from '../core/types.js';
-import { decodeHost, encodeExpectations, fieldsFromFlat } from './codec.js';
+import { decodeFamilies, decodeHost, encodeExpectations, encodeWrittenFamilies, fieldsFromFlat } from './codec.js';
 import { HOST_FIELDS, Keys } from './keys.js';
 import { scriptsFor, type StoreScripts } from './lua.js';
 import { execPipeline, storeCall } from './redis.js';
@@ -58,6 +58,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
       Math.max(1, Math.floor(req.leaseMs)),
       randomUUID(),
       req.expect === null ? 'count' : 'expect',
+      encodeWrittenFamilies(req.expect),
     ];
     if (req.expect !== null) args.push(...encodeExpectations(req.expect));
     const token = String(args[4]);
@@ -143,6 +144,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
     const fields = fieldsFromFlat(reply[1] as unknown[]);
     return {
       host: decodeHost(fqdn, fields),
+      families: decodeFamilies(fields[HOST_FIELDS.leaseFamilies]),
       // No frequency bookkeeping: releasing this lease leaves the counters as they are.
       lease: new HostLease(fqdn, token, '', '', '-', '-'),
       failedRepublishes: Math.max(0, Number(fields[HOST_FIELDS.republishFailures] ?? 0) || 0),
@@ -282,6 +284,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
           host: decodeHost(fqdn, fields),
           lease: new HostLease(fqdn, token, String(reply[2]), String(reply[3]), String(reply[4]), fields[HOST_FIELDS.lastRequest] ?? ''),
           repairDue: reply[5] === '1',
+          families: decodeFamilies(String(reply[6] ?? '46')),
         };
       }
       default:

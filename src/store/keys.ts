@@ -37,6 +37,12 @@ export const HOST_FIELDS = {
   leaseUntil: 'lu',
   /** Failed republishes since DNS and Redis last agreed (the reconciler's back-off). */
   republishFailures: 'rf',
+  /**
+   * The address families ('4', '6', '46' or '') the change holding the lease writes in full,
+   * kept with the lease until its commit: a repair of it rewrites them and leaves the
+   * families nobody wrote (see the admit script).
+   */
+  leaseFamilies: 'la',
 } as const;
 
 /** Short field names of the account hash. */

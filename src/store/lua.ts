@@ -16,10 +16,12 @@ local function ms(n) return string.format('%.0f', n) end
 
 /**
  * admit(KEYS: host, pending; ARGV: account, minIntervalMs, maxFrequent, leaseMs, token, mode,
- * [field, value]…) → {kind} | {'change', hostFlat, prevFl, prevFc, seq, repairDue}.
+ * families, [field, value]…) → {kind} | {'change', hostFlat, prevFl, prevFc, seq, repairDue, la}.
  * repairDue = '1': the lease taken over had expired (a repair was due), else ''.
  * mode 'count' = only the frequency rule; 'expect' = compare the field/value pairs
- * (absent field = '', flag '0' = ''). The body reads its arguments from `A` (see GUARD).
+ * (absent field = '', flag '0' = ''). families: the address families the request writes
+ * ('4', '6', '46', ''). la: those the change must write in full (kept with the lease as
+ * 'la'). The body reads its arguments from `A` (see GUARD).
  */
 const ADMIT_BODY = `
 local key = KEYS[1]
@@ -34,7 +36,7 @@ if state == 'closed' then return {'closed'} end
 if state == 'blocked' then return {'abuse'} end
 if h['lk'] ~= nil and h['lk'] ~= '' and (tonumber(h['lu']) or 0) > now then return {'busy'} end
 -- An expired lease: its holder died between publishing and recording, so DNS may hold a
--- change Redis does not know. Never nochg then: this request republishes in full.
+-- change Redis does not know. Never nochg then: this request republishes it (see 'la').
 local stale = h['lk'] ~= nil and h['lk'] ~= ''
 
 -- The frequency rule: a request sooner than minInterval after the previous one is frequent;
@@ -58,14 +60,14 @@ end
 local function hostFlat()
   local out = {}
   for f, v in pairs(h) do
-    if f ~= 'lk' and f ~= 'lu' then out[#out + 1] = f; out[#out + 1] = v end
+    if f ~= 'lk' and f ~= 'lu' and f ~= 'la' then out[#out + 1] = f; out[#out + 1] = v end
   end
   return out
 end
 
 local changed = stale and A[6] == 'expect'
 if A[6] == 'expect' and not changed then
-  for i = 7, #A, 2 do
+  for i = 8, #A, 2 do
     local f = A[i]
     local v = h[f] or ''
     if (f == 'w' or f == 'b') and v == '0' then v = '' end
@@ -79,10 +81,23 @@ if not changed then
   redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'])
   return {'nochg'}
 end
+-- The address families this change writes in full, kept with its lease: a repair of it
+-- rewrites those and leaves the ones nobody wrote as the primary has them (SPEC §2). A host
+-- back from offline gets both again. Taking over an interrupted change adds what that one
+-- wrote — both when it left no record (a repair's or an operator's lease, or one from
+-- before this field).
+local function union(a, b)
+  local has4 = a:find('4', 1, true) or b:find('4', 1, true)
+  local has6 = a:find('6', 1, true) or b:find('6', 1, true)
+  return (has4 and '4' or '') .. (has6 and '6' or '')
+end
+local la = A[7]
+if state == 'offline' then la = '46' end
+if stale then la = union(la, h['la'] or '46') end
 local leaseEnd = now + tonumber(A[4])
-redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'], 'lk', A[5], 'lu', ms(leaseEnd))
+redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'], 'lk', A[5], 'lu', ms(leaseEnd), 'la', la)
 redis.call('ZADD', KEYS[2], leaseEnd, key)
-return {'change', hostFlat(), prevFl, prevFc, h['fs'], stale and '1' or ''}
+return {'change', hostFlat(), prevFl, prevFc, h['fs'], stale and '1' or '', la}
 `;
 
 const ADMIT = `${NOW}local A = ARGV${ADMIT_BODY}`;
@@ -169,7 +184,7 @@ if state ~= 'blocked' and state ~= 'closed' then
   if ARGV[7] == '1' then state = 'offline' else state = 'active' end
 end
 if ARGV[8] == '1' then redis.call('HSET', key, 's', state) else redis.call('HSET', key, 's', state, 'u', ms(now)) end
-redis.call('HDEL', key, 'lk', 'lu', 'rf')
+redis.call('HDEL', key, 'lk', 'lu', 'rf', 'la')
 redis.call('ZREM', KEYS[2], key)
 return 'ok'
 `;
@@ -204,7 +219,7 @@ if republishIn then
   repairDue(republishIn)
   if ARGV[7] == '1' then redis.call('HINCRBY', key, 'rf', 1) end
 else
-  redis.call('HDEL', key, 'lk', 'lu', 'rf')
+  redis.call('HDEL', key, 'lk', 'lu', 'rf', 'la')
   redis.call('ZREM', KEYS[2], key)
 end
 return 1

@@ -12,7 +12,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { BridgeEnv, ZONE, expectedReply, sleep, type HttpResult } from '../support/bridge.js';
-import { generateTsigKey, makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
+import { generateTsigKey, makeTempDir, removeDir, requireBinariesOrSkip, startRedis, writeKeyFile, type RedisServer } from '../../src/lab/index.js';
+import { nsupdate } from '../support/nsupdate.js';
 import { encodeTsigRecord, extractTsig, readName, signMessage } from '../../src/dns/index.js';
 import type { TsigKeyConfig } from '../../src/config/schema.js';
 import { loadConfig } from '../../src/config/load.js';
@@ -86,7 +87,7 @@ async function untilRepaired(env: BridgeEnv, fqdn: string, address: string, trie
  * dnserr whose UPDATE may still be applied leaves expired on purpose, for the reconciler.
  */
 function storedState(hash: Record<string, string>): Record<string, string> {
-  const { lk: _lk, lu: _lu, rf: _rf, ...rest } = hash;
+  const { lk: _lk, lu: _lu, rf: _rf, la: _la, ...rest } = hash;
   return rest;
 }
 
@@ -779,16 +780,22 @@ describe('fault: the primary applied a change but its answer was lost (knot)', f
     await env?.stop();
   });
 
-  /** good .80, then a change to .81 that the primary applies while its answers are swallowed. */
-  async function lostAnswer(): Promise<{ h: string; before: Record<string, string> }> {
+  /**
+   * good .80, then a change to .81 that the primary applies while its answers are swallowed.
+   * `foreignAaaa`: the name already has an AAAA the bridge never set (another provider's), and
+   * the change is `change` (default: myip=192.0.2.81).
+   */
+  async function lostAnswer(opts: { foreignAaaa?: string; change?: string } = {}): Promise<{ h: string; before: Record<string, string> }> {
     const h = uniq('lost');
     await env.addHost(h, auth[0]);
+    if (opts.foreignAaaa) await addForeignRecord(`${h}. 60 IN AAAA ${opts.foreignAaaa}`);
     relay.holdAnswers = false;
     expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.80`, { auth, ua: UA })).body).to.equal('good 192.0.2.80\n');
+    if (opts.foreignAaaa) expect(await env.ns.query(h, 'AAAA'), 'an IPv4 update keeps it').to.deep.equal([opts.foreignAaaa]);
     const before = await hostHash(env.redis.url, h);
     relay.holdAnswers = true;
     const swallowed = relay.answersSwallowed;
-    const pending = env.get(`/nic/update?hostname=${h}&myip=192.0.2.81`, { auth, ua: UA });
+    const pending = env.get(`/nic/update?hostname=${h}&${opts.change ?? 'myip=192.0.2.81'}`, { auth, ua: UA });
     let applied = false;
     for (let i = 0; i < 25 && !applied; i++) {
       applied = (await env.ns.query(h, 'A'))[0] === '192.0.2.81';
@@ -833,6 +840,42 @@ describe('fault: the primary applied a change but its answer was lost (knot)', f
     expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.81']);
     expect((await hostHash(env.redis.url, h))['4']).to.equal('192.0.2.81');
   });
+
+  describe('a name with an AAAA the bridge never set (SPEC §2: the other family stays)', () => {
+    it('the repair of an interrupted IPv4 change rewrites the A and keeps the AAAA', async () => {
+      const { h } = await lostAnswer({ foreignAaaa: '2001:db8::f1' });
+      relay.holdAnswers = false;
+      const { dns } = await untilRepaired(env, h, '192.0.2.80', 60);
+      expect(dns).to.deep.equal(['192.0.2.80']);
+      expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::f1']);
+      const hash = await hostHash(env.redis.url, h);
+      expect([hash['4'], hash['6'], hash.la]).to.deep.equal(['192.0.2.80', undefined, undefined]);
+    });
+
+    it('a request taking the due repair over keeps it too', async () => {
+      const { h } = await lostAnswer({ foreignAaaa: '2001:db8::f2' });
+      relay.holdAnswers = false;
+      expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.80`, { auth, ua: UA })).body).to.equal('good 192.0.2.80\n');
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.80']);
+      expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::f2']);
+    });
+
+    it('an interrupted change that set an AAAA has it removed by the repair: DNS == Redis (no AAAA)', async () => {
+      const { h } = await lostAnswer({ foreignAaaa: '2001:db8::f3', change: 'myip=192.0.2.81,2001:db8::81' });
+      expect(await env.ns.query(h, 'AAAA'), 'the primary applied it').to.deep.equal(['2001:db8::81']);
+      relay.holdAnswers = false;
+      await untilRepaired(env, h, '192.0.2.80', 60);
+      expect(await env.ns.query(h, 'AAAA')).to.deep.equal([]);
+      expect((await hostHash(env.redis.url, h))['6']).to.equal(undefined);
+    });
+  });
+
+  /** An UPDATE straight to knotd (past the relay), as another provider's system would have made. */
+  async function addForeignRecord(record: string): Promise<void> {
+    const keyFile = await writeKeyFile(path.join(env.dir, 'foreign.key'), env.ns.key);
+    const r = await nsupdate(keyFile, `server 127.0.0.1 ${env.ns.port}\nzone ${ZONE}\nupdate add ${record}\nsend\n`);
+    if (r.code !== 0) throw new Error(`nsupdate: ${r.output}`);
+  }
 });
 
 // ---- 5c. a frontend stalls between the primary's answer and its commit (no crash) ---------

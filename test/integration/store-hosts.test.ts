@@ -279,6 +279,62 @@ describe('store: hosts (real redis-server)', function () {
       expect(c.kind, 'an expired lease is never nochg').to.equal('change');
     });
 
+    describe('the address families a change writes, kept with its lease (la)', () => {
+      const V6: Expectations = { state: 'active', ipv6: '2001:db8::7', wildcard: '0', mx: '', backmx: '0' };
+      const BOTH = { ipv4: true, ipv6: true };
+      const change = async (over: Partial<AdmitRequest> = {}) => {
+        const a = await lab.store.hosts.admit(request({ minIntervalMs: 0, ...over }));
+        if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
+        return a;
+      };
+
+      it('a change writes the families it names; commit and a plain release drop the record', async () => {
+        const a = await change();
+        expect(a.families).to.deep.equal({ ipv4: true, ipv6: false });
+        expect(await lab.raw.hget(hostKey, 'la')).to.equal('4');
+        expect(a.host, 'not part of the host record').to.not.have.property('la');
+        await lab.store.hosts.commit(a.lease, TARGET);
+        expect(await lab.raw.hexists(hostKey, 'la')).to.equal(0);
+        const b = await change({ expect: V6 });
+        expect(b.families).to.deep.equal({ ipv4: false, ipv6: true });
+        await lab.store.hosts.release(b.lease);
+        expect(await lab.raw.hexists(hostKey, 'la')).to.equal(0);
+        const c = await change({ expect: { state: 'offline' } });
+        expect(c.families, 'going offline removes both').to.deep.equal(BOTH);
+      });
+
+      it('an interrupted change: the repair and a request taking it over write what it wrote, and no more', async () => {
+        const a = await change();
+        await lab.store.hosts.release(a.lease, { republishInMs: 0 });
+        expect(await lab.raw.hget(hostKey, 'la'), 'kept while the repair is due').to.equal('4');
+        const r = await reclaimed();
+        expect(r.families).to.deep.equal({ ipv4: true, ipv6: false });
+        await lab.store.hosts.release(r.lease, { republishInMs: 0, failedRepublish: true });
+        // A request for the other family takes the due repair over: it writes both.
+        const b = await change({ expect: V6 });
+        expect([b.repairDue, b.families]).to.deep.equal([true, BOTH]);
+        expect(await lab.raw.hget(hostKey, 'la')).to.equal('46');
+        await lab.store.hosts.commit(b.lease, { ...TARGET, ipv4: null, ipv6: '2001:db8::7' });
+        expect(await lab.raw.hexists(hostKey, 'la')).to.equal(0);
+      });
+
+      it('an expired lease with no record of its families (a repair\'s, an operator\'s, an older version\'s): both', async () => {
+        const a = await change({ leaseMs: 50 });
+        await lab.raw.hdel(hostKey, 'la');
+        await new Promise((r) => setTimeout(r, 80));
+        expect((await reclaimed()).families).to.deep.equal(BOTH);
+        await lab.raw.hset(hostKey, 'lu', '1'); // the repair's lease expires too
+        const b = await change();
+        expect([a.families, b.repairDue, b.families]).to.deep.equal([{ ipv4: true, ipv6: false }, true, BOTH]);
+      });
+
+      it('a host back from offline: both', async () => {
+        await lab.store.hosts.commit((await change({ expect: { state: 'offline' } })).lease, { ...TARGET, ipv4: null, offline: true });
+        expect(await lab.raw.hget(hostKey, 's')).to.equal('offline');
+        expect((await change()).families).to.deep.equal(BOTH);
+      });
+    });
+
     it('a republish commit (reconciler) records the state but keeps the time of the last update', async () => {
       const a = await lab.store.hosts.admit(request());
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);

@@ -8,7 +8,7 @@ import type { CommitOutcome, HostChange, HostGate, Lease, Publisher, Reclaimed }
 import { MAX_REPUBLISH_DELAY_MS, Reconciler, republishDelayMs } from '../../src/app/reconcile.js';
 import { DnsUpdateError } from '../../src/core/errors.js';
 import type { Logger } from '../../src/core/log.js';
-import type { HostRecord, TargetState } from '../../src/core/types.js';
+import type { AddressFamilies, HostRecord, TargetState } from '../../src/core/types.js';
 
 const LEASE_MS = 5000;
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -23,6 +23,8 @@ class MemoryHosts implements Pick<HostGate, 'staleLeases' | 'reclaim' | 'commit'
   readonly failed = new Map<string, number>();
   /** Hosts whose lease another holder has (reclaim takes nothing; they stay due). */
   readonly held = new Set<string>();
+  /** The families each interrupted change wrote (both when not given, as for a lease with no record). */
+  readonly families = new Map<string, AddressFamilies>();
   constructor(readonly due: Map<string, HostRecord>) {}
   async staleLeases(limit: number): Promise<string[]> {
     return [...this.due.keys()].slice(0, limit);
@@ -32,7 +34,8 @@ class MemoryHosts implements Pick<HostGate, 'staleLeases' | 'reclaim' | 'commit'
     this.step('reclaim');
     if (this.held.has(fqdn)) return undefined;
     const host = this.due.get(fqdn);
-    return host && { host, lease: { fqdn, token: `t-${fqdn}` }, failedRepublishes: this.failed.get(fqdn) ?? 0 };
+    const families = this.families.get(fqdn) ?? { ipv4: true, ipv6: true };
+    return host && { host, lease: { fqdn, token: `t-${fqdn}` }, failedRepublishes: this.failed.get(fqdn) ?? 0, families };
   }
   /** Hosts a request took over meanwhile: the commit finds its lease gone. */
   readonly takenOver = new Set<string>();
@@ -62,6 +65,7 @@ class MemoryHosts implements Pick<HostGate, 'staleLeases' | 'reclaim' | 'commit'
 
 class MemoryPublisher implements Publisher {
   readonly published: string[] = [];
+  readonly changes: HostChange[] = [];
   unreachable = new Set<string>();
   /** No answer (a timeout): the primary is away. */
   failing = new Set<string>();
@@ -72,6 +76,7 @@ class MemoryPublisher implements Publisher {
   }
   async publish(change: HostChange): Promise<void> {
     this.published.push(`${change.fqdn} ${change.target.ipv4}`);
+    this.changes.push(change);
     if (this.failing.has(change.fqdn)) throw new DnsUpdateError('ERR_DNS_TIMEOUT', change.zone, 'no answer', { retryable: true, maybeApplied: true });
     if (this.refusing.has(change.fqdn)) throw new DnsUpdateError('ERR_DNS_RCODE', change.zone, 'REFUSED', { retryable: false });
   }
@@ -101,6 +106,20 @@ describe('app: reconciler', () => {
     expect(await reconciler(hosts, publisher).sweep()).to.equal(2);
     expect(publisher.published).to.have.members(['a.z1 192.0.2.1', 'b.z1 192.0.2.2']);
     expect(hosts.calls).to.include.members(['commit a.z1 192.0.2.1 (republish)', 'commit b.z1 192.0.2.2 (republish)']);
+  });
+
+  it('rewrites the families the interrupted change wrote and those stored; leaves a family neither wrote nor stored (SPEC §2)', async () => {
+    const hosts = new MemoryHosts(new Map([['v4.z1', record('v4.z1', '192.0.2.1')], ['v6.z1', record('v6.z1', '192.0.2.2')], ['old.z1', record('old.z1', '192.0.2.3')]]));
+    hosts.families.set('v4.z1', { ipv4: true, ipv6: false });
+    // Its change wrote an AAAA the store does not know (interrupted before the commit): removed.
+    hosts.families.set('v6.z1', { ipv4: false, ipv6: true });
+    // old.z1: no record of what its change wrote: everything is rewritten.
+    const publisher = new MemoryPublisher();
+    expect(await reconciler(hosts, publisher).sweep()).to.equal(3);
+    const leaveOf = (fqdn: string) => publisher.changes.find((c) => c.fqdn === fqdn)?.leave;
+    expect(leaveOf('v4.z1')).to.deep.equal({ ipv4: false, ipv6: true });
+    expect(leaveOf('v6.z1')).to.deep.equal({ ipv4: false, ipv6: false });
+    expect(leaveOf('old.z1')).to.deep.equal({ ipv4: false, ipv6: false });
   });
 
   it('postpones, without taking their leases, the hosts of a zone whose primary just timed out', async () => {

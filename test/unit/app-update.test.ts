@@ -26,7 +26,9 @@ function hostsWith(script: Script): Pick<HostGate, 'admit' | 'commit' | 'release
     async admit(req: AdmitRequest): Promise<Admission> {
       if (script.busy?.has(req.fqdn)) return { kind: 'busy' };
       const host: HostRecord = { ...emptyDnsState(), fqdn: req.fqdn, account: 'alice', type: 'dynamic', state: 'active', updatedAt: 1 };
-      return { kind: 'change', host, lease: { fqdn: req.fqdn, token: 't' }, repairDue: false };
+      // As the store does for a host with no lease before: the families the request names.
+      const families = { ipv4: req.expect?.ipv4 !== undefined, ipv6: req.expect?.ipv6 !== undefined };
+      return { kind: 'change', host, lease: { fqdn: req.fqdn, token: 't' }, repairDue: false, families };
     },
     async commit(lease: Lease): Promise<CommitOutcome> {
       const outcome = script.commit?.get(lease.fqdn) ?? 'committed';
