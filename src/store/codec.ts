@@ -75,9 +75,8 @@ export function encodeWrittenFamilies(expect: Expectations | null): string {
   return (expect.ipv4 !== undefined ? '4' : '') + (expect.ipv6 !== undefined ? '6' : '');
 }
 
-/** A lease's families field; absent (no record of them) means both. */
-export function decodeFamilies(v: string | undefined): AddressFamilies {
-  if (v === undefined) return { ipv4: true, ipv6: true };
+/** Address families as the scripts return them ('4', '6', '46', ''). */
+export function decodeFamilies(v: string): AddressFamilies {
   return { ipv4: v.includes('4'), ipv6: v.includes('6') };
 }
 

@@ -28,6 +28,8 @@ export class HostLease implements Lease {
     readonly sequence: string,
     /** The `fl` it wrote (Redis time of the admit): tells this host from one added again since. */
     readonly countedAt: string,
+    /** The address families its holder writes in full, as the scripts take them ('4', '6', '46', ''). */
+    readonly families: string,
   ) {}
 }
 
@@ -93,6 +95,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
       flag(target.offline),
       flag(opts.republish ?? false),
       ...countUndo(own),
+      own?.families ?? '46',
     ];
     const status = await storeCall('commit', () => this.scripts.commit(this.keys.host(lease.fqdn), this.keys.pendingChanges(), args));
     if (status === 'lost') {
@@ -118,6 +121,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
         ...countUndo(own),
         opts.republishInMs === undefined ? '' : Math.max(0, Math.round(opts.republishInMs)),
         flag(opts.failedRepublish ?? false),
+        own?.families ?? '46',
       ]),
     );
   }
@@ -142,11 +146,12 @@ export class RedisHostStore implements HostGate, HostAdmin {
     );
     if (!Array.isArray(reply) || reply[0] !== 'reclaimed') return undefined;
     const fields = fieldsFromFlat(reply[1] as unknown[]);
+    const families = String(reply[2]);
     return {
       host: decodeHost(fqdn, fields),
-      families: decodeFamilies(fields[HOST_FIELDS.leaseFamilies]),
+      families: decodeFamilies(families),
       // No frequency bookkeeping: releasing this lease leaves the counters as they are.
-      lease: new HostLease(fqdn, token, '', '', '-', '-'),
+      lease: new HostLease(fqdn, token, '', '', '-', '-', families),
       failedRepublishes: Math.max(0, Number(fields[HOST_FIELDS.republishFailures] ?? 0) || 0),
     };
   }
@@ -208,7 +213,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
     if (reply[0] === 'gone') return undefined;
     if (reply[0] === 'busy') return 'busy';
     // No frequency bookkeeping: releasing this lease leaves the counters as they are.
-    return { host: decodeHost(name, fieldsFromFlat(reply[1] as unknown[])), lease: new HostLease(name, token, '', '', '-', '-'), repairDue: reply[2] === '1' };
+    return { host: decodeHost(name, fieldsFromFlat(reply[1] as unknown[])), lease: new HostLease(name, token, '', '', '-', '-', '46'), repairDue: reply[2] === '1' };
   }
 
   async remove(fqdn: string, lease?: Lease): Promise<void> {
@@ -279,12 +284,13 @@ export class RedisHostStore implements HostGate, HostAdmin {
         return { kind };
       case 'change': {
         const fields = fieldsFromFlat(reply[1] as unknown[]);
+        const families = String(reply[6]);
         return {
           kind,
           host: decodeHost(fqdn, fields),
-          lease: new HostLease(fqdn, token, String(reply[2]), String(reply[3]), String(reply[4]), fields[HOST_FIELDS.lastRequest] ?? ''),
+          lease: new HostLease(fqdn, token, String(reply[2]), String(reply[3]), String(reply[4]), fields[HOST_FIELDS.lastRequest] ?? '', families),
           repairDue: reply[5] === '1',
-          families: decodeFamilies(String(reply[6] ?? '46')),
+          families: decodeFamilies(families),
         };
       }
       default:

@@ -38,9 +38,9 @@ export const HOST_FIELDS = {
   /** Failed republishes since DNS and Redis last agreed (the reconciler's back-off). */
   republishFailures: 'rf',
   /**
-   * The address families ('4', '6', '46' or '') the change holding the lease writes in full,
-   * kept with the lease until its commit: a repair of it rewrites them and leaves the
-   * families nobody wrote (see the admit script).
+   * `<families>:<lease token>`: the address families ('4', '6', '46' or '') the holder of
+   * that lease writes in full, kept until its commit: a repair of it rewrites them and leaves
+   * the families nobody wrote (FAMILIES in lua.ts).
    */
   leaseFamilies: 'la',
 } as const;

@@ -15,6 +15,34 @@ local function ms(n) return string.format('%.0f', n) end
 `;
 
 /**
+ * The address families ('4', '6', '46', '') a lease's holder writes, kept with the lease in
+ * the host's 'la' as '<families>:<lease token>' until its commit: a repair of an interrupted
+ * change rewrites those (and every family Redis knows) and leaves the rest as the primary has
+ * them (SPEC §2). A record that belongs to another lease than the one asked about (an older
+ * version's frontend took the lease over) or none means both.
+ */
+const FAMILIES = `
+local function union(a, b)
+  local has4 = a:find('4', 1, true) or b:find('4', 1, true)
+  local has6 = a:find('6', 1, true) or b:find('6', 1, true)
+  return (has4 and '4' or '') .. (has6 and '6' or '')
+end
+local function familiesOf(la, token)
+  if la and token and token ~= '' then
+    local f, t = string.match(la, '^([46]*):(.*)$')
+    if t == token then return f end
+  end
+  return '46'
+end
+-- A change whose lease was taken over may still land after the holder in flight (KEYS[1]'s
+-- lease lk) has been sent: that holder's families widen, so its commit leaves a repair due.
+local function widen(lk, families)
+  local la = redis.call('HGET', KEYS[1], 'la')
+  redis.call('HSET', KEYS[1], 'la', union(familiesOf(la, lk), families) .. ':' .. lk)
+end
+`;
+
+/**
  * admit(KEYS: host, pending; ARGV: account, minIntervalMs, maxFrequent, leaseMs, token, mode,
  * families, [field, value]…) → {kind} | {'change', hostFlat, prevFl, prevFc, seq, repairDue, la}.
  * repairDue = '1': the lease taken over had expired (a repair was due), else ''.
@@ -81,26 +109,19 @@ if not changed then
   redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'])
   return {'nochg'}
 end
--- The address families this change writes in full, kept with its lease: a repair of it
--- rewrites those and leaves the ones nobody wrote as the primary has them (SPEC §2). A host
--- back from offline gets both again. Taking over an interrupted change adds what that one
--- wrote — both when it left no record (a repair's or an operator's lease, or one from
--- before this field).
-local function union(a, b)
-  local has4 = a:find('4', 1, true) or b:find('4', 1, true)
-  local has6 = a:find('6', 1, true) or b:find('6', 1, true)
-  return (has4 and '4' or '') .. (has6 and '6' or '')
-end
+-- The address families this change writes in full, kept with its lease (FAMILIES): the
+-- ones it names; both for a host back from offline; plus, taking over an interrupted
+-- change, what that one wrote.
 local la = A[7]
 if state == 'offline' then la = '46' end
-if stale then la = union(la, h['la'] or '46') end
+if stale then la = union(la, familiesOf(h['la'], h['lk'])) end
 local leaseEnd = now + tonumber(A[4])
-redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'], 'lk', A[5], 'lu', ms(leaseEnd), 'la', la)
+redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'], 'lk', A[5], 'lu', ms(leaseEnd), 'la', la .. ':' .. A[5])
 redis.call('ZADD', KEYS[2], leaseEnd, key)
 return {'change', hostFlat(), prevFl, prevFc, h['fs'], stale and '1' or '', la}
 `;
 
-const ADMIT = `${NOW}local A = ARGV${ADMIT_BODY}`;
+const ADMIT = `${NOW}${FAMILIES}local A = ARGV${ADMIT_BODY}`;
 
 /**
  * The fast path's checks, in the same script before the admission, for a request whose
@@ -119,7 +140,7 @@ if not login[1] or redis.sha1hex(login[1]) ~= ARGV[1] or donator ~= ARGV[2] then
 local A = {unpack(ARGV, 3)}
 `;
 
-const ADMIT_GUARDED = `${NOW}${GUARD}${ADMIT_BODY}`;
+const ADMIT_GUARDED = `${NOW}${FAMILIES}${GUARD}${ADMIT_BODY}`;
 
 /**
  * Leave the host's lease expired now (KEYS[1]: host) and due in the pending set (KEYS[2])
@@ -151,18 +172,20 @@ end
 
 /**
  * commit(KEYS: host, pending; ARGV: token, ipv4, ipv6, wildcard, mx, backmx, offline, republish,
- * prevFl, prevFc, seq, countedAt) → 'ok' | 'lost' | 'gone' (host removed). A state an operator set
- * meanwhile (blocked, closed) is kept. republish = '1': the recorded state was published
- * again (reconciler), so the time of the last update stays. 'ok' also clears the count of
- * failed republishes: DNS and Redis agree again.
+ * prevFl, prevFc, seq, countedAt, families) → 'ok' | 'lost' | 'gone' (host removed). A state an
+ * operator set meanwhile (blocked, closed) is kept. republish = '1': the recorded state was
+ * published again (reconciler), so the time of the last update stays. 'ok' also clears the
+ * count of failed republishes: DNS and Redis agree again — unless a change that lost its lease
+ * widened this lease's families beyond the ones this caller wrote (`families`): then the lease
+ * is left expired and due now, for a repair of those.
  * 'lost': the lease was no longer ours (it ended and another request or the reconciler took
  * it over, or the host was removed and added again). Nothing is written: what this caller
  * published may have reached DNS before or after the newer holder's change, so Redis keeps
  * the newer record, and with no lease in flight a republish of it is due now (a repair token
- * `r:lost`); a holder in flight publishes its own state. The request's count is undone (the
- * caller answers 911, which does not count).
+ * `r:lost`: both families); a holder in flight gets this caller's families added to its own.
+ * The request's count is undone (the caller answers 911, which does not count).
  */
-const COMMIT = `${NOW}${REPAIR_DUE}${UNDO_COUNT}
+const COMMIT = `${NOW}${REPAIR_DUE}${UNDO_COUNT}${FAMILIES}
 local key = KEYS[1]
 if redis.call('HEXISTS', key, 'o') == 0 then
   redis.call('ZREM', KEYS[2], key)
@@ -170,10 +193,11 @@ if redis.call('HEXISTS', key, 'o') == 0 then
 end
 local lk = redis.call('HGET', key, 'lk')
 if lk ~= ARGV[1] then
-  if not lk or lk == '' then repairDue(0, 'r:lost') end
+  if not lk or lk == '' then repairDue(0, 'r:lost') else widen(lk, ARGV[13]) end
   undoCount(ARGV[9], ARGV[10], ARGV[11], ARGV[12])
   return 'lost'
 end
+local leased = familiesOf(redis.call('HGET', key, 'la'), lk)
 local fields = {'4', '6', 'w', 'm', 'b'}
 for i, f in ipairs(fields) do
   local v = ARGV[i + 1]
@@ -184,23 +208,29 @@ if state ~= 'blocked' and state ~= 'closed' then
   if ARGV[7] == '1' then state = 'offline' else state = 'active' end
 end
 if ARGV[8] == '1' then redis.call('HSET', key, 's', state) else redis.call('HSET', key, 's', state, 'u', ms(now)) end
-redis.call('HDEL', key, 'lk', 'lu', 'rf', 'la')
-redis.call('ZREM', KEYS[2], key)
+if union(leased, ARGV[13]) ~= ARGV[13] then
+  redis.call('HDEL', key, 'rf')
+  repairDue(0)
+else
+  redis.call('HDEL', key, 'lk', 'lu', 'rf', 'la')
+  redis.call('ZREM', KEYS[2], key)
+end
 return 'ok'
 `;
 
 /**
- * release(KEYS: host, pending; ARGV: token, prevFl, prevFc, seq, countedAt, republishInMs, failed) → 1 | 0
- * (lease not ours). Undoes this request's frequency count unless a later request counted
+ * release(KEYS: host, pending; ARGV: token, prevFl, prevFc, seq, countedAt, republishInMs, failed,
+ * families) → 1 | 0 (lease not ours). Undoes this request's frequency count unless a later request counted
  * since (also when the lease was taken over: the reply is still dnserr). With republishInMs
  * (a number, '' = none) the primary may hold something Redis does not: the lease is left
  * expired (admit never answers nochg then) and due in the pending set after that delay, for
  * reclaim to publish the stored state again — also when the lease was taken over and the
  * newer holder is done (as for a lost commit). failed = '1': a republish failed; the host's
  * count of them (rf, which reclaim returns) goes up by one. Without republishInMs nothing is
- * due any more, and the count goes too.
+ * due any more, and the count goes too — unless a change that lost its lease widened this
+ * lease's families beyond the caller's (`families`, see COMMIT): then a repair is due now.
  */
-const RELEASE = `${NOW}${REPAIR_DUE}${UNDO_COUNT}
+const RELEASE = `${NOW}${REPAIR_DUE}${UNDO_COUNT}${FAMILIES}
 local key = KEYS[1]
 -- Even when the lease was taken over: if nobody counted since, this request's count goes.
 undoCount(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
@@ -210,14 +240,19 @@ if lk ~= ARGV[1] then
   -- Taken over and already recorded by the newer holder, while what this caller sent may
   -- still be applied after it: the record is published again (as COMMIT does when lost).
   -- Not after a refused republish (failed = '1'): nothing of it reached DNS.
-  if republishIn and ARGV[7] ~= '1' and (not lk or lk == '') and redis.call('HEXISTS', key, 'o') == 1 then
-    repairDue(republishIn, 'r:lost')
+  -- A holder in flight rewrites what this caller wrote as well (as for a lost commit).
+  if republishIn and ARGV[7] ~= '1' and redis.call('HEXISTS', key, 'o') == 1 then
+    if not lk or lk == '' then repairDue(republishIn, 'r:lost') else widen(lk, ARGV[8]) end
   end
   return 0
 end
 if republishIn then
   repairDue(republishIn)
   if ARGV[7] == '1' then redis.call('HINCRBY', key, 'rf', 1) end
+elseif union(familiesOf(redis.call('HGET', key, 'la'), ARGV[1]), ARGV[8]) ~= ARGV[8] then
+  -- Widened by a change that lost its lease (see COMMIT): that one may have landed.
+  redis.call('HDEL', key, 'rf')
+  repairDue(0)
 else
   redis.call('HDEL', key, 'lk', 'lu', 'rf', 'la')
   redis.call('ZREM', KEYS[2], key)
@@ -226,18 +261,18 @@ return 1
 `;
 
 /**
- * Take the lease of KEYS[1] (token ARGV[1], for ARGV[2] ms), due in the pending set (KEYS[2])
- * at its end; returns the host's fields without the lease ones.
+ * Take the lease of KEYS[1] (token ARGV[1], for ARGV[2] ms, writing `families`: see FAMILIES),
+ * due in the pending set (KEYS[2]) at its end; returns the host's fields without the lease ones.
  */
-const TAKE_LEASE = `
-local function takeLease()
+const TAKE_LEASE = `${FAMILIES}
+local function takeLease(families)
   local leaseEnd = now + tonumber(ARGV[2])
-  redis.call('HSET', KEYS[1], 'lk', ARGV[1], 'lu', ms(leaseEnd))
+  redis.call('HSET', KEYS[1], 'lk', ARGV[1], 'lu', ms(leaseEnd), 'la', families .. ':' .. ARGV[1])
   redis.call('ZADD', KEYS[2], leaseEnd, KEYS[1])
   local flat = redis.call('HGETALL', KEYS[1])
   local out = {}
   for i = 1, #flat, 2 do
-    if flat[i] ~= 'lk' and flat[i] ~= 'lu' then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
+    if flat[i] ~= 'lk' and flat[i] ~= 'lu' and flat[i] ~= 'la' then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
   end
   return out
 end
@@ -245,8 +280,9 @@ end
 
 /**
  * reclaim(KEYS: host, pending; ARGV: token, leaseMs) → {'gone'|'clean'|'held'} |
- * {'reclaimed', hostFlat}: take over a change lease whose holder died (expired), so the
- * stored state can be published again. The frequency fields are left alone.
+ * {'reclaimed', hostFlat, families}: take over a change lease whose holder died (expired), so
+ * the stored state can be published again, with the families that holder wrote. The frequency
+ * fields are left alone.
  */
 const RECLAIM = `${NOW}${TAKE_LEASE}
 local key = KEYS[1]
@@ -255,7 +291,8 @@ local lk = redis.call('HGET', key, 'lk')
 if not lk or lk == '' then redis.call('ZREM', KEYS[2], key); return {'clean'} end
 local lu = tonumber(redis.call('HGET', key, 'lu')) or 0
 if lu > now then redis.call('ZADD', KEYS[2], lu, key); return {'held'} end
-return {'reclaimed', takeLease()}
+local families = familiesOf(redis.call('HGET', key, 'la'), lk)
+return {'reclaimed', takeLease(families), families}
 `;
 
 /** staleLeases(KEYS: pending; ARGV: limit) → the host keys whose lease has ended, earliest first. */
@@ -295,7 +332,8 @@ if redis.call('HEXISTS', key, 'o') == 0 then return {'gone'} end
 local lk = redis.call('HGET', key, 'lk')
 if lk and lk ~= '' and (tonumber(redis.call('HGET', key, 'lu')) or 0) > now then return {'busy'} end
 local stale = lk and lk ~= ''
-return {'claimed', takeLease(), stale and '1' or ''}
+-- The removal deletes every record: both families.
+return {'claimed', takeLease('46'), stale and '1' or ''}
 `;
 
 /**

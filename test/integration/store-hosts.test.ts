@@ -291,7 +291,7 @@ describe('store: hosts (real redis-server)', function () {
       it('a change writes the families it names; commit and a plain release drop the record', async () => {
         const a = await change();
         expect(a.families).to.deep.equal({ ipv4: true, ipv6: false });
-        expect(await lab.raw.hget(hostKey, 'la')).to.equal('4');
+        expect(await lab.raw.hget(hostKey, 'la'), 'tied to its lease').to.equal(`4:${a.lease.token}`);
         expect(a.host, 'not part of the host record').to.not.have.property('la');
         await lab.store.hosts.commit(a.lease, TARGET);
         expect(await lab.raw.hexists(hostKey, 'la')).to.equal(0);
@@ -306,14 +306,14 @@ describe('store: hosts (real redis-server)', function () {
       it('an interrupted change: the repair and a request taking it over write what it wrote, and no more', async () => {
         const a = await change();
         await lab.store.hosts.release(a.lease, { republishInMs: 0 });
-        expect(await lab.raw.hget(hostKey, 'la'), 'kept while the repair is due').to.equal('4');
+        expect(await lab.raw.hget(hostKey, 'la'), 'kept while the repair is due').to.equal(`4:${a.lease.token}`);
         const r = await reclaimed();
         expect(r.families).to.deep.equal({ ipv4: true, ipv6: false });
         await lab.store.hosts.release(r.lease, { republishInMs: 0, failedRepublish: true });
         // A request for the other family takes the due repair over: it writes both.
         const b = await change({ expect: V6 });
         expect([b.repairDue, b.families]).to.deep.equal([true, BOTH]);
-        expect(await lab.raw.hget(hostKey, 'la')).to.equal('46');
+        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`46:${b.lease.token}`);
         await lab.store.hosts.commit(b.lease, { ...TARGET, ipv4: null, ipv6: '2001:db8::7' });
         expect(await lab.raw.hexists(hostKey, 'la')).to.equal(0);
       });
@@ -326,6 +326,64 @@ describe('store: hosts (real redis-server)', function () {
         await lab.raw.hset(hostKey, 'lu', '1'); // the repair's lease expires too
         const b = await change();
         expect([a.families, b.repairDue, b.families]).to.deep.equal([{ ipv4: true, ipv6: false }, true, BOTH]);
+      });
+
+      it('a record left by another lease (an older frontend took the lease over, or committed without dropping it): both', async () => {
+        const a = await change({ leaseMs: 50 });
+        await new Promise((r) => setTimeout(r, 80));
+        // As an older version's admit would: a new token and lease end, 'la' left as it was.
+        await lab.raw.hset(hostKey, 'lk', 'older-frontend', 'lu', '1');
+        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`4:${a.lease.token}`);
+        expect((await reclaimed()).families).to.deep.equal(BOTH);
+      });
+
+      it('a change that lost its lease and may land after the holder in flight widens that holder\'s families: its commit leaves a repair of them due', async () => {
+        const pending = PREFIX + 'pending';
+        const late = await change({ leaseMs: 50, expect: V6 }); // writes an AAAA, then stalls
+        await new Promise((r) => setTimeout(r, 80));
+        const over = await change(); // takes the expired lease over: writes both, records
+        expect(over.families).to.deep.equal(BOTH);
+        await lab.store.hosts.commit(over.lease, TARGET);
+        const inFlight = await change({ expect: { ...WANT, ipv4: '203.0.113.8' } }); // an IPv4 change, in flight
+        expect(inFlight.families).to.deep.equal({ ipv4: true, ipv6: false });
+        expect(await lab.store.hosts.commit(late.lease, { ...TARGET, ipv4: null, ipv6: '2001:db8::7' })).to.equal('lost');
+        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`46:${inFlight.lease.token}`);
+        const before = await redisNow();
+        expect(await lab.store.hosts.commit(inFlight.lease, TARGET)).to.equal('committed');
+        expect(await lab.raw.hget(hostKey, '4'), 'recorded').to.equal('203.0.113.7');
+        expect(Number(await lab.raw.zscore(pending, hostKey)), 'a repair is due now').to.be.within(before, Date.now() + 5);
+        const repair = await reclaimed();
+        expect(repair.families).to.deep.equal(BOTH);
+        await lab.store.hosts.commit(repair.lease, TARGET, { republish: true });
+        expect(await lab.raw.hmget(hostKey, 'lk', 'lu', 'la')).to.deep.equal([null, null, null]);
+        expect(await lab.raw.zscore(pending, hostKey)).to.equal(null);
+      });
+
+      it('likewise a release of a maybe-applied change whose lease was taken over', async () => {
+        const late = await change({ leaseMs: 50, expect: V6 });
+        await new Promise((r) => setTimeout(r, 80));
+        const over = await change();
+        await lab.store.hosts.commit(over.lease, TARGET);
+        const inFlight = await change({ expect: { ...WANT, ipv4: '203.0.113.8' } });
+        await lab.store.hosts.release(late.lease, { republishInMs: 0 });
+        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`46:${inFlight.lease.token}`);
+        // The holder's own UPDATE refused (a plain release): the widened families are still due.
+        await lab.store.hosts.release(inFlight.lease);
+        expect(await lab.raw.hget(hostKey, 'lk')).to.equal(inFlight.lease.token);
+        expect((await reclaimed()).families).to.deep.equal(BOTH);
+      });
+
+      it('a refused republish that lost its lease widens nothing: nothing of it reached DNS', async () => {
+        const late = await change({ leaseMs: 50, expect: V6 });
+        await new Promise((r) => setTimeout(r, 80));
+        const inFlight = await change();
+        await lab.store.hosts.release(late.lease, { republishInMs: 0, failedRepublish: true });
+        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`46:${inFlight.lease.token}`); // its takeover: both anyway
+        await lab.raw.hset(hostKey, 'la', `4:${inFlight.lease.token}`);
+        await lab.store.hosts.release(late.lease, { republishInMs: 0, failedRepublish: true });
+        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`4:${inFlight.lease.token}`);
+        await lab.store.hosts.release(inFlight.lease);
+        expect(await lab.raw.hmget(hostKey, 'lk', 'la')).to.deep.equal([null, null]);
       });
 
       it('a host back from offline: both', async () => {

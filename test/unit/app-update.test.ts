@@ -5,10 +5,10 @@
  * beside a host that was changed, which is that host's `dnserr`.
  */
 import { expect } from 'chai';
-import type { Admission, AdmitRequest, CommitOutcome, HostGate, Lease } from '../../src/app/ports.js';
+import type { Admission, AdmitRequest, CommitOutcome, HostChange, HostGate, Lease } from '../../src/app/ports.js';
 import { UpdateService, type UpdateReply } from '../../src/app/update.js';
 import type { Logger } from '../../src/core/log.js';
-import { emptyDnsState, type HostRecord } from '../../src/core/types.js';
+import { emptyDnsState, type AddressFamilies, type HostRecord } from '../../src/core/types.js';
 
 const ZONE = 'dyn.example.org';
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -17,6 +17,8 @@ const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 interface Script {
   busy?: Set<string>;
   commit?: Map<string, CommitOutcome | 'throws'>;
+  /** The families admit says a change writes (else those the request names). */
+  families?: Map<string, AddressFamilies>;
 }
 
 function hostsWith(script: Script): Pick<HostGate, 'admit' | 'commit' | 'release'> & { commits: string[] } {
@@ -27,7 +29,7 @@ function hostsWith(script: Script): Pick<HostGate, 'admit' | 'commit' | 'release
       if (script.busy?.has(req.fqdn)) return { kind: 'busy' };
       const host: HostRecord = { ...emptyDnsState(), fqdn: req.fqdn, account: 'alice', type: 'dynamic', state: 'active', updatedAt: 1 };
       // As the store does for a host with no lease before: the families the request names.
-      const families = { ipv4: req.expect?.ipv4 !== undefined, ipv6: req.expect?.ipv6 !== undefined };
+      const families = script.families?.get(req.fqdn) ?? { ipv4: req.expect?.ipv4 !== undefined, ipv6: req.expect?.ipv6 !== undefined };
       return { kind: 'change', host, lease: { fqdn: req.fqdn, token: 't' }, repairDue: false, families };
     },
     async commit(lease: Lease): Promise<CommitOutcome> {
@@ -40,8 +42,9 @@ function hostsWith(script: Script): Pick<HostGate, 'admit' | 'commit' | 'release
   };
 }
 
-async function update(hostnames: string[], script: Script): Promise<{ reply: UpdateReply; commits: string[] }> {
+async function update(hostnames: string[], script: Script): Promise<{ reply: UpdateReply; commits: string[]; changes: HostChange[] }> {
   const hosts = hostsWith(script);
+  const changes: HostChange[] = [];
   const service = new UpdateService({
     authenticator: {
       authenticate: async () => ({ ok: true, account: { name: 'alice', donator: false } }),
@@ -51,7 +54,7 @@ async function update(hostnames: string[], script: Script): Promise<{ reply: Upd
     clientPolicy: { isBlocked: async () => false, listVerdict: () => 'allowed', recordJunk: async () => undefined },
     hosts: hosts as unknown as HostGate,
     registry: { get: async () => undefined },
-    publisher: { zoneFor: () => ZONE, publish: async () => undefined, recentlyUnreachable: () => false },
+    publisher: { zoneFor: () => ZONE, publish: async (c: HostChange) => void changes.push(c), recentlyUnreachable: () => false },
     mxResolver: { resolves: async () => true },
     frequency: { minIntervalMs: 60_000, donatorMinIntervalMs: 15_000, maxFrequent: 3 },
     leaseMs: 30,
@@ -63,7 +66,7 @@ async function update(hostnames: string[], script: Script): Promise<{ reply: Upd
     ['myip', ['192.0.2.1']],
   ]);
   const reply = await service.update({ credentials: { user: 'alice', password: 'pw' }, userAgent: 'tests/1.0', clientIp: '192.0.2.9', params });
-  return { reply, commits: hosts.commits };
+  return { reply, commits: hosts.commits, changes };
 }
 
 const tokens = (r: UpdateReply) => (r.kind === 'request' ? r.token : r.lines.map((l) => l.token).join(' '));
@@ -87,5 +90,15 @@ describe('app: update replies when a host hits a store fault', () => {
       expect(tokens(reply), outcome).to.equal('911');
       expect(commits, outcome).to.deep.equal([`a.${ZONE}`]);
     }
+  });
+});
+
+describe('app: update leaves the families nobody writes', () => {
+  it('an IPv4 request leaves an AAAA the store does not know; one taking over a change that wrote both rewrites both', async () => {
+    const plain = await update(['a'], {});
+    expect(plain.changes.map((c) => c.leave)).to.deep.equal([{ ipv4: false, ipv6: true }]);
+    const takeover = await update(['a'], { families: new Map([[`a.${ZONE}`, { ipv4: true, ipv6: true }]]) });
+    expect(tokens(takeover.reply)).to.equal('good');
+    expect(takeover.changes.map((c) => c.leave)).to.deep.equal([{ ipv4: false, ipv6: false }]);
   });
 });
