@@ -231,7 +231,7 @@ export class UpdateService {
       // over a repair that was due and the primary refused it, the repair stays due, after a
       // lease's time: asking again at once would most likely be refused too.
       const maybeApplied = err instanceof DnsUpdateError && err.maybeApplied;
-      const republish = maybeApplied ? { republishInMs: 0 } : admission.repairDue ? { republishInMs: this.deps.leaseMs } : {};
+      const republish = maybeApplied ? { republishInMs: 0 } : admission.repairDue ? { republishInMs: this.deps.leaseMs, refused: true } : {};
       await this.deps.hosts.release(admission.lease, republish).catch((releaseErr: unknown) => {
         throw new ServiceFault(`release failed: ${(releaseErr as Error).message}`);
       });

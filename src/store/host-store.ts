@@ -30,6 +30,8 @@ export class HostLease implements Lease {
     readonly countedAt: string,
     /** The address families its holder writes in full, as the scripts take them ('4', '6', '46', ''). */
     readonly families: string,
+    /** Those of an interrupted change whose expired lease it took over ('' when none). */
+    readonly takenOver: string,
   ) {}
 }
 
@@ -113,15 +115,17 @@ export class RedisHostStore implements HostGate, HostAdmin {
     return 'committed';
   }
 
-  async release(lease: Lease, opts: { republishInMs?: number; failedRepublish?: boolean } = {}): Promise<void> {
+  async release(lease: Lease, opts: { republishInMs?: number; failedRepublish?: boolean; refused?: boolean } = {}): Promise<void> {
     const own = asHostLease(lease);
+    const refused = opts.refused ?? false;
     await storeCall('release', () =>
       this.scripts.release(this.keys.host(lease.fqdn), this.keys.pendingChanges(), [
         lease.token,
         ...countUndo(own),
         opts.republishInMs === undefined ? '' : Math.max(0, Math.round(opts.republishInMs)),
         flag(opts.failedRepublish ?? false),
-        own?.families ?? '46',
+        (refused ? own?.takenOver : own?.families) ?? '46',
+        flag(refused),
       ]),
     );
   }
@@ -151,7 +155,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
       host: decodeHost(fqdn, fields),
       families: decodeFamilies(families),
       // No frequency bookkeeping: releasing this lease leaves the counters as they are.
-      lease: new HostLease(fqdn, token, '', '', '-', '-', families),
+      lease: new HostLease(fqdn, token, '', '', '-', '-', families, families),
       failedRepublishes: Math.max(0, Number(fields[HOST_FIELDS.republishFailures] ?? 0) || 0),
     };
   }
@@ -213,7 +217,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
     if (reply[0] === 'gone') return undefined;
     if (reply[0] === 'busy') return 'busy';
     // No frequency bookkeeping: releasing this lease leaves the counters as they are.
-    return { host: decodeHost(name, fieldsFromFlat(reply[1] as unknown[])), lease: new HostLease(name, token, '', '', '-', '-', '46'), repairDue: reply[2] === '1' };
+    return { host: decodeHost(name, fieldsFromFlat(reply[1] as unknown[])), lease: new HostLease(name, token, '', '', '-', '-', '46', String(reply[3])), repairDue: reply[2] === '1' };
   }
 
   async remove(fqdn: string, lease?: Lease): Promise<void> {
@@ -288,7 +292,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
         return {
           kind,
           host: decodeHost(fqdn, fields),
-          lease: new HostLease(fqdn, token, String(reply[2]), String(reply[3]), String(reply[4]), fields[HOST_FIELDS.lastRequest] ?? '', families),
+          lease: new HostLease(fqdn, token, String(reply[2]), String(reply[3]), String(reply[4]), fields[HOST_FIELDS.lastRequest] ?? '', families, String(reply[7])),
           repairDue: reply[5] === '1',
           families: decodeFamilies(families),
         };

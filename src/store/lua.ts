@@ -16,10 +16,12 @@ local function ms(n) return string.format('%.0f', n) end
 
 /**
  * The address families ('4', '6', '46', '') a lease's holder writes, kept with the lease in
- * the host's 'la' as '<families>:<lease token>' until its commit: a repair of an interrupted
+ * the host's 'la' as '<families>[r]:<lease token>' until its commit: a repair of an interrupted
  * change rewrites those (and every family Redis knows) and leaves the rest as the primary has
  * them (SPEC §2). A record that belongs to another lease than the one asked about (an older
- * version's frontend took the lease over) or none means both.
+ * version's frontend took the lease over) or none means both. 'r' (late): a change that lost
+ * its lease may have landed while this holder was in flight; its families were added, and
+ * the holder's commit or release leaves a repair due.
  */
 const FAMILIES = `
 local function union(a, b)
@@ -29,27 +31,30 @@ local function union(a, b)
 end
 local function familiesOf(la, token)
   if la and token and token ~= '' then
-    local f, t = string.match(la, '^([46]*):(.*)$')
+    local f, t = string.match(la, '^([46]*)r?:(.*)$')
     if t == token then return f end
   end
   return '46'
 end
--- A change whose lease was taken over may still land after the holder in flight (KEYS[1]'s
--- lease lk) has been sent: that holder's families widen, so its commit leaves a repair due.
+local function lateFor(la, token)
+  if not la or not token then return false end
+  return string.match(la, '^[46]*r:(.*)$') == token
+end
 local function widen(lk, families)
   local la = redis.call('HGET', KEYS[1], 'la')
-  redis.call('HSET', KEYS[1], 'la', union(familiesOf(la, lk), families) .. ':' .. lk)
+  redis.call('HSET', KEYS[1], 'la', union(familiesOf(la, lk), families) .. 'r:' .. lk)
 end
 `;
 
 /**
  * admit(KEYS: host, pending; ARGV: account, minIntervalMs, maxFrequent, leaseMs, token, mode,
- * families, [field, value]…) → {kind} | {'change', hostFlat, prevFl, prevFc, seq, repairDue, la}.
+ * families, [field, value]…) → {kind} | {'change', hostFlat, prevFl, prevFc, seq, repairDue, la, takenOver}.
  * repairDue = '1': the lease taken over had expired (a repair was due), else ''.
  * mode 'count' = only the frequency rule; 'expect' = compare the field/value pairs
  * (absent field = '', flag '0' = ''). families: the address families the request writes
  * ('4', '6', '46', ''). la: those the change must write in full (kept with the lease as
- * 'la'). The body reads its arguments from `A` (see GUARD).
+ * 'la'); takenOver: those of the expired lease it took over ('' when none). The body reads
+ * its arguments from `A` (see GUARD).
  */
 const ADMIT_BODY = `
 local key = KEYS[1]
@@ -112,13 +117,17 @@ end
 -- The address families this change writes in full, kept with its lease (FAMILIES): the
 -- ones it names; both for a host back from offline; plus, taking over an interrupted
 -- change, what that one wrote.
-local la = A[7]
+local la = union(A[7], '')
 if state == 'offline' then la = '46' end
-if stale then la = union(la, familiesOf(h['la'], h['lk'])) end
+local takenOver = ''
+if stale then
+  takenOver = familiesOf(h['la'], h['lk'])
+  la = union(la, takenOver)
+end
 local leaseEnd = now + tonumber(A[4])
 redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'], 'lk', A[5], 'lu', ms(leaseEnd), 'la', la .. ':' .. A[5])
 redis.call('ZADD', KEYS[2], leaseEnd, key)
-return {'change', hostFlat(), prevFl, prevFc, h['fs'], stale and '1' or '', la}
+return {'change', hostFlat(), prevFl, prevFc, h['fs'], stale and '1' or '', la, takenOver}
 `;
 
 const ADMIT = `${NOW}${FAMILIES}local A = ARGV${ADMIT_BODY}`;
@@ -156,6 +165,23 @@ end
 `;
 
 /**
+ * A change whose lease was taken over (now lk, '' or false when nobody holds it) may still
+ * land after the newer holder's: with nobody holding the host, a repair of what it wrote
+ * (`families`, and what Redis records) is due in `inMs` (token r:lost); a holder in flight
+ * adds those families to its own and leaves a repair due when it is done (FAMILIES' late mark).
+ */
+const LOST_CHANGE = `
+local function lostChange(lk, inMs, families)
+  if not lk or lk == '' then
+    repairDue(inMs, 'r:lost')
+    redis.call('HSET', KEYS[1], 'la', union(families, '') .. ':r:lost')
+  else
+    widen(lk, families)
+  end
+end
+`;
+
+/**
  * Undo one request's frequency count (KEYS[1]: host; prevFl, prevFc: what it found; seq, fl:
  * the fs and fl it wrote) unless a later request counted since (fs moved on) or the host is
  * another one now (removed and added again: its own fs may have reached the same number, but
@@ -176,16 +202,16 @@ end
  * operator set meanwhile (blocked, closed) is kept. republish = '1': the recorded state was
  * published again (reconciler), so the time of the last update stays. 'ok' also clears the
  * count of failed republishes: DNS and Redis agree again — unless a change that lost its lease
- * widened this lease's families beyond the ones this caller wrote (`families`): then the lease
- * is left expired and due now, for a repair of those.
+ * may have landed meanwhile (FAMILIES' late mark): then the lease is left expired and due
+ * now, for a repair.
  * 'lost': the lease was no longer ours (it ended and another request or the reconciler took
  * it over, or the host was removed and added again). Nothing is written: what this caller
  * published may have reached DNS before or after the newer holder's change, so Redis keeps
- * the newer record, and with no lease in flight a republish of it is due now (a repair token
- * `r:lost`: both families); a holder in flight gets this caller's families added to its own.
- * The request's count is undone (the caller answers 911, which does not count).
+ * the newer record (LOST_CHANGE: a repair of what this caller wrote, `families`, due now or
+ * after the holder in flight). The request's count is undone (the caller answers 911, which
+ * does not count).
  */
-const COMMIT = `${NOW}${REPAIR_DUE}${UNDO_COUNT}${FAMILIES}
+const COMMIT = `${NOW}${REPAIR_DUE}${UNDO_COUNT}${FAMILIES}${LOST_CHANGE}
 local key = KEYS[1]
 if redis.call('HEXISTS', key, 'o') == 0 then
   redis.call('ZREM', KEYS[2], key)
@@ -193,11 +219,11 @@ if redis.call('HEXISTS', key, 'o') == 0 then
 end
 local lk = redis.call('HGET', key, 'lk')
 if lk ~= ARGV[1] then
-  if not lk or lk == '' then repairDue(0, 'r:lost') else widen(lk, ARGV[13]) end
+  lostChange(lk, 0, ARGV[13])
   undoCount(ARGV[9], ARGV[10], ARGV[11], ARGV[12])
   return 'lost'
 end
-local leased = familiesOf(redis.call('HGET', key, 'la'), lk)
+local late = lateFor(redis.call('HGET', key, 'la'), lk)
 local fields = {'4', '6', 'w', 'm', 'b'}
 for i, f in ipairs(fields) do
   local v = ARGV[i + 1]
@@ -208,7 +234,7 @@ if state ~= 'blocked' and state ~= 'closed' then
   if ARGV[7] == '1' then state = 'offline' else state = 'active' end
 end
 if ARGV[8] == '1' then redis.call('HSET', key, 's', state) else redis.call('HSET', key, 's', state, 'u', ms(now)) end
-if union(leased, ARGV[13]) ~= ARGV[13] then
+if late then
   redis.call('HDEL', key, 'rf')
   repairDue(0)
 else
@@ -220,37 +246,42 @@ return 'ok'
 
 /**
  * release(KEYS: host, pending; ARGV: token, prevFl, prevFc, seq, countedAt, republishInMs, failed,
- * families) → 1 | 0 (lease not ours). Undoes this request's frequency count unless a later request counted
- * since (also when the lease was taken over: the reply is still dnserr). With republishInMs
+ * families, refused) → 1 | 0 (lease not ours). families: what of this caller's may still
+ * reach DNS; refused = '1': the primary refused it (nothing did). Undoes this request's
+ * frequency count unless a later request counted since (also when the lease was taken over:
+ * the reply is still dnserr). With republishInMs
  * (a number, '' = none) the primary may hold something Redis does not: the lease is left
  * expired (admit never answers nochg then) and due in the pending set after that delay, for
  * reclaim to publish the stored state again — also when the lease was taken over and the
  * newer holder is done (as for a lost commit). failed = '1': a republish failed; the host's
  * count of them (rf, which reclaim returns) goes up by one. Without republishInMs nothing is
- * due any more, and the count goes too — unless a change that lost its lease widened this
- * lease's families beyond the caller's (`families`, see COMMIT): then a repair is due now.
+ * due any more, and the count goes too — unless a change that lost its lease may have landed
+ * meanwhile (see COMMIT): then a repair is due now.
  */
-const RELEASE = `${NOW}${REPAIR_DUE}${UNDO_COUNT}${FAMILIES}
+const RELEASE = `${NOW}${REPAIR_DUE}${UNDO_COUNT}${FAMILIES}${LOST_CHANGE}
 local key = KEYS[1]
 -- Even when the lease was taken over: if nobody counted since, this request's count goes.
 undoCount(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 local republishIn = tonumber(ARGV[6])
 local lk = redis.call('HGET', key, 'lk')
 if lk ~= ARGV[1] then
-  -- Taken over and already recorded by the newer holder, while what this caller sent may
-  -- still be applied after it: the record is published again (as COMMIT does when lost).
-  -- Not after a refused republish (failed = '1'): nothing of it reached DNS.
-  -- A holder in flight rewrites what this caller wrote as well (as for a lost commit).
-  if republishIn and ARGV[7] ~= '1' and redis.call('HEXISTS', key, 'o') == 1 then
-    if not lk or lk == '' then repairDue(republishIn, 'r:lost') else widen(lk, ARGV[8]) end
+  -- Taken over, while what this caller sent may still be applied after the newer holder's
+  -- change: as for a lost commit. Not when the primary refused it (failed republish or
+  -- refused = '1'): nothing of it reached DNS.
+  if republishIn and ARGV[7] ~= '1' and ARGV[9] ~= '1' and redis.call('HEXISTS', key, 'o') == 1 then
+    lostChange(lk, republishIn, ARGV[8])
   end
   return 0
 end
+local la = redis.call('HGET', key, 'la')
 if republishIn then
   repairDue(republishIn)
   if ARGV[7] == '1' then redis.call('HINCRBY', key, 'rf', 1) end
-elseif union(familiesOf(redis.call('HGET', key, 'la'), ARGV[1]), ARGV[8]) ~= ARGV[8] then
-  -- Widened by a change that lost its lease (see COMMIT): that one may have landed.
+  -- The families the repair rewrites: what may still be applied (a refused change leaves
+  -- those of the interrupted one it took over) — all of them after a late change.
+  if not lateFor(la, ARGV[1]) then redis.call('HSET', key, 'la', union(ARGV[8], '') .. ':' .. ARGV[1]) end
+elseif lateFor(la, ARGV[1]) then
+  -- A change that lost its lease may have landed while this one was in flight.
   redis.call('HDEL', key, 'rf')
   repairDue(0)
 else
@@ -320,7 +351,7 @@ return 'ok'
 `;
 
 /**
- * hostClaim(KEYS: host, pending; ARGV: token, leaseMs) → {'gone'} | {'busy'} | {'claimed', hostFlat}:
+ * hostClaim(KEYS: host, pending; ARGV: token, leaseMs) → {'gone'} | {'busy'} | {'claimed', hostFlat, repairDue, takenOver}:
  * the host's lease for an operator's change (host remove), so no update or repair publishes
  * meanwhile. Not counted by the frequency rule. An expired lease is taken over (its holder
  * died; what it may have published goes with the host). Due in the pending set at the lease
@@ -332,8 +363,9 @@ if redis.call('HEXISTS', key, 'o') == 0 then return {'gone'} end
 local lk = redis.call('HGET', key, 'lk')
 if lk and lk ~= '' and (tonumber(redis.call('HGET', key, 'lu')) or 0) > now then return {'busy'} end
 local stale = lk and lk ~= ''
+local takenOver = stale and familiesOf(redis.call('HGET', key, 'la'), lk) or ''
 -- The removal deletes every record: both families.
-return {'claimed', takeLease('46'), stale and '1' or ''}
+return {'claimed', takeLease('46'), stale and '1' or '', takenOver}
 `;
 
 /**

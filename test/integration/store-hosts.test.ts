@@ -347,7 +347,7 @@ describe('store: hosts (real redis-server)', function () {
         const inFlight = await change({ expect: { ...WANT, ipv4: '203.0.113.8' } }); // an IPv4 change, in flight
         expect(inFlight.families).to.deep.equal({ ipv4: true, ipv6: false });
         expect(await lab.store.hosts.commit(late.lease, { ...TARGET, ipv4: null, ipv6: '2001:db8::7' })).to.equal('lost');
-        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`46:${inFlight.lease.token}`);
+        expect(await lab.raw.hget(hostKey, 'la'), 'widened and marked late').to.equal(`46r:${inFlight.lease.token}`);
         const before = await redisNow();
         expect(await lab.store.hosts.commit(inFlight.lease, TARGET)).to.equal('committed');
         expect(await lab.raw.hget(hostKey, '4'), 'recorded').to.equal('203.0.113.7');
@@ -366,11 +366,46 @@ describe('store: hosts (real redis-server)', function () {
         await lab.store.hosts.commit(over.lease, TARGET);
         const inFlight = await change({ expect: { ...WANT, ipv4: '203.0.113.8' } });
         await lab.store.hosts.release(late.lease, { republishInMs: 0 });
-        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`46:${inFlight.lease.token}`);
+        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`46r:${inFlight.lease.token}`);
         // The holder's own UPDATE refused (a plain release): the widened families are still due.
         await lab.store.hosts.release(inFlight.lease);
         expect(await lab.raw.hget(hostKey, 'lk')).to.equal(inFlight.lease.token);
         expect((await reclaimed()).families).to.deep.equal(BOTH);
+      });
+
+      it('the holder that took the lease over directly: already writes what the late change wrote, and still repairs after it', async () => {
+        const pending = PREFIX + 'pending';
+        const late = await change({ leaseMs: 50 });
+        await new Promise((r) => setTimeout(r, 80));
+        const over = await change({ expect: { ...WANT, ipv4: '203.0.113.8' } });
+        expect(over.families).to.deep.equal({ ipv4: true, ipv6: false });
+        // The late UPDATE lands after the takeover's and is answered: its commit finds the lease gone.
+        expect(await lab.store.hosts.commit(late.lease, TARGET)).to.equal('lost');
+        const before = await redisNow();
+        expect(await lab.store.hosts.commit(over.lease, { ...TARGET, ipv4: '203.0.113.8' })).to.equal('committed');
+        expect(await lab.raw.hget(hostKey, '4')).to.equal('203.0.113.8');
+        expect(Number(await lab.raw.zscore(pending, hostKey)), 'the late A is put right').to.be.within(before, Date.now() + 5);
+        expect((await reclaimed()).families).to.deep.equal({ ipv4: true, ipv6: false });
+      });
+
+      it('with nobody holding the host, a lost change leaves a repair of the families it wrote (r:lost)', async () => {
+        const late = await change({ leaseMs: 50, expect: V6 });
+        await new Promise((r) => setTimeout(r, 80));
+        const over = await change();
+        await lab.store.hosts.commit(over.lease, TARGET);
+        expect(await lab.store.hosts.commit(late.lease, { ...TARGET, ipv4: null, ipv6: '2001:db8::7' })).to.equal('lost');
+        expect(await lab.raw.hmget(hostKey, 'lk', 'la')).to.deep.equal(['r:lost', '6:r:lost']);
+        expect((await reclaimed()).families).to.deep.equal({ ipv4: false, ipv6: true });
+      });
+
+      it('a refused change that took a repair over leaves it due for what the interrupted change wrote, not its own family', async () => {
+        const a = await change();
+        await lab.store.hosts.release(a.lease, { republishInMs: 0 });
+        const b = await change({ expect: V6 });
+        expect(b.families).to.deep.equal(BOTH);
+        await lab.store.hosts.release(b.lease, { republishInMs: 0, refused: true });
+        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`4:${b.lease.token}`);
+        expect((await reclaimed()).families).to.deep.equal({ ipv4: true, ipv6: false });
       });
 
       it('a refused republish that lost its lease widens nothing: nothing of it reached DNS', async () => {
@@ -511,12 +546,16 @@ describe('store: hosts (real redis-server)', function () {
       const b = await lab.store.hosts.admit(request({ expect: { ...WANT, ipv4: NEWER.ipv4! } }));
       if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
       expect(b.repairDue, 'b took over an expired lease').to.equal(true);
-      const snapshot = await lab.raw.hgetall(hostKey);
+      const { la, ...snapshot } = await lab.raw.hgetall(hostKey);
       expect(await lab.store.hosts.commit(a.lease, TARGET)).to.equal('lost');
-      expect(await lab.raw.hgetall(hostKey), 'nothing written: b publishes and records its own state').to.deep.equal(snapshot);
+      const { la: marked, ...after } = await lab.raw.hgetall(hostKey);
+      expect(after, 'nothing written: b publishes and records its own state').to.deep.equal(snapshot);
+      // …and repairs after it: a's UPDATE may land after b's.
+      expect([la, marked]).to.deep.equal([`4:${b.lease.token}`, `4r:${b.lease.token}`]);
       expect(logger.lines.some((l) => l.level === 'warn' && /lease ended before the commit/.test(l.msg))).to.equal(true);
       expect(await lab.store.hosts.commit(b.lease, NEWER)).to.equal('committed');
       expect(await lab.raw.hget(hostKey, '4')).to.equal(NEWER.ipv4);
+      expect(await lab.raw.hget(hostKey, 'lk'), 'a repair is due').to.equal(b.lease.token);
     });
 
     it('commit after the newer holder already recorded its state: Redis keeps the newer record and its republish is due', async () => {

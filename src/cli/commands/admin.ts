@@ -142,7 +142,7 @@ export async function hostRemove(ctx: CommandContext, name: string, keepDns: boo
           // The host stays; if the deletes may still be applied, its stored state goes out again.
           const maybeApplied = err instanceof DnsUpdateError && err.maybeApplied;
           // A repair that was due when the lease was taken over stays due.
-          const republish = maybeApplied ? { republishInMs: 0 } : claimed.repairDue ? { republishInMs: leaseMs(ctx.config) } : {};
+          const republish = maybeApplied ? { republishInMs: 0 } : claimed.repairDue ? { republishInMs: leaseMs(ctx.config), refused: true } : {};
           await s.hosts.release(claimed.lease, republish);
           throw err;
         }
