@@ -179,6 +179,17 @@ local function lostChange(lk, inMs, families)
     widen(lk, families)
   end
 end
+-- The holder is done with its lease: it goes, unless a change that lost the lease may have
+-- landed meanwhile (late): then a repair is due now.
+local function endLease(late)
+  if late then
+    redis.call('HDEL', KEYS[1], 'rf')
+    repairDue(0)
+  else
+    redis.call('HDEL', KEYS[1], 'lk', 'lu', 'rf', 'la')
+    redis.call('ZREM', KEYS[2], KEYS[1])
+  end
+end
 `;
 
 /**
@@ -234,13 +245,7 @@ if state ~= 'blocked' and state ~= 'closed' then
   if ARGV[7] == '1' then state = 'offline' else state = 'active' end
 end
 if ARGV[8] == '1' then redis.call('HSET', key, 's', state) else redis.call('HSET', key, 's', state, 'u', ms(now)) end
-if late then
-  redis.call('HDEL', key, 'rf')
-  repairDue(0)
-else
-  redis.call('HDEL', key, 'lk', 'lu', 'rf', 'la')
-  redis.call('ZREM', KEYS[2], key)
-end
+endLease(late)
 return 'ok'
 `;
 
@@ -280,13 +285,8 @@ if republishIn then
   -- The families the repair rewrites: what may still be applied (a refused change leaves
   -- those of the interrupted one it took over) — all of them after a late change.
   if not lateFor(la, ARGV[1]) then redis.call('HSET', key, 'la', union(ARGV[8], '') .. ':' .. ARGV[1]) end
-elseif lateFor(la, ARGV[1]) then
-  -- A change that lost its lease may have landed while this one was in flight.
-  redis.call('HDEL', key, 'rf')
-  repairDue(0)
 else
-  redis.call('HDEL', key, 'lk', 'lu', 'rf', 'la')
-  redis.call('ZREM', KEYS[2], key)
+  endLease(lateFor(la, ARGV[1]))
 end
 return 1
 `;
