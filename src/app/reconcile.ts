@@ -95,8 +95,8 @@ export class Reconciler {
         // not write and the store does not know stays as the primary has it (SPEC §2).
         await publisher.publish({ fqdn, zone, previous: host, target, leave: familiesToLeave(host, families) });
       } catch (err) {
-        // Due again later; until then a request may take the host over (and republishes in
-        // full), so requests never wait for a primary that is down.
+        // Due again later; until then a request may take the host over (and republishes it
+        // with its own change), so requests never wait for a primary that is down.
         const refused = !unanswered(err);
         const retryInMs = refused ? republishDelayMs(leaseMs, failedRepublishes) : leaseMs;
         logger.warn('could not republish an interrupted change yet', {
