@@ -421,6 +421,17 @@ describe('store: hosts (real redis-server)', function () {
         expect(await lab.raw.hmget(hostKey, 'lk', 'la')).to.deep.equal([null, null]);
       });
 
+      it('an operator\'s claim (host remove) writes both; refused after taking a repair over, it leaves the repair\'s families', async () => {
+        const a = await change();
+        await lab.store.hosts.release(a.lease, { republishInMs: 0 });
+        const claimed = await lab.store.hosts.claim(HOST, 5000);
+        if (claimed === undefined || claimed === 'busy') throw new Error(`expected a claim, got ${claimed}`);
+        expect(claimed.repairDue).to.equal(true);
+        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`46:${claimed.lease.token}`);
+        await lab.store.hosts.release(claimed.lease, { republishInMs: 0, refused: true });
+        expect((await reclaimed()).families).to.deep.equal({ ipv4: true, ipv6: false });
+      });
+
       it('a host back from offline: both', async () => {
         await lab.store.hosts.commit((await change({ expect: { state: 'offline' } })).lease, { ...TARGET, ipv4: null, offline: true });
         expect(await lab.raw.hget(hostKey, 's')).to.equal('offline');
@@ -763,6 +774,7 @@ describe('store: hosts (real redis-server)', function () {
       if (a.kind !== 'change') return;
       expect(a.host).to.deep.include({ fqdn: GINA_HOST, account: 'gina', type: 'dynamic', state: 'active', ipv4: null });
       expect(await lab.raw.hget(ginaKey, 'lk')).to.equal(a.lease.token);
+      expect([a.families, await lab.raw.hget(ginaKey, 'la')]).to.deep.equal([{ ipv4: true, ipv6: false }, `4:${a.lease.token}`]);
       expect(await lab.raw.zrange(PREFIX + 'pending', 0, -1)).to.deep.equal([ginaKey]);
       expect(await lab.raw.hmget(ginaKey, 'fc', 'fs')).to.deep.equal(['0', '1']);
       // busy while the lease is held, like the unguarded admit
