@@ -173,9 +173,10 @@ export interface HostGate {
    * so the stored state is published again (see `reclaim`); no request is answered nochg
    * meanwhile, and a request that changes the host republishes the stored state with its own
    * change (every family the interrupted change wrote: `Admission.families`). `failedRepublish`:
-   * a republish of the stored state failed (counted: see `Reclaimed.failedRepublishes`).
-   * `refused`: the primary answered and refused this change, so nothing of it reached DNS: a
-   * repair it had taken over stays due for what the interrupted change wrote, no more.
+   * a republish of the stored state failed (counted: see `Reclaimed.failedRepublishes`; it
+   * implies `refused`). `refused`: the primary answered and refused this change, so nothing
+   * of it reached DNS: a repair it had taken over stays due for what the interrupted change
+   * wrote, no more.
    */
   release(lease: Lease, opts?: { republishInMs?: number; failedRepublish?: boolean; refused?: boolean }): Promise<void>;
   /** Hosts whose change lease has expired: their holder died between DNS and Redis, or released it for republishing. */

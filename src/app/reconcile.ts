@@ -105,7 +105,7 @@ export class Reconciler {
           refusals: failedRepublishes + (refused ? 1 : 0),
           retryInMs,
         });
-        await hosts.release(lease, { republishInMs: retryInMs, failedRepublish: refused, refused });
+        await hosts.release(lease, { republishInMs: retryInMs, failedRepublish: refused });
         return false;
       }
       // The recorded state, published again: not a client's update (its time stays).

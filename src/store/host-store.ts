@@ -117,7 +117,8 @@ export class RedisHostStore implements HostGate, HostAdmin {
 
   async release(lease: Lease, opts: { republishInMs?: number; failedRepublish?: boolean; refused?: boolean } = {}): Promise<void> {
     const own = asHostLease(lease);
-    const refused = opts.refused ?? false;
+    // A failed republish is one the primary refused.
+    const refused = opts.refused ?? opts.failedRepublish ?? false;
     await storeCall('release', () =>
       this.scripts.release(this.keys.host(lease.fqdn), this.keys.pendingChanges(), [
         lease.token,

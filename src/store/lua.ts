@@ -252,7 +252,8 @@ return 'ok'
 /**
  * release(KEYS: host, pending; ARGV: token, prevFl, prevFc, seq, countedAt, republishInMs, failed,
  * families, refused) → 1 | 0 (lease not ours). families: what of this caller's may still
- * reach DNS; refused = '1': the primary refused it (nothing did). Undoes this request's
+ * reach DNS; refused = '1': the primary refused it (nothing did; a failed republish is
+ * refused). Undoes this request's
  * frequency count unless a later request counted since (also when the lease was taken over:
  * the reply is still dnserr). With republishInMs
  * (a number, '' = none) the primary may hold something Redis does not: the lease is left
@@ -271,9 +272,8 @@ local republishIn = tonumber(ARGV[6])
 local lk = redis.call('HGET', key, 'lk')
 if lk ~= ARGV[1] then
   -- Taken over, while what this caller sent may still be applied after the newer holder's
-  -- change: as for a lost commit. Not when the primary refused it (failed republish or
-  -- refused = '1'): nothing of it reached DNS.
-  if republishIn and ARGV[7] ~= '1' and ARGV[9] ~= '1' and redis.call('HEXISTS', key, 'o') == 1 then
+  -- change: as for a lost commit. Not when the primary refused it: nothing of it reached DNS.
+  if republishIn and ARGV[9] ~= '1' and redis.call('HEXISTS', key, 'o') == 1 then
     lostChange(lk, republishIn, ARGV[8])
   end
   return 0
