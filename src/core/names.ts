@@ -41,10 +41,16 @@ export function isValidFqdn(name: string): boolean {
   return !/^[0-9]+$/.test(labels[labels.length - 1]!);
 }
 
-/** The longest zone (from `zones`, each normalised) of which `name` is a proper sub-name. */
+/**
+ * The longest zone (from `zones`, each normalised) of which `name` is a proper sub-name;
+ * undefined for the apex of any configured zone, even one below another configured zone
+ * (a host registered before its name became a zone must not be written into the parent
+ * zone at the cut).
+ */
 export function zoneOf(name: string, zones: readonly string[]): string | undefined {
   let best: string | undefined;
   for (const zone of zones) {
+    if (name === zone) return undefined;
     if (name.length > zone.length && name.endsWith(zone) && name[name.length - zone.length - 1] === '.') {
       if (best === undefined || zone.length > best.length) best = zone;
     }

@@ -135,6 +135,22 @@ for (const kind of ['knot', 'bind'] as const) {
       expect((await update(`hostname=${ZONE}&myip=192.0.2.4`)).body).to.equal('nohost\n');
     });
 
+    it('nohost: a host whose name has since become a configured zone (its apex is never written through the parent)', async () => {
+      const h = await host();
+      expect((await update(`hostname=${h}&myip=192.0.2.6`)).body).to.equal('good 192.0.2.6\n');
+      const zones = env.config['zones'] as Array<Record<string, unknown>>;
+      await env.writeConfig({ zones: [...zones, { ...zones[0], name: h }] });
+      try {
+        const port = await env.startServe();
+        await sleep(60);
+        const r = await env.get(`/dyndns/update?hostname=${h}&myip=192.0.2.7`, { auth, ua: UA, port });
+        expect(r.raw.toString()).to.equal(OK('nohost\n'));
+        expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.6']);
+      } finally {
+        await env.writeConfig({});
+      }
+    });
+
     it('!yours for a host of another account; badsys for another type or system', async () => {
       const bobs = await host('bob');
       expect((await update(`hostname=${bobs}&myip=192.0.2.5`)).body).to.equal('!yours\n');

@@ -29,11 +29,12 @@ describe('core/names', () => {
       expect(normalizeHostname(bad), JSON.stringify(bad)).to.equal(undefined);
     }
   });
-  it('picks the longest zone that is a proper suffix; the apex is not in its zone', () => {
+  it('picks the longest zone that is a proper suffix; no zone\'s apex is in any zone', () => {
     const zones = ['example.org', 'dyn.example.org'];
     expect(zoneOf('h.dyn.example.org', zones)).to.equal('dyn.example.org');
     expect(zoneOf('h.example.org', zones)).to.equal('example.org');
-    expect(zoneOf('dyn.example.org', zones)).to.equal('example.org');
+    expect(zoneOf('dyn.example.org', zones)).to.equal(undefined); // the child zone's apex, not a host of the parent
+    expect(zoneOf('dyn.example.org', ['example.org'])).to.equal('example.org');
     expect(zoneOf('example.org', zones)).to.equal(undefined);
     expect(zoneOf('hexample.org', zones)).to.equal(undefined);
   });
