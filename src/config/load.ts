@@ -133,6 +133,11 @@ function readHttp(s: Section): Config['http'] {
   if (realm === '' || !/^[\x20-\x7e]+$/.test(realm) || /["\\]/.test(realm)) {
     throw new ConfigError(s.keyPath('realm'), 'expected printable ASCII without quotes or backslashes');
   }
+  // It is sent on every 401, and clients that scan a reply for an address (ddclient) must
+  // find none in the headers (SPEC §3).
+  if (/\d{1,3}(?:\.\d{1,3}){3}/.test(realm) || /[0-9a-f]*:[0-9a-f]*:/i.test(realm)) {
+    throw new ConfigError(s.keyPath('realm'), 'must not contain anything that looks like an IP address');
+  }
   const http = {
     realm,
     maxBodyBytes: s.integer('maxBodyBytes', 4096, { min: 1 }),
@@ -221,8 +226,11 @@ function readFrequency(s: Section): Config['frequency'] {
 function readMx(s: Section): Config['mx'] {
   const resolvers = s.array('resolvers', ['127.0.0.1:53']).map((item, i) => {
     const key = s.itemPath('resolvers', i);
-    if (typeof item !== 'string' || !parseHostPort(item, 53)) throw new ConfigError(key, 'expected "host" or "host:port"');
-    return item.trim();
+    const parsed = typeof item === 'string' ? parseHostPort(item, 53) : undefined;
+    // By address only: a resolver's own name could not be looked up (c-ares refuses it, and
+    // every MX would then count as unresolvable and be deleted).
+    if (!parsed || !parseAddress(parsed.host)) throw new ConfigError(key, 'expected an IP address, "address:port" or "[IPv6 address]:port"');
+    return (item as string).trim();
   });
   if (resolvers.length === 0) throw new ConfigError(s.keyPath('resolvers'), 'needs at least one resolver');
   const mx = { resolvers, timeoutMs: s.seconds('timeout', 1, { positive: true }) };

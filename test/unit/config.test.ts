@@ -138,10 +138,14 @@ describe('config: parseConfig', () => {
         basePath: '/ddns/',
         dns: { timeout: 0.5, clockOffset: -400 },
         redis: { commandTimeout: 0.25 },
+        http: { realm: 'DDNS: example v2.0' },
+        mx: { resolvers: ['192.0.2.53', '[2001:db8::53]:5353', '::1'] },
         zones: [zone({ name: 'Dyn.Example.ORG.', primary: '[::1]:5353' }), zone({ name: 'b.example', primary: 'ns1.example.net' })],
       },
       opts(),
     );
+    expect(c.http.realm).to.equal('DDNS: example v2.0');
+    expect(c.mx.resolvers).to.deep.equal(['192.0.2.53', '[2001:db8::53]:5353', '::1']);
     expect(c.listen).to.deep.equal([
       { host: '0.0.0.0', port: 80 },
       { host: '2001:db8::1', port: 8080 },
@@ -202,8 +206,11 @@ describe('config: parseConfig', () => {
       ['bad log level', { log: { level: 'verbose' }, zones: [zone()] }, 'log.level'],
       ['bad basePath', { basePath: 'ddns', zones: [zone()] }, 'basePath'],
       ['bad resolver', { mx: { resolvers: ['not a host'] }, zones: [zone()] }, 'mx.resolvers[0]'],
+      ['resolver by name', { mx: { resolvers: ['127.0.0.1', 'ns1.example.net:53'] }, zones: [zone()] }, 'mx.resolvers[1]', /IP address/],
       ['empty agent', { agents: { blocked: ['ok', ''] }, zones: [zone()] }, 'agents.blocked[1]'],
       ['realm with a quote', { http: { realm: 'a"b' }, zones: [zone()] }, 'http.realm'],
+      ['realm with an IPv4 address', { http: { realm: 'ddns 192.0.2.1' }, zones: [zone()] }, 'http.realm', /IP address/],
+      ['realm with an IPv6 address', { http: { realm: 'ddns at 2001:db8::1' }, zones: [zone()] }, 'http.realm', /IP address/],
       ['unknown top-level key', { zones: [zone()], lisen: [] }, 'lisen', /unknown setting/],
       ['unknown nested key', { http: { realmm: 'x' }, zones: [zone()] }, 'http.realmm', /unknown setting/],
       ['unknown zone key', { zones: [zone({ ttl: 60 })] }, 'zones[0].ttl', /unknown setting/],
