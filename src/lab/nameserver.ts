@@ -43,6 +43,8 @@ export interface NameServerOptions {
    * per-name ACL would: Knot `update-owner`, BIND `grant … subdomain`. Default: the whole zone.
    */
   updatableNames?: string[];
+  /** A second key the server knows (its signatures verify) but that no update rule grants. */
+  ungrantedKey?: TsigKey;
 }
 
 const HOST = '127.0.0.1';
@@ -77,7 +79,8 @@ export async function startNameServer(kind: LabKind, opts: NameServerOptions): P
     const confPath = path.join(dir, confName);
     const template = kind === 'knot' ? 'knot/knot.conf.example' : 'bind/named.conf.example';
     const conf = await renderTemplate(template, vars);
-    await writePrivateFile(confPath, opts.updatableNames ? restrictUpdates(kind, conf, zone, opts.key.name, opts.updatableNames) : conf);
+    const restricted = opts.updatableNames ? restrictUpdates(kind, conf, zone, opts.key.name, opts.updatableNames) : conf;
+    await writePrivateFile(confPath, opts.ungrantedKey ? addUngrantedKey(kind, restricted, opts.ungrantedKey) : restricted);
     // named: -g keeps it in the foreground (so the process is ours) and logs to stderr.
     const args = kind === 'knot' ? ['-c', confPath] : ['-g', '-4', '-n', '2', '-c', confPath];
     const proc = new ServerProcess(`${kind === 'knot' ? 'knotd' : 'named'} on ${HOST}:${port}`, binary, args, dir);
@@ -107,6 +110,16 @@ export async function startNameServer(kind: LabKind, opts: NameServerOptions): P
       },
     };
   });
+}
+
+/** The config with one more key defined, and granted nothing. */
+function addUngrantedKey(kind: LabKind, conf: string, key: TsigKey): string {
+  const [from, to] =
+    kind === 'knot'
+      ? ['\nacl:', `  - id: ${key.name}\n    algorithm: ${key.algorithm}\n    secret: ${key.secret}\n\nacl:`]
+      : ['\nzone "', `\nkey "${key.name}" {\n    algorithm ${key.algorithm};\n    secret "${key.secret}";\n};\n\nzone "`];
+  if (!conf.includes(from)) throw new Error(`lab: the ${kind} example config has no place for another key`);
+  return conf.replace(from, to);
 }
 
 /** The operator example with its whole-zone update rule narrowed to `names` (and below). */

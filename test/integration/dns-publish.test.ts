@@ -77,6 +77,8 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
     const log: LogLine[] = [];
     const extraPublishers: DnsPublisher[] = [];
 
+    const ungrantedKey = generateTsigKey('xfer-key', 'hmac-sha256');
+
     before(async function () {
       requireBinariesOrSkip(this, [kind === 'knot' ? 'knotd' : 'named', 'dig']);
       dir = await makeTempDir(`dns-publish-${kind}-`);
@@ -85,6 +87,7 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
         dir,
         zone: ZONE,
         key,
+        ungrantedKey,
         records: ['alias 60 IN CNAME target.example.net.', 'mail 60 IN A 192.0.2.25'],
       });
       zone = {
@@ -292,6 +295,27 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
       expect(!badName.ok && badName.reason).to.match(/BADKEY/);
       const badZone = await probeZone({ ...zone, name: 'other.example.org' }, dnsConfig());
       expect(badZone.ok).to.equal(false);
+    });
+
+    it('probeZone: a key the primary knows but no update rule grants fails (BIND checks its update-policy per record)', async () => {
+      const serial = await server.serial();
+      const ungranted = { name: ungrantedKey.name, algorithm: ungrantedKey.algorithm, secret: Buffer.from(ungrantedKey.secret, 'base64') };
+      const r = await probeZone({ ...zone, key: ungranted }, dnsConfig());
+      expect(r.ok).to.equal(false);
+      expect(!r.ok && r.reason).to.match(kind === 'knot' ? /BADKEY|NOTAUTH|REFUSED/ : /REFUSED/);
+      expect(await server.serial()).to.equal(serial);
+    });
+
+    it('probeZone: the probe name holding an A record fails with a reason that names it, and the record stays', async () => {
+      await publisher.publish(change('ddns-bridge-check', { ipv4: '192.0.2.98' }));
+      try {
+        const r = await probeZone(zone, dnsConfig());
+        expect(r).to.deep.equal({ ok: false, reason: `ddns-bridge-check.${ZONE} has an A record, so the probe could not prove the key's rights: free that name` });
+        expect(await q('ddns-bridge-check', 'A')).to.deep.equal(['192.0.2.98']);
+      } finally {
+        await publisher.publish(change('ddns-bridge-check', {}));
+      }
+      expect(await probeZone(zone, dnsConfig())).to.deep.equal({ ok: true });
     });
 
     it('a stopped primary → retryable DnsUpdateError within timeoutMs; after restart it works again', async () => {
