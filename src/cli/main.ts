@@ -74,7 +74,11 @@ const cli = yargs(hideBin(process.argv))
         // A string: yargs would turn `abc` into NaN; serve checks it (a usage error naming the value).
         .option('port', { type: 'string', describe: 'override the port of every listen address' })
         .option('workers', { type: 'string', default: '1', describe: "worker processes sharing the listen addresses (node:cluster); 'auto': one per CPU" }),
-    async (argv) => (await commands.serve()).serve(await ctx(argv, true), { port: argv.port, workers: argv.workers }),
+    async (argv) => {
+      const command = await commands.serve();
+      const context = command.isClusterWorker() ? await command.workerContext() : await ctx(argv, true);
+      return command.serve(context, { port: argv.port, workers: argv.workers });
+    },
   )
   .command('account', 'manage accounts', (y) =>
     withConfig(y)
@@ -207,7 +211,7 @@ const cli = yargs(hideBin(process.argv))
     (y) => withConfig(y),
     async (argv) => {
       const path = configPathFrom(argv, process.env);
-      if (!(await (await commands.check()).check(await ctx(argv), path, out, err))) process.exitCode = 1;
+      if (!(await (await commands.check()).check(await ctx(argv), path, process.env, out, err))) process.exitCode = 1;
     },
   )
   .command(

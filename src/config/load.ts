@@ -400,7 +400,7 @@ export function deepFreeze<T>(value: T): T {
  * the service's group (the usual 0640 root:ddns-bridge) without a warning.
  * Best effort: an unreadable or invalid config yields no warnings (loadConfig reports it).
  */
-export async function configWarnings(file: string, env: NodeJS.ProcessEnv = process.env): Promise<string[]> {
+export async function configWarnings(file: string, env: NodeJS.ProcessEnv): Promise<string[]> {
   const warnings: string[] = [];
   let json: unknown;
   try {

@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { BridgeEnv, CLI, ZONE, sleep } from '../support/bridge.js';
 import { Redis } from 'ioredis';
@@ -178,6 +178,26 @@ describe('serve --workers 2 (node:cluster)', function () {
     const h = `after-restart.${ZONE}`;
     await env.addHost(h, 'fred');
     for (let i = 0; i < 4; i++) expect((await up(h, `203.0.113.${i + 1}`)).body).to.equal(`good 203.0.113.${i + 1}\n`);
+  });
+
+  it('a replacement worker serves the config the service started with, not the file edited (here: broken) since', async () => {
+    const hosts = Array.from({ length: 8 }, (_, i) => `after-edit-${i}.${ZONE}`);
+    for (const h of hosts) await env.addHost(h, 'fred');
+    const original = readFileSync(env.configPath, 'utf8');
+    writeFileSync(env.configPath, '{ "zones": [ broken');
+    try {
+      const before = workerPids(cluster!).length;
+      const [victim] = workerPids(cluster!).filter(alive);
+      process.kill(victim!, 'SIGKILL');
+      await waitFor(() => workerPids(cluster!).length === before + 1, 15000, 'a replacement worker');
+      // Enough connections that the replacement takes some (each worker accepts for itself).
+      for (const [i, h] of hosts.entries()) expect((await up(h, `203.0.113.${i + 10}`)).body).to.equal(`good 203.0.113.${i + 10}\n`);
+      const denied = await env.get(`/dyndns/update?hostname=${hosts[0]}`, { auth: ['fred', 'wrong'], ua: UA, port: cluster!.port });
+      expect(denied.raw.toString()).to.include('WWW-Authenticate: Basic realm="ddns-bridge"');
+      expect(cluster!.log()).to.not.include('ConfigError');
+    } finally {
+      writeFileSync(env.configPath, original);
+    }
   });
 
   it('SIGTERM to the primary stops the workers gracefully: exit 0, no worker left', async () => {

@@ -5,10 +5,10 @@ import { openStore } from '../../store/index.js';
 import type { CommandContext } from '../context.js';
 import type { Out } from './admin.js';
 
-export async function check(ctx: CommandContext, configPath: string, out: Out, err: Out): Promise<boolean> {
+export async function check(ctx: CommandContext, configPath: string, env: NodeJS.ProcessEnv, out: Out, err: Out): Promise<boolean> {
   let ok = true;
   out(`config ${configPath}: ok`);
-  for (const w of await configWarnings(configPath)) err(`warning: ${w}`);
+  for (const w of await configWarnings(configPath, env)) err(`warning: ${w}`);
 
   const store = openStore(ctx.config, ctx.logger);
   try {

@@ -4,8 +4,8 @@
  * With `--workers N` (N > 1) the process becomes a node:cluster primary that forks N workers
  * running the same command; each builds its own bridge and listens on the same addresses
  * (they share the listening socket; see useKernelScheduling). All state is
- * in Redis, so workers share it exactly as separate frontends do. The primary logs
- * `listening` once every worker listens, restarts a worker that dies (at most
+ * in Redis, so workers share it exactly as separate frontends do, and each gets the config
+ * the primary validated (workerContext). The primary logs `listening` once every worker listens, restarts a worker that dies (at most
  * MAX_RESTARTS_PER_MINUTE, then it stops with status 1 so a supervisor sees the crash
  * loop), and on SIGTERM/SIGINT stops the workers gracefully.
  */
@@ -13,8 +13,10 @@ import { isIPv4, isIPv6 } from 'node:net';
 import cluster, { type Worker } from 'node:cluster';
 import os from 'node:os';
 import { DEFAULT_PARALLEL_HASHES } from '../../auth/index.js';
+import { deepFreeze } from '../../config/load.js';
+import type { Config } from '../../config/schema.js';
 import type { BridgeOptions } from '../compose.js';
-import { UsageError, type CommandContext } from '../context.js';
+import { contextOf, UsageError, type CommandContext } from '../context.js';
 
 export interface ServeOptions {
   /** Overrides the port of every listen address: a whole number 0–65535 (as yargs passes it, a string). */
@@ -169,8 +171,35 @@ async function serveSingle(ctx: CommandContext, opts: ServeOptions, bridgeOption
   logger.info('stopped');
 }
 
-/** Messages between the primary and a worker. */
-type WorkerMessage = { kind: 'ready'; bound: Listener[] };
+/** Messages from a worker to the primary. */
+type WorkerMessage = { kind: 'ready'; bound: Listener[] } | { kind: 'config?' };
+/** The primary's answer to 'config?'. */
+type PrimaryMessage = { kind: 'config'; config: Config };
+
+/** Whether this process is a worker of `serve --workers N`. */
+export function isClusterWorker(): boolean {
+  return cluster.isWorker;
+}
+
+/**
+ * A worker's context: the config the primary validated at start, asked for over IPC, not the
+ * file read again. A worker started later (the replacement of one that died) then serves
+ * exactly what its siblings serve, even when the file has been edited or broken since: an
+ * edit takes effect when the service restarts, as for a single process.
+ */
+export function workerContext(): Promise<CommandContext> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (m: PrimaryMessage): void => {
+      if (m?.kind !== 'config') return;
+      process.off('message', onMessage);
+      resolve(contextOf(deepFreeze(m.config)));
+    };
+    // Asked, not awaited: a message that arrived before this listener would be lost.
+    process.on('message', onMessage);
+    process.once('disconnect', () => reject(new Error('the primary stopped before it sent the config')));
+    process.send?.({ kind: 'config?' } satisfies WorkerMessage);
+  });
+}
 
 async function serveWorker(ctx: CommandContext, opts: ServeOptions, bridgeOptions: BridgeOptions): Promise<void> {
   const { logger } = ctx;
@@ -232,6 +261,9 @@ async function servePrimary(ctx: CommandContext, count: number): Promise<void> {
   const fork = (): Worker => {
     const worker = cluster.fork();
     alive.add(worker);
+    worker.on('message', (m: WorkerMessage) => {
+      if (m?.kind === 'config?') worker.send({ kind: 'config', config: ctx.config } satisfies PrimaryMessage);
+    });
     worker.on('exit', (code, signal) => {
       alive.delete(worker);
       if (stopping) return;
@@ -262,7 +294,8 @@ async function servePrimary(ctx: CommandContext, count: number): Promise<void> {
 
   void stopSignal().then((signal) => stopAll(signal, 0));
   useKernelScheduling();
-  cluster.setupPrimary({ execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS) });
+  // 'advanced': the config holds Buffers (the TSIG secrets), which JSON would not carry.
+  cluster.setupPrimary({ execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS), serialization: 'advanced' });
   for (let i = 0; i < count; i++) fork();
 
   const outcome = await Promise.race([firstReady.then((bound) => ({ bound })), done.then((code) => ({ code }))]);
