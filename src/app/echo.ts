@@ -6,6 +6,7 @@
 import { StoreUnavailableError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { normalizeHostname } from '../core/names.js';
+import { MAX_HOSTS_PER_REQUEST } from '../core/params.js';
 import type { Authenticator, Credentials, EchoGate, HostGate } from './ports.js';
 
 export interface EchoRequest {
@@ -46,19 +47,24 @@ export class EchoService {
         settings.echoCooldownMs,
       );
       if (byAddress === 'abuse') return { kind: 'token', token: 'abuse' };
-      if (typeof req.credentials === 'object' && req.hostname) {
-        const fqdn = normalizeHostname(req.hostname.split(',')[0] ?? '');
-        const auth = fqdn ? await this.deps.authenticator.authenticate(req.credentials, req.clientIp) : undefined;
-        if (fqdn && auth?.ok) {
-          const admission = await this.deps.hosts.admit({
-            fqdn,
-            account: auth.account.name,
-            minIntervalMs: auth.account.donator ? settings.donatorMinIntervalMs : settings.minIntervalMs,
-            maxFrequent: settings.maxFrequent,
-            expect: null,
-            leaseMs: this.deps.leaseMs,
-          });
-          if (admission.kind === 'abuse') return { kind: 'token', token: 'abuse' };
+      const names = req.hostname === undefined ? [] : hostNames(req.hostname);
+      if (typeof req.credentials === 'object' && names.length > 0) {
+        const auth = await this.deps.authenticator.authenticate(req.credentials, req.clientIp);
+        if (auth.ok) {
+          // Every name of the list is counted, as an update of the same list would be (SPEC §7).
+          const admissions = await Promise.all(
+            names.map((fqdn) =>
+              this.deps.hosts.admit({
+                fqdn,
+                account: auth.account.name,
+                minIntervalMs: auth.account.donator ? settings.donatorMinIntervalMs : settings.minIntervalMs,
+                maxFrequent: settings.maxFrequent,
+                expect: null,
+                leaseMs: this.deps.leaseMs,
+              }),
+            ),
+          );
+          if (admissions.some((a) => a.kind === 'abuse')) return { kind: 'token', token: 'abuse' };
         }
       }
       return { kind: 'address', address: req.clientIp };
@@ -70,4 +76,11 @@ export class EchoService {
       throw err;
     }
   }
+}
+
+/** The distinct valid names of a `hostname` list; none when it has more than an update may name. */
+function hostNames(list: string): string[] {
+  const raw = list.split(',').map((h) => h.trim()).filter((h) => h.length > 0);
+  if (raw.length > MAX_HOSTS_PER_REQUEST) return [];
+  return [...new Set(raw.map(normalizeHostname).filter((n): n is string => n !== undefined))];
 }

@@ -654,6 +654,19 @@ describe('throttles and blocks through the running service (knot)', function () 
     expect((await env.hostJson(h)).state).to.equal('blocked');
   });
 
+  it('the address echo counts every name of a hostname list, each by its own frequency rule', async () => {
+    const [a, b] = [uniq('echolist'), uniq('echolist')];
+    for (const h of [a, b]) await env.addHost(h, 'tess');
+    const echo = (names: string) => env.get(`/checkip?hostname=${names}`, { auth: ['tess', 'tess-pw'], ua: UA });
+    expect((await echo(a)).body).to.equal('Current IP Address: 127.0.0.1\n');
+    const bodies: string[] = [];
+    for (let i = 0; i < 4; i++) bodies.push((await echo(`${b},bad_name,${a}`)).body);
+    // a: its 5th request within the interval; b: its 4th, the last one allowed.
+    expect(bodies).to.deep.equal([...Array(3).fill('Current IP Address: 127.0.0.1\n'), 'abuse\n']);
+    expect((await env.hostJson(a)).state).to.equal('blocked');
+    expect((await env.hostJson(b)).state).to.equal('active');
+  });
+
   it('basePath prefixes the update path (aliases stay at the root) and dns.ttl sets the TTL', async () => {
     const h = uniq('base');
     await env.addHost(h, 'tess');
