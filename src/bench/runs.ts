@@ -138,7 +138,7 @@ export function perRequestDelta(before: Map<string, number>, after: Map<string, 
 export async function importHosts(registry: BenchRegistry, lab: BenchLab, kinds: readonly LabKind[], from: number, to: number): Promise<void> {
   if (to <= from) return;
   const rejections: Rejection[] = [];
-  const summary: ImportSummary = { imported: 0, rejected: 0 };
+  const summary: ImportSummary = { imported: 0, unchanged: 0, rejected: 0 };
   const onReject = (r: Rejection) => rejections.length < 5 && rejections.push(r);
   const importer = new BulkHostImporter(registry.store.redis, registry.store.keys, outcomeHandler(summary, onReject));
   function* lines(): Generator<string> {

@@ -16,8 +16,11 @@ export interface ImportEntry {
   type: HostType;
 }
 
-/** 'ok' = registered; 'exists' = a host of that name was there already (left as is); 'noaccount'. */
-export type ImportOutcome = { kind: 'ok' } | { kind: 'exists'; owner: string } | { kind: 'noaccount' };
+/**
+ * 'ok' = registered; 'same' = registered already with this owner and type (a re-run of an
+ * import); 'exists' = a host of that name with another owner or type (left as is); 'noaccount'.
+ */
+export type ImportOutcome = { kind: 'ok' } | { kind: 'same' } | { kind: 'exists'; owner: string; type: string } | { kind: 'noaccount' };
 
 export interface BulkImportOptions {
   /** Hosts per script call (default 500: ~1 ms of Redis time, short enough not to stall other clients). */
@@ -29,7 +32,7 @@ export interface BulkImportOptions {
 /**
  * KEYS: the batch's distinct account keys, then its host keys.
  * ARGV: accountCount, account names…, then per host: account index (1-based), type.
- * → per host: 'ok' | 'noaccount' | '=' .. existing owner.
+ * → per host: 'ok' | 'noaccount' | 'same' | '=' .. existing type .. ':' .. existing owner.
  */
 const HOST_IMPORT = `
 local k = tonumber(ARGV[1])
@@ -48,7 +51,10 @@ for j = k + 1, #KEYS do
   if not live[a] then
     out[#out + 1] = 'noaccount'
   elseif redis.call('EXISTS', KEYS[j]) == 1 then
-    out[#out + 1] = '=' .. (redis.call('HGET', KEYS[j], 'o') or '')
+    local o = redis.call('HGET', KEYS[j], 'o') or ''
+    local ht = redis.call('HGET', KEYS[j], 't') or ''
+    if o == ARGV[1 + a] and ht == t then out[#out + 1] = 'same'
+    else out[#out + 1] = '=' .. ht .. ':' .. o end
   else
     redis.call('HSET', KEYS[j], 'o', ARGV[1 + a], 't', t, 's', 'active')
     added[a] = added[a] + 1
@@ -163,6 +169,10 @@ export class BulkHostImporter {
 function outcomeOf(reply: string): ImportOutcome {
   if (reply === 'ok') return { kind: 'ok' };
   if (reply === 'noaccount') return { kind: 'noaccount' };
-  if (reply.startsWith('=')) return { kind: 'exists', owner: reply.slice(1) };
+  if (reply === 'same') return { kind: 'same' };
+  if (reply.startsWith('=')) {
+    const colon = reply.indexOf(':');
+    return { kind: 'exists', type: reply.slice(1, colon), owner: reply.slice(colon + 1) };
+  }
   throw new Error(`host import: unexpected outcome ${JSON.stringify(reply)}`);
 }

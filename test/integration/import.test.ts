@@ -55,15 +55,15 @@ describe('host import (bulk registration)', function () {
     await writeFile(file, lines.join('\n') + '\n');
     const r = await env.cli(['host', 'import', file]);
     expect(r.code).to.equal(1);
-    expect(r.stdout).to.equal('imported 3, rejected 9\n');
+    expect(r.stdout).to.equal('imported 3, unchanged 0, rejected 9\n');
     expect(r.stderr.trimEnd().split('\n')).to.deep.equal([
       `line 5: not a valid host name: "bad_name.${ZONE}"`,
       `line 6: www.example.org is not below any configured zone (${ZONE})`,
       `line 7: ${ZONE} is a zone apex: only names below it can be hosts`,
       'line 8: unknown type "cname" (one of dynamic, static, webhop, subdomain)',
       'line 9: no such account: nobody',
-      `line 10: host taken.${ZONE} already exists (owner bob); left unchanged`,
-      `line 11: host one.${ZONE} already exists (owner alice); left unchanged`,
+      `line 10: host taken.${ZONE} already exists (owner bob, type dynamic); left unchanged`,
+      `line 11: host one.${ZONE} already exists (owner alice, type dynamic); left unchanged`,
       'line 12: expected "FQDN ACCOUNT [TYPE]", got 1 field',
       'line 13: expected "FQDN ACCOUNT [TYPE]", got 4 fields',
     ]);
@@ -76,15 +76,30 @@ describe('host import (bulk registration)', function () {
     expect(Object.keys(before).sort()).to.deep.equal(['o', 's', 't']);
     expect(await hostCount('alice')).to.equal(2);
     expect(await hostCount('bob')).to.equal(2);
+
+    // Run again with the bad lines fixed (dropped): what is there already is unchanged, exit 0.
+    const fixed = [lines[1], lines[3], lines[13], `eight.${ZONE} alice`].join('\n');
+    const again = await env.cli(['host', 'import', '-'], fixed);
+    expect(again.code).to.equal(0, again.stderr);
+    expect(again.stdout).to.equal('imported 1, unchanged 3, rejected 0\n');
+    expect(again.stderr).to.equal('');
+    expect(await hostCount('alice')).to.equal(3);
+    expect(await hostCount('bob')).to.equal(2);
+    expect(await hostFields(`two.${ZONE}`)).to.deep.equal({ o: 'alice', t: 'static', s: 'active' });
+    // The same name with another type is a conflict, not a re-run.
+    const other = await env.cli(['host', 'import', '-'], `two.${ZONE} alice dynamic\n`);
+    expect(other.code).to.equal(1);
+    expect(other.stderr).to.equal(`line 1: host two.${ZONE} already exists (owner alice, type static); left unchanged\n`);
+    expect(await hostFields(`two.${ZONE}`)).to.deep.equal({ o: 'alice', t: 'static', s: 'active' });
   });
 
   it('reads stdin with `-`, exits 0 when every line is imported, and the hosts update like added ones', async () => {
     const names = Array.from({ length: 5 }, (_, i) => `stdin-${i}.${ZONE}`);
     const r = await env.cli(['host', 'import', '-'], names.map((n) => `${n} alice`).join('\r\n'));
     expect(r.code).to.equal(0, r.stderr);
-    expect(r.stdout).to.equal('imported 5, rejected 0\n');
+    expect(r.stdout).to.equal('imported 5, unchanged 0, rejected 0\n');
     expect(r.stderr).to.equal('');
-    expect(await hostCount('alice')).to.equal(7);
+    expect(await hostCount('alice')).to.equal(8);
     const shown = await env.hostJson(names[0]!);
     expect(shown).to.include({ owner: 'alice', type: 'dynamic', state: 'active' });
     const reply = await env.get(`/dyndns/update?hostname=${names[0]}&myip=192.0.2.77`, { auth: ['alice', 'alice-secret-pw'], ua: UA });
@@ -108,10 +123,10 @@ describe('host import (bulk registration)', function () {
     const n = 50000;
     const text = Array.from({ length: n }, (_, i) => `bulk-${i}.${ZONE} bulk`).join('\n');
     const file = path.join(env.dir, 'bulk.txt');
-    await writeFile(file, text + `\nbulk-7.${ZONE} bulk\n`);
+    await writeFile(file, text + `\nbulk-7.${ZONE} bulk\nbulk-8.${ZONE} bulk static\n`);
     const r = await env.cli(['host', 'import', file]);
-    expect(r.stdout).to.equal(`imported ${n}, rejected 1\n`);
-    expect(r.stderr).to.equal(`line ${n + 1}: host bulk-7.${ZONE} already exists (owner bulk); left unchanged\n`);
+    expect(r.stdout).to.equal(`imported ${n}, unchanged 1, rejected 1\n`);
+    expect(r.stderr).to.equal(`line ${n + 2}: host bulk-8.${ZONE} already exists (owner bulk, type dynamic); left unchanged\n`);
     expect(await hostCount('bulk')).to.equal(n);
     expect(await redis.hgetall(`ddns:h:bulk-${n - 1}.${ZONE}`)).to.deep.equal({ o: 'bulk', t: 'dynamic', s: 'active' });
   });

@@ -1,19 +1,23 @@
 /**
  * `ddns-bridge host import FILE|-`: bulk registration, one `FQDN ACCOUNT [TYPE]` per line.
  * Every line is validated as `host add` would (name, zone, type, account); the valid ones
- * go to Redis in pipelined batches (BulkHostImporter). An existing host is reported, never
- * overwritten. Rejected lines are reported by number, sorted, after the import.
+ * go to Redis in pipelined batches (BulkHostImporter). An existing host is never overwritten:
+ * with the line's owner and type it counts as unchanged (so an import can be run again after
+ * fixing its rejected lines), else the line is rejected. Rejected lines are reported by
+ * number, sorted, after the import.
  */
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { type HostType } from '../../core/types.js';
 import { checkRegistration } from '../../core/registration.js';
-import { BulkHostImporter, openStore, type BulkImportOptions } from '../../store/index.js';
+import { BulkHostImporter, openStore, type BulkImportOptions, type ImportOutcome } from '../../store/index.js';
 import type { CommandContext } from '../context.js';
 
 export interface ImportSummary {
   imported: number;
+  /** Lines naming a host registered already, with the same owner and type. */
+  unchanged: number;
   rejected: number;
 }
 
@@ -63,9 +67,13 @@ export async function importLines(
 
 /** The importer callback that counts outcomes into `summary` and reports rejections. */
 export function outcomeHandler(summary: ImportSummary, onReject: (r: Rejection) => void) {
-  return (entry: { fqdn: string; account: string }, outcome: { kind: string; owner?: string }, line: number): void => {
+  return (entry: { fqdn: string; account: string }, outcome: ImportOutcome, line: number): void => {
     if (outcome.kind === 'ok') {
       summary.imported++;
+      return;
+    }
+    if (outcome.kind === 'same') {
+      summary.unchanged++;
       return;
     }
     summary.rejected++;
@@ -73,7 +81,7 @@ export function outcomeHandler(summary: ImportSummary, onReject: (r: Rejection) 
       line,
       reason:
         outcome.kind === 'exists'
-          ? `host ${entry.fqdn} already exists (owner ${outcome.owner || '?'}); left unchanged`
+          ? `host ${entry.fqdn} already exists (owner ${outcome.owner || '?'}, type ${outcome.type || '?'}); left unchanged`
           : `no such account: ${entry.account}`,
     });
   };
@@ -114,7 +122,7 @@ export async function hostImport(
   }
   const store = openStore(ctx.config, ctx.logger);
   const rejections: Rejection[] = [];
-  const summary: ImportSummary = { imported: 0, rejected: 0 };
+  const summary: ImportSummary = { imported: 0, unchanged: 0, rejected: 0 };
   const onReject = (r: Rejection) => rejections.push(r);
   let completed = false;
   try {
@@ -128,7 +136,7 @@ export async function hostImport(
     // Also after a failure (Redis lost): what was written stays written, so say how much.
     rejections.sort((a, b) => a.line - b.line);
     for (const r of rejections) err(`line ${r.line}: ${r.reason}`);
-    out(`imported ${summary.imported}, rejected ${summary.rejected}${completed ? '' : ' (stopped early)'}`);
+    out(`imported ${summary.imported}, unchanged ${summary.unchanged}, rejected ${summary.rejected}${completed ? '' : ' (stopped early)'}`);
   }
   return summary.rejected === 0;
 }
