@@ -34,7 +34,7 @@ export interface BridgeOptions {
 export function buildBridge(config: Config, logger: Logger, options: BridgeOptions = {}): Bridge {
   const store = openStore(config, logger);
   const publisher = new DnsPublisher(config.zones, config.dns, logger);
-  const mxResolver = new DnsMxResolver(config.mx, config.zones.map((z) => z.name));
+  const mxResolver = new DnsMxResolver(config.mx, config.zones);
   const authenticator = new PasswordAuthenticator(store.accounts, store.failures, config.credentials, { parallelHashes: options.parallelHashes });
   const frequency = {
     minIntervalMs: config.frequency.minIntervalMs,

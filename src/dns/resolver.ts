@@ -1,8 +1,10 @@
 /**
  * MxResolver over node:dns: an `mx` target counts when it has an A or AAAA record, asked of
  * every configured resolver at once within config.mx.timeoutMs; a target inside one of our
- * zones must also not be an alias (CNAME). Never throws.
+ * zones must also not be an alias (CNAME), and is asked of that zone's primary too, whose
+ * answer wins. Never throws.
  */
+import { isIPv4, isIPv6 } from 'node:net';
 import { Resolver } from 'node:dns/promises';
 import type { MxResolver } from '../app/ports.js';
 import type { Config } from '../config/schema.js';
@@ -12,31 +14,43 @@ const MX_CACHE_SIZE = 10_000;
 /** What a resolver answers for a name that is not there, or has no record of the type asked. */
 const NO_SUCH_RECORD = new Set(['ENODATA', 'ENOTFOUND']);
 
+/** A configured zone, and its primary when that is given by address (c-ares takes no names). */
+export interface MxZone {
+  name: string;
+  primary?: { host: string; port: number };
+}
+
+type Answer = { ok: boolean; definite: boolean };
+
 export class DnsMxResolver implements MxResolver {
   private readonly timeoutMs: number;
   private readonly servers: readonly string[];
-  private readonly zones: readonly string[];
+  private readonly zones: readonly { name: string; server: string | undefined }[];
 
-  /** `zones`: the configured zones, where the primary itself would see an alias. */
-  constructor(mx: Config['mx'], zones: readonly string[] = []) {
+  /** `zones`: the configured zones, where the primary itself would see an alias or a missing address. */
+  constructor(mx: Config['mx'], zones: readonly MxZone[] = []) {
     this.timeoutMs = mx.timeoutMs;
     this.servers = mx.resolvers;
-    this.zones = zones.map((z) => z.toLowerCase());
+    this.zones = zones.map((z) => ({ name: z.name.toLowerCase(), server: z.primary && serverText(z.primary) }));
   }
 
   /**
    * Answers are remembered briefly so that clients repeating the same `mx` on every periodic
    * update do not cost a lookup each time: a yes, and a no every resolver gave outright; a
    * lookup that ran out of time is not remembered (one lost packet must not cost every host
-   * with that target its MX for the whole period).
+   * with that target its MX for the whole period). A target inside our zones is not
+   * remembered: it is often another dynamic host, and an MX at a name that has just lost its
+   * address makes BIND refuse the whole UPDATE (SPEC §9), the host's new address with it.
    */
   private readonly cache = new Map<string, { ok: boolean; until: number }>();
 
   async resolves(name: string): Promise<boolean> {
+    const zone = this.zoneOf(name);
+    if (zone) return (await this.lookupInZone(name, zone.server)).ok;
     const now = Date.now();
     const hit = this.cache.get(name);
     if (hit && hit.until > now) return hit.ok;
-    const { ok, definite } = await this.lookup(name);
+    const { ok, definite } = await this.ask(this.servers, name, false);
     if (definite) {
       if (this.cache.size >= MX_CACHE_SIZE) this.cache.delete(this.cache.keys().next().value as string);
       this.cache.delete(name);
@@ -45,14 +59,32 @@ export class DnsMxResolver implements MxResolver {
     return ok;
   }
 
-  private async lookup(name: string): Promise<{ ok: boolean; definite: boolean }> {
-    // One Resolver per configured server, all asked at once, any answer with an address
-    // wins: a single c-ares Resolver asks the next server only after the first timed out,
-    // which with the whole budget as its timeout is never. Fresh ones per lookup, so that
-    // cancel() drops exactly this lookup's queries.
-    const resolvers = (this.servers.length > 0 ? this.servers.map((s) => [s]) : [undefined]).map((servers) => {
+  /**
+   * Inside our zones the primary is asked beside the resolvers: it holds the records as they
+   * are now (a resolver may hold a deleted address for its TTL), and it is what BIND checks
+   * the MX against. Its definite answer wins; without one (it refuses queries, or is slow),
+   * the resolvers' answer counts.
+   */
+  private async lookupInZone(name: string, primary: string | undefined): Promise<Answer> {
+    const fromResolvers = this.ask(this.servers, name, true);
+    if (primary !== undefined) {
+      const fromPrimary = await this.ask([primary], name, true);
+      if (fromPrimary.definite) return fromPrimary;
+    }
+    return fromResolvers;
+  }
+
+  /**
+   * Ask `servers` at once whether `name` has an address (and, with `checkAlias`, is not an
+   * alias), within the timeout. One Resolver per server, any answer with an address wins: a
+   * single c-ares Resolver asks the next server only after the first timed out, which with
+   * the whole budget as its timeout is never. Fresh ones per lookup, so that cancel() drops
+   * exactly this lookup's queries.
+   */
+  private async ask(servers: readonly string[], name: string, checkAlias: boolean): Promise<Answer> {
+    const resolvers = (servers.length > 0 ? servers.map((s) => [s]) : [undefined]).map((list) => {
       const r = new Resolver({ timeout: Math.max(1, Math.round(this.timeoutMs)), tries: 1 });
-      if (servers) r.setServers(servers);
+      if (list) r.setServers(list);
       return r;
     });
     let timer: NodeJS.Timeout | undefined;
@@ -63,7 +95,7 @@ export class DnsMxResolver implements MxResolver {
       // An MX at an alias inside the zone makes BIND refuse the whole UPDATE (RFC 2181 §10.3:
       // the address with it, on every retry) and Knot publish a broken MX. Outside our zones
       // the primary cannot tell, and SPEC §2 asks only for an address. Asked beside the address.
-      const alias = this.inOurZones(name) ? Promise.any(resolvers.map((r) => isAlias(r, name))).catch(() => false) : Promise.resolve(false);
+      const alias = checkAlias ? Promise.any(resolvers.map((r) => isAlias(r, name))).catch(() => false) : Promise.resolve(false);
       const address = Promise.any(resolvers.map((r) => hasAddress(r, name))).then(
         () => ({ found: true, definite: true }),
         (err: AggregateError) => ({ found: false, definite: err.errors.every(saysNoRecord) }),
@@ -81,10 +113,22 @@ export class DnsMxResolver implements MxResolver {
     }
   }
 
-  private inOurZones(name: string): boolean {
+  /** The longest configured zone `name` is in (its apex included). */
+  private zoneOf(name: string): { name: string; server: string | undefined } | undefined {
     const n = name.toLowerCase().replace(/\.$/, '');
-    return this.zones.some((z) => n === z || n.endsWith(`.${z}`));
+    let best: { name: string; server: string | undefined } | undefined;
+    for (const z of this.zones) {
+      if ((n === z.name || n.endsWith(`.${z.name}`)) && (!best || z.name.length > best.name.length)) best = z;
+    }
+    return best;
   }
+}
+
+/** `host:port` as c-ares takes it, or undefined for a host given by name. */
+function serverText(primary: { host: string; port: number }): string | undefined {
+  if (isIPv4(primary.host)) return `${primary.host}:${primary.port}`;
+  if (isIPv6(primary.host)) return `[${primary.host}]:${primary.port}`;
+  return undefined;
 }
 
 /** Resolves when this resolver finds an A or AAAA at `name`; rejects (with why) otherwise. */

@@ -2,6 +2,7 @@
 import { expect } from 'chai';
 import { createSocket } from 'node:dgram';
 import { DnsMxResolver } from '../../src/dns/index.js';
+import type { MxZone } from '../../src/dns/resolver.js';
 import {
   findBinary,
   freePort,
@@ -43,7 +44,9 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
     if (dir) await removeDir(dir);
   });
 
-  const resolver = (servers: string[], timeoutMs = 1000, zones = [ZONE]) => new DnsMxResolver({ resolvers: servers, timeoutMs }, zones);
+  const resolver = (servers: string[], timeoutMs = 1000, zones: (string | MxZone)[] = [ZONE]) =>
+    new DnsMxResolver({ resolvers: servers, timeoutMs }, zones.map((z) => (typeof z === 'string' ? { name: z } : z)));
+  const primary = () => ({ name: ZONE, primary: { host: '127.0.0.1', port: server!.port } });
 
   it('true for a name with an A record, and for one with only AAAA', async () => {
     const r = resolver([`127.0.0.1:${server!.port}`]);
@@ -139,6 +142,33 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
       expect(await resolver([dead.address, good]).resolves(`nothere.${ZONE}`), 'a missing name is still missing').to.equal(false);
     } finally {
       dead.close();
+    }
+  });
+
+  it("inside our zones the primary's answer wins over a resolver still holding a deleted address", async () => {
+    const stale = await scriptedResolver(); // has an A for every name
+    try {
+      expect(await resolver([stale.address], 500, [ZONE]).resolves(`nothere.${ZONE}`), 'the resolver alone').to.equal(true);
+      expect(await resolver([stale.address], 500, [primary()]).resolves(`nothere.${ZONE}`), 'with the primary').to.equal(false);
+      expect(await resolver([stale.address], 500, [primary()]).resolves(`mail6.${ZONE}`), 'an address the primary has').to.equal(true);
+      expect(await resolver([stale.address], 500, [primary()]).resolves(`alias.${ZONE}`), 'an alias at the primary').to.equal(false);
+      expect(await resolver([stale.address], 500, [primary()]).resolves('mail.example.net'), 'outside our zones').to.equal(true);
+    } finally {
+      stale.close();
+    }
+  });
+
+  it('inside our zones a primary that does not answer leaves it to the resolvers, and nothing is remembered', async () => {
+    const flaky = await scriptedResolver(); // stands in for the primary
+    try {
+      const r = resolver([`127.0.0.1:${server!.port}`], 300, [{ name: ZONE, primary: { host: '127.0.0.1', port: Number(flaky.address.split(':')[1]) } }]);
+      expect(await r.resolves(`nothere.${ZONE}`), 'the primary says yes').to.equal(true);
+      flaky.mode.a = 'drop';
+      expect(await r.resolves(`nothere.${ZONE}`), 'no answer from the primary: the resolver says no').to.equal(false);
+      flaky.mode.a = 'answer';
+      expect(await r.resolves(`nothere.${ZONE}`), 'asked again').to.equal(true);
+    } finally {
+      flaky.close();
     }
   });
 

@@ -287,6 +287,22 @@ for (const kind of ['knot', 'bind'] as const) {
       expect((await env.hostJson(h))).to.include({ mx: null, backmx: false });
     });
 
+    it('an mx at another of our hosts that has just lost its address is dropped at once: as the primary sees it now, not a yes remembered from before', async () => {
+      const mailHost = await host('dora');
+      expect((await update(`hostname=${mailHost}&myip=192.0.2.40`, donor)).body).to.equal('good 192.0.2.40\n');
+      const h = await host();
+      expect((await update(`hostname=${h}&myip=192.0.2.41&mx=${mailHost}`)).body).to.equal('good 192.0.2.41\n');
+      expect(await env.ns.query(h, 'MX')).to.deep.equal([`10 ${mailHost}.`]);
+      await sleep(60);
+      expect((await update(`hostname=${mailHost}&myip=192.0.2.40&offline=YES`, donor)).body).to.equal('good 192.0.2.40\n');
+      expect(await env.ns.query(mailHost, 'A')).to.deep.equal([]);
+      const r = await update(`hostname=${h}&myip=192.0.2.42&mx=${mailHost}`);
+      expect(r.body).to.equal('good 192.0.2.42\n');
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.42']);
+      expect(await env.ns.query(h, 'MX')).to.deep.equal([]);
+      expect(await env.hostJson(h)).to.include({ ipv4: '192.0.2.42', mx: null });
+    });
+
     it('a name that holds a CNAME is never given an A beside it: dnserr, CNAME untouched', async () => {
       const h = `cname-host.${ZONE}`;
       await env.addHost(h, 'alice');
