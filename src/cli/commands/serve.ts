@@ -3,11 +3,11 @@
  *
  * With `--workers N` (N > 1) the process becomes a node:cluster primary that forks N workers
  * running the same command; each builds its own bridge and listens on the same addresses
- * (they share the listening socket; see useKernelScheduling). All state is
- * in Redis, so workers share it exactly as separate frontends do, and each gets the config
- * the primary validated (workerContext). The primary logs `listening` once every worker listens, restarts a worker that dies (at most
- * MAX_RESTARTS_PER_MINUTE, then it stops with status 1 so a supervisor sees the crash
- * loop), and on SIGTERM/SIGINT stops the workers gracefully.
+ * (they share the listening socket; see useKernelScheduling). All state is in Redis, so
+ * workers share it exactly as separate frontends do, and each gets the config the primary
+ * validated (workerContext). The primary logs `listening` once every worker listens,
+ * restarts a worker that dies (at most MAX_RESTARTS_PER_MINUTE, then it stops with status 1
+ * so a supervisor sees the crash loop), and on SIGTERM/SIGINT stops the workers gracefully.
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import cluster, { type Worker } from 'node:cluster';
