@@ -77,7 +77,7 @@ export interface Config {
     echoCooldownMs: number;
   };
   mx: {
-    /** `host` or `host:port` of the resolvers used to check an `mx` target. */
+    /** The resolvers that check an `mx` target: an IP address, `address:port` or `[IPv6]:port`. */
     resolvers: readonly string[];
     timeoutMs: number;
   };

@@ -4,34 +4,36 @@
  * zones must also not be an alias (CNAME), and is asked of that zone's primary too, whose
  * answer wins. Never throws.
  */
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIP } from 'node:net';
 import { Resolver } from 'node:dns/promises';
 import type { MxResolver } from '../app/ports.js';
 import type { Config } from '../config/schema.js';
+import { askPrimary } from './authoritative.js';
 
 const MX_CACHE_MS = 30_000;
 const MX_CACHE_SIZE = 10_000;
 /** What a resolver answers for a name that is not there, or has no record of the type asked. */
 const NO_SUCH_RECORD = new Set(['ENODATA', 'ENOTFOUND']);
 
-/** A configured zone, and its primary when that is given by address (c-ares takes no names). */
+/** A configured zone, and its primary (asked only when given by address). */
 export interface MxZone {
   name: string;
   primary?: { host: string; port: number };
 }
 
 type Answer = { ok: boolean; definite: boolean };
+type Primary = { host: string; port: number };
 
 export class DnsMxResolver implements MxResolver {
   private readonly timeoutMs: number;
   private readonly servers: readonly string[];
-  private readonly zones: readonly { name: string; server: string | undefined }[];
+  private readonly zones: readonly { name: string; primary: Primary | undefined }[];
 
   /** `zones`: the configured zones, where the primary itself would see an alias or a missing address. */
   constructor(mx: Config['mx'], zones: readonly MxZone[] = []) {
     this.timeoutMs = mx.timeoutMs;
     this.servers = mx.resolvers;
-    this.zones = zones.map((z) => ({ name: z.name.toLowerCase(), server: z.primary && serverText(z.primary) }));
+    this.zones = zones.map((z) => ({ name: z.name.toLowerCase(), primary: z.primary && isIP(z.primary.host) ? z.primary : undefined }));
   }
 
   /**
@@ -46,7 +48,7 @@ export class DnsMxResolver implements MxResolver {
 
   async resolves(name: string): Promise<boolean> {
     const zone = this.zoneOf(name);
-    if (zone) return (await this.lookupInZone(name, zone.server)).ok;
+    if (zone) return (await this.lookupInZone(name, zone.primary)).ok;
     const now = Date.now();
     const hit = this.cache.get(name);
     if (hit && hit.until > now) return hit.ok;
@@ -62,14 +64,14 @@ export class DnsMxResolver implements MxResolver {
   /**
    * Inside our zones the primary is asked beside the resolvers: it holds the records as they
    * are now (a resolver may hold a deleted address for its TTL), and it is what BIND checks
-   * the MX against. Its definite answer wins; without one (it refuses queries, or is slow),
-   * the resolvers' answer counts.
+   * the MX against. Its authoritative answer wins; without one (a name below a delegation,
+   * a primary that refuses queries or is slow) the resolvers' answer counts.
    */
-  private async lookupInZone(name: string, primary: string | undefined): Promise<Answer> {
+  private async lookupInZone(name: string, primary: Primary | undefined): Promise<Answer> {
     const fromResolvers = this.ask(this.servers, name, true);
     if (primary !== undefined) {
-      const fromPrimary = await this.ask([primary], name, true);
-      if (fromPrimary.definite) return fromPrimary;
+      const view = await askPrimary(primary, name, this.timeoutMs);
+      if (view !== undefined) return { ok: view === 'address', definite: true };
     }
     return fromResolvers;
   }
@@ -114,21 +116,14 @@ export class DnsMxResolver implements MxResolver {
   }
 
   /** The longest configured zone `name` is in (its apex included). */
-  private zoneOf(name: string): { name: string; server: string | undefined } | undefined {
+  private zoneOf(name: string): { name: string; primary: Primary | undefined } | undefined {
     const n = name.toLowerCase().replace(/\.$/, '');
-    let best: { name: string; server: string | undefined } | undefined;
+    let best: { name: string; primary: Primary | undefined } | undefined;
     for (const z of this.zones) {
       if ((n === z.name || n.endsWith(`.${z.name}`)) && (!best || z.name.length > best.name.length)) best = z;
     }
     return best;
   }
-}
-
-/** `host:port` as c-ares takes it, or undefined for a host given by name. */
-function serverText(primary: { host: string; port: number }): string | undefined {
-  if (isIPv4(primary.host)) return `${primary.host}:${primary.port}`;
-  if (isIPv6(primary.host)) return `[${primary.host}]:${primary.port}`;
-  return undefined;
 }
 
 /** Resolves when this resolver finds an A or AAAA at `name`; rejects (with why) otherwise. */

@@ -35,6 +35,7 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
         'txtonly 60 IN TXT "no address"',
         'alias 60 IN CNAME mail4',
         'chain 60 IN CNAME alias',
+        'sub 60 IN NS ns.elsewhere.example.',
       ],
     });
   });
@@ -153,6 +154,8 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
       expect(await resolver([stale.address], 500, [primary()]).resolves(`mail6.${ZONE}`), 'an address the primary has').to.equal(true);
       expect(await resolver([stale.address], 500, [primary()]).resolves(`alias.${ZONE}`), 'an alias at the primary').to.equal(false);
       expect(await resolver([stale.address], 500, [primary()]).resolves('mail.example.net'), 'outside our zones').to.equal(true);
+      // Below a delegation the primary holds nothing (it answers with a referral): the resolvers decide.
+      expect(await resolver([stale.address], 500, [primary()]).resolves(`mail.sub.${ZONE}`), 'below a delegation').to.equal(true);
     } finally {
       stale.close();
     }

@@ -1,0 +1,67 @@
+/**
+ * What a zone's primary holds at a name now, asked over UDP without recursion: whether the
+ * name has an address, is an alias, or is missing — and only when the primary answers with
+ * authority. node:dns hides the AA bit, so a referral (a name below a delegation inside the
+ * zone, which the primary does not hold) would look like "no such record" there.
+ */
+import { createSocket } from 'node:dgram';
+import { randomInt } from 'node:crypto';
+import { isIPv6 } from 'node:net';
+import dnsPacket from 'dns-packet';
+
+/**
+ * 'address': an A or AAAA at the name; 'alias': a CNAME at the name; 'none': an authoritative
+ * NXDOMAIN or no A/AAAA; undefined: no authoritative answer in time (a referral, an error
+ * rcode, a truncated answer, silence).
+ */
+export type PrimaryView = 'address' | 'alias' | 'none' | undefined;
+
+export function askPrimary(primary: { host: string; port: number }, name: string, timeoutMs: number): Promise<PrimaryView> {
+  const socket = createSocket(isIPv6(primary.host) ? 'udp6' : 'udp4');
+  const pending = new Map<number, 'A' | 'AAAA'>();
+  const views: PrimaryView[] = [];
+  return new Promise<PrimaryView>((resolve) => {
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (view: PrimaryView): void => {
+      clearTimeout(timer);
+      socket.close();
+      resolve(view);
+    };
+    timer = setTimeout(() => finish(undefined), timeoutMs);
+    socket.on('error', () => finish(undefined));
+    socket.on('message', (msg, from) => {
+      if (from.port !== primary.port) return;
+      let packet: dnsPacket.Packet;
+      try {
+        packet = dnsPacket.decode(msg);
+      } catch {
+        return;
+      }
+      if (packet.id === undefined || !pending.has(packet.id) || packet.type !== 'response') return;
+      pending.delete(packet.id);
+      views.push(viewOf(packet, name));
+      // An address or an alias decides at once; 'none' only once both types said so.
+      const decided = views.find((v) => v === 'address' || v === 'alias');
+      if (decided) return finish(decided);
+      if (pending.size === 0) finish(views.every((v) => v === 'none') ? 'none' : undefined);
+    });
+    socket.connect(primary.port, primary.host, () => {
+      for (const type of ['A', 'AAAA'] as const) {
+        let id = randomInt(0, 0x10000);
+        while (pending.has(id)) id = randomInt(0, 0x10000);
+        pending.set(id, type);
+        socket.send(dnsPacket.encode({ type: 'query', id, flags: 0, questions: [{ type, name }] }));
+      }
+    });
+  });
+}
+
+function viewOf(packet: dnsPacket.Packet & { flag_aa?: boolean; flag_tc?: boolean; rcode?: string }, name: string): PrimaryView {
+  if (packet.flag_tc) return undefined;
+  const owner = name.toLowerCase().replace(/\.$/, '');
+  const at = (packet.answers ?? []).filter((r) => r.name.toLowerCase().replace(/\.$/, '') === owner);
+  if (at.some((r) => r.type === 'CNAME')) return 'alias';
+  if (at.some((r) => r.type === 'A' || r.type === 'AAAA')) return 'address';
+  if (!packet.flag_aa) return undefined; // a referral: the name is below a delegation
+  return packet.rcode === 'NXDOMAIN' || packet.rcode === 'NOERROR' ? 'none' : undefined;
+}
