@@ -1,13 +1,15 @@
 /**
- * `ddns-bridge check`: prove a zone's key against its primary. The probe is a signed UPDATE
- * that changes nothing: prerequisites "the apex SOA exists" and "PROBE_LABEL has no A
- * RRset", then "delete the A RRset at PROBE_LABEL". The delete is what makes it a proof:
- * BIND checks an update-policy per record of the update section, so an UPDATE with none
- * passes with any key the server knows, granted or not. A wrong key name, secret or
- * algorithm, a key no rule grants A records below the whole zone, or a zone the primary
- * does not serve all fail it. The response's TSIG is verified like every update's.
+ * `ddns-bridge check`: prove a zone's key against its primary, with two signed UPDATEs that
+ * change nothing. The first holds only the always-true prerequisite "the apex SOA exists": a
+ * wrong key name, secret or algorithm, an ACL that denies the key, or a zone the primary
+ * does not serve fail it. The second adds "delete the A RRset at PROBE_LABEL", guarded by
+ * "PROBE_LABEL has no A RRset": BIND checks an update-policy per record of the update
+ * section, so only a record shows whether the key may change host records (an UPDATE
+ * without one passes with any key named in named.conf). The responses' TSIG is verified
+ * like every update's.
  */
 import type { Config, ZoneConfig } from '../config/schema.js';
+import type { DnsUpdateError } from '../core/errors.js';
 import { asDnsUpdateError, signedExchange } from './signed-exchange.js';
 import { TcpTransport } from './transport.js';
 import { encodeUpdate } from './wire.js';
@@ -31,24 +33,39 @@ export async function probeZone(
   });
   const signing = { zone, fudge: dns.fudge, now: () => clock() + dns.clockOffsetSeconds };
   const probe = `${PROBE_LABEL}.${zone.name}`;
-  const encode = (id: number): Buffer =>
+  const apexExists = { kind: 'rrset-exists', name: zone.name, type: 'SOA' } as const;
+  const accepted = (id: number): Buffer => encodeUpdate({ id, zone: zone.name, prerequisites: [apexExists], updates: [] });
+  const granted = (id: number): Buffer =>
     encodeUpdate({
       id,
       zone: zone.name,
-      prerequisites: [
-        { kind: 'rrset-exists', name: zone.name, type: 'SOA' },
-        { kind: 'rrset-absent', name: probe, type: 'A' },
-      ],
+      prerequisites: [apexExists, { kind: 'rrset-absent', name: probe, type: 'A' }],
       updates: [{ kind: 'delete-rrset', name: probe, type: 'A' }],
     });
   try {
-    await signedExchange(transport, signing, encode, dns.timeoutMs);
+    await signedExchange(transport, signing, accepted, dns.timeoutMs);
+  } catch (e) {
+    transport.close();
+    return { ok: false, reason: asDnsUpdateError(zone.name, e).message };
+  }
+  try {
+    await signedExchange(transport, signing, granted, dns.timeoutMs);
     return { ok: true };
   } catch (e) {
-    const err = asDnsUpdateError(zone.name, e);
-    if (err.rcode === 'YXRRSET') return { ok: false, reason: `${probe} has an A record, so the probe could not prove the key's rights: free that name` };
-    return { ok: false, reason: err.message };
+    return { ok: false, reason: notGranted(asDnsUpdateError(zone.name, e), probe) };
   } finally {
     transport.close();
   }
+}
+
+/** Why the second probe failed, for an operator: the key works, its rights are the problem. */
+function notGranted(err: DnsUpdateError, probe: string): string {
+  if (err.rcode === 'YXRRSET') return `${probe} has an A record, so the probe could not prove the key's rights: free that name`;
+  if (err.rcode !== 'REFUSED' && err.rcode !== 'NOTAUTH' && err.rcode !== 'BADKEY') return err.message;
+  return (
+    `the primary accepts the key but refused a change of the A records at ${probe} (${err.rcode}): ` +
+    'grant the key A, AAAA and MX below the whole zone (BIND: update-policy { grant KEY zonesub A AAAA MX; }; ' +
+    'Knot: update-type [A, AAAA, MX] without update-owner). A primary that grants only some names or types ' +
+    'updates just those, and fails this check'
+  );
 }
