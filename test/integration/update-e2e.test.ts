@@ -146,6 +146,10 @@ for (const kind of ['knot', 'bind'] as const) {
         const r = await env.get(`/dyndns/update?hostname=${h}&myip=192.0.2.7`, { auth, ua: UA, port });
         expect(r.raw.toString()).to.equal(OK('nohost\n'));
         expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.6']);
+        const removal = await env.cli(['host', 'remove', h]);
+        expect(removal.code).to.equal(1);
+        expect(removal.stderr).to.include(`host ${h} is now the apex of a configured zone: its DNS records cannot be deleted; remove it with --keep-dns`);
+        expect((await env.hostJson(h)).ipv4).to.equal('192.0.2.6');
       } finally {
         await env.writeConfig({});
       }

@@ -125,9 +125,11 @@ export async function hostRemove(ctx: CommandContext, name: string, keepDns: boo
     try {
       const zone = publisher?.zoneFor(fqdn);
       if (publisher && !zone) {
-        // Its zone left the config: the records cannot be reached, and "removed" would hide them.
+        // Its zone left the config, or its name became a zone of its own: the bridge writes
+        // none of its records any more, and "removed" would hide the ones left.
         if (!(await s.hosts.get(fqdn))) throw new NotFoundError(`no host ${fqdn}`);
-        throw new ConflictError(`host ${fqdn} is in no configured zone: its DNS records cannot be deleted; remove it with --keep-dns`);
+        const where = ctx.config.zones.some((z) => z.name === fqdn) ? 'is now the apex of a configured zone' : 'is in no configured zone';
+        throw new ConflictError(`host ${fqdn} ${where}: its DNS records cannot be deleted; remove it with --keep-dns`);
       }
       const claimed = await claimWhenIdle(s, fqdn, leaseMs(ctx.config));
       if (publisher && zone) {

@@ -189,17 +189,30 @@ export function isClusterWorker(): boolean {
  */
 export function workerContext(): Promise<CommandContext> {
   return new Promise((resolve, reject) => {
+    // A primary that never answers (one of an older version, still running after the code
+    // was replaced): end, so that it sees a worker die instead of one that never listens.
+    const timer = setTimeout(() => {
+      reject(new Error(`no config from the primary within ${CONFIG_WAIT_MS / 1000} s (is it of another version? restart the service)`));
+      process.disconnect?.();
+    }, CONFIG_WAIT_MS);
     const onMessage = (m: PrimaryMessage): void => {
       if (m?.kind !== 'config') return;
+      clearTimeout(timer);
       process.off('message', onMessage);
       resolve(contextOf(deepFreeze(m.config)));
     };
     // Asked, not awaited: a message that arrived before this listener would be lost.
     process.on('message', onMessage);
-    process.once('disconnect', () => reject(new Error('the primary stopped before it sent the config')));
+    process.once('disconnect', () => {
+      clearTimeout(timer);
+      reject(new Error('the primary stopped before it sent the config'));
+    });
     process.send?.({ kind: 'config?' } satisfies WorkerMessage);
   });
 }
+
+/** How long a new worker waits for its config. */
+const CONFIG_WAIT_MS = 10_000;
 
 async function serveWorker(ctx: CommandContext, opts: ServeOptions, bridgeOptions: BridgeOptions): Promise<void> {
   const { logger } = ctx;
