@@ -234,8 +234,18 @@ describe('serve --workers 2 (node:cluster)', function () {
   });
 
   it('--workers auto forks one worker per CPU (as the systemd unit runs it)', async () => {
-    cluster = await startCluster(env, 'auto');
+    // A maxInFlight that the workers together could take past BIND's update-quota: one warning, from the primary.
+    await env.writeConfig({ dns: { maxInFlight: 101 } });
+    try {
+      cluster = await startCluster(env, 'auto');
+    } finally {
+      await env.writeConfig({});
+    }
     const cpus = Math.min(os.availableParallelism(), 8);
+    const quota = logLines(cluster.log()).filter((l) => l.level === 'warn' && /update-quota/.test(String(l.msg)));
+    expect(quota.map((l) => l.msg)).to.deep.equal([
+      `up to ${101 * cpus} UPDATE messages at once to 127.0.0.1:${env.ns.port} (${ZONE}: maxInFlight × ${cpus} worker(s)): if it is BIND, raise its update-quota (default 100) above that, or lower maxInFlight`,
+    ]);
     expect(logLines(cluster.log()).find((l) => l.msg === 'listening')?.workers).to.equal(cpus);
     expect(new Set(workerPids(cluster))).to.have.property('size', cpus);
     const h = `auto-workers.${ZONE}`;

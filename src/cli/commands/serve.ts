@@ -66,6 +66,32 @@ export function workerCount(value: number | string | undefined, cpus: number): n
   return n;
 }
 
+/** BIND's default update-quota: UPDATEs in flight past it are dropped without an answer. */
+export const BIND_UPDATE_QUOTA = 100;
+
+/**
+ * One warning per primary that this service may send more UPDATEs at once than BIND accepts
+ * by default (every zone's maxInFlight, per worker, summed over the zones it serves): past
+ * the quota BIND drops them silently, and the updates time out (`dnserr`).
+ */
+export function updateQuotaWarnings(config: Pick<Config, 'zones' | 'dns'>, workers: number): string[] {
+  const perPrimary = new Map<string, { inFlight: number; zones: string[] }>();
+  for (const zone of config.zones) {
+    const key = `${zone.primary.host}:${zone.primary.port}`;
+    const entry = perPrimary.get(key) ?? { inFlight: 0, zones: [] };
+    entry.inFlight += (zone.maxInFlight ?? config.dns.maxInFlight) * workers;
+    entry.zones.push(zone.name);
+    perPrimary.set(key, entry);
+  }
+  return [...perPrimary]
+    .filter(([, e]) => e.inFlight > BIND_UPDATE_QUOTA)
+    .map(
+      ([primary, e]) =>
+        `up to ${e.inFlight} UPDATE messages at once to ${primary} (${e.zones.join(', ')}: maxInFlight × ${workers} worker(s)): ` +
+        `if it is BIND, raise its update-quota (default ${BIND_UPDATE_QUOTA}) above that, or lower maxInFlight`,
+    );
+}
+
 /** `--port`: a whole number from 0 (any free port) to 65535; undefined keeps the config's ports. */
 export function portOverride(value: number | string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -91,6 +117,7 @@ export async function serve(ctx: CommandContext, opts: ServeOptions): Promise<vo
   portOverride(opts.port);
   const bridgeOptions = { parallelHashes: hashesPerWorker(workers, cpus) };
   if (cluster.isWorker) return serveWorker(ctx, opts, bridgeOptions);
+  for (const w of updateQuotaWarnings(ctx.config, workers)) ctx.logger.warn(w);
   if (workers === 1) return serveSingle(ctx, opts, bridgeOptions);
   return servePrimary(ctx, workers);
 }
