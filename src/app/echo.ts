@@ -6,7 +6,7 @@
 import { StoreUnavailableError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { normalizeHostname } from '../core/names.js';
-import { MAX_HOSTS_PER_REQUEST } from '../core/params.js';
+import { hostnameList } from '../core/params.js';
 import type { Authenticator, Credentials, EchoGate, HostGate } from './ports.js';
 
 export interface EchoRequest {
@@ -47,11 +47,12 @@ export class EchoService {
         settings.echoCooldownMs,
       );
       if (byAddress === 'abuse') return { kind: 'token', token: 'abuse' };
-      const names = req.hostname === undefined ? [] : hostNames(req.hostname);
+      // The distinct valid names, as an update of the same list would count them (none past its limit).
+      const names = [...new Set((hostnameList(req.hostname ?? '') ?? []).map(normalizeHostname).filter((n) => n !== undefined))];
       if (typeof req.credentials === 'object' && names.length > 0) {
         const auth = await this.deps.authenticator.authenticate(req.credentials, req.clientIp);
         if (auth.ok) {
-          // Every name of the list is counted, as an update of the same list would be (SPEC §7).
+          // Every name of the list is counted (SPEC §7: per host name as in §5).
           const admissions = await Promise.all(
             names.map((fqdn) =>
               this.deps.hosts.admit({
@@ -76,11 +77,4 @@ export class EchoService {
       throw err;
     }
   }
-}
-
-/** The distinct valid names of a `hostname` list; none when it has more than an update may name. */
-function hostNames(list: string): string[] {
-  const raw = list.split(',').map((h) => h.trim()).filter((h) => h.length > 0);
-  if (raw.length > MAX_HOSTS_PER_REQUEST) return [];
-  return [...new Set(raw.map(normalizeHostname).filter((n): n is string => n !== undefined))];
 }

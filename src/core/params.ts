@@ -40,11 +40,16 @@ function yesNo(value: string | undefined): boolean {
   return value !== undefined && value.trim().toUpperCase() === 'YES';
 }
 
+/** The names of a `hostname` value (trimmed, empty items dropped); undefined past MAX_HOSTS_PER_REQUEST. */
+export function hostnameList(value: string): string[] | undefined {
+  const names = value.split(',').map((h) => h.trim()).filter((h) => h.length > 0);
+  return names.length > MAX_HOSTS_PER_REQUEST ? undefined : names;
+}
+
 export function parseUpdateParams(params: ParamMap): UpdateParams {
-  const hostnameValue = first(params, 'hostname') ?? '';
-  const rawHosts = hostnameValue.split(',').map((h) => h.trim()).filter((h) => h.length > 0);
-  const tooManyHosts = rawHosts.length > MAX_HOSTS_PER_REQUEST;
-  const hosts = tooManyHosts ? [] : rawHosts.map((raw) => ({ raw, fqdn: normalizeHostname(raw) }));
+  const rawHosts = hostnameList(first(params, 'hostname') ?? '');
+  const tooManyHosts = rawHosts === undefined;
+  const hosts = (rawHosts ?? []).map((raw) => ({ raw, fqdn: normalizeHostname(raw) }));
 
   const addressValues = ['myip', 'myipv6', 'ipv6', 'myip6'].flatMap((n) => params.get(n) ?? []);
   const addresses = parseAddressList(addressValues);
