@@ -11,10 +11,11 @@ import dnsPacket from 'dns-packet';
 
 /**
  * 'address': an A or AAAA at the name; 'alias': a CNAME at the name; 'none': an authoritative
- * NXDOMAIN or no A/AAAA; undefined: no authoritative answer in time (a referral, an error
- * rcode, a truncated answer, silence).
+ * NXDOMAIN or no A/AAAA; 'referral': the name is below a delegation (the primary does not
+ * hold it); 'unanswered': no usable answer in time (silence, an error rcode such as REFUSED,
+ * a truncated answer).
  */
-export type PrimaryView = 'address' | 'alias' | 'none' | undefined;
+export type PrimaryView = 'address' | 'alias' | 'none' | 'referral' | 'unanswered';
 
 export function askPrimary(primary: { host: string; port: number }, name: string, timeoutMs: number): Promise<PrimaryView> {
   const socket = createSocket(isIPv6(primary.host) ? 'udp6' : 'udp4');
@@ -27,8 +28,8 @@ export function askPrimary(primary: { host: string; port: number }, name: string
       socket.close();
       resolve(view);
     };
-    timer = setTimeout(() => finish(undefined), timeoutMs);
-    socket.on('error', () => finish(undefined));
+    timer = setTimeout(() => finish('unanswered'), timeoutMs);
+    socket.on('error', () => finish('unanswered'));
     socket.on('message', (msg, from) => {
       if (from.port !== primary.port) return;
       let packet: dnsPacket.Packet;
@@ -43,7 +44,7 @@ export function askPrimary(primary: { host: string; port: number }, name: string
       // An address or an alias decides at once; 'none' only once both types said so.
       const decided = views.find((v) => v === 'address' || v === 'alias');
       if (decided) return finish(decided);
-      if (pending.size === 0) finish(views.every((v) => v === 'none') ? 'none' : undefined);
+      if (pending.size === 0) finish(views.every((v) => v === 'none') ? 'none' : views.includes('unanswered') ? 'unanswered' : 'referral');
     });
     socket.connect(primary.port, primary.host, () => {
       for (const type of ['A', 'AAAA'] as const) {
@@ -57,11 +58,11 @@ export function askPrimary(primary: { host: string; port: number }, name: string
 }
 
 function viewOf(packet: dnsPacket.Packet & { flag_aa?: boolean; flag_tc?: boolean; rcode?: string }, name: string): PrimaryView {
-  if (packet.flag_tc) return undefined;
+  if (packet.flag_tc) return 'unanswered';
   const owner = name.toLowerCase().replace(/\.$/, '');
   const at = (packet.answers ?? []).filter((r) => r.name.toLowerCase().replace(/\.$/, '') === owner);
   if (at.some((r) => r.type === 'CNAME')) return 'alias';
   if (at.some((r) => r.type === 'A' || r.type === 'AAAA')) return 'address';
-  if (!packet.flag_aa) return undefined; // a referral: the name is below a delegation
-  return packet.rcode === 'NXDOMAIN' || packet.rcode === 'NOERROR' ? 'none' : undefined;
+  if (packet.rcode !== 'NXDOMAIN' && packet.rcode !== 'NOERROR') return 'unanswered';
+  return packet.flag_aa ? 'none' : 'referral';
 }

@@ -11,6 +11,12 @@ import type { Config } from '../config/schema.js';
 import { askPrimary } from './authoritative.js';
 
 const MX_CACHE_MS = 30_000;
+/**
+ * A primary that left a query unanswered is not asked again for this long: one that drops
+ * queries (a firewall that lets the bridge's UPDATEs through over TCP only) would otherwise
+ * cost every request with such an mx the whole timeout.
+ */
+const PRIMARY_QUIET_MS = 60_000;
 const MX_CACHE_SIZE = 10_000;
 /** What a resolver answers for a name that is not there, or has no record of the type asked. */
 const NO_SUCH_RECORD = new Set(['ENODATA', 'ENOTFOUND']);
@@ -45,6 +51,8 @@ export class DnsMxResolver implements MxResolver {
    * address makes BIND refuse the whole UPDATE (SPEC §9), the host's new address with it.
    */
   private readonly cache = new Map<string, { ok: boolean; until: number }>();
+  /** Until when a primary (host:port) is not asked. */
+  private readonly quietUntil = new Map<string, number>();
 
   async resolves(name: string): Promise<boolean> {
     const zone = this.zoneOf(name);
@@ -69,9 +77,11 @@ export class DnsMxResolver implements MxResolver {
    */
   private async lookupInZone(name: string, primary: Primary | undefined): Promise<Answer> {
     const fromResolvers = this.ask(this.servers, name, true);
-    if (primary !== undefined) {
+    const key = primary && `${primary.host}:${primary.port}`;
+    if (primary && key && (this.quietUntil.get(key) ?? 0) <= Date.now()) {
       const view = await askPrimary(primary, name, this.timeoutMs);
-      if (view !== undefined) return { ok: view === 'address', definite: true };
+      if (view === 'unanswered') this.quietUntil.set(key, Date.now() + PRIMARY_QUIET_MS);
+      else if (view !== 'referral') return { ok: view === 'address', definite: true };
     }
     return fromResolvers;
   }
