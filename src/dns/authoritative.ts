@@ -12,26 +12,29 @@ import dnsPacket from 'dns-packet';
 /**
  * 'address': an A or AAAA at the name; 'alias': a CNAME at the name; 'none': an authoritative
  * NXDOMAIN or no A/AAAA; 'referral': the name is below a delegation (the primary does not
- * hold it); 'unanswered': no usable answer in time (silence, an error rcode such as REFUSED,
- * a truncated answer).
+ * hold it); 'unanswered': not enough usable answers in time to tell (one of the two lost,
+ * truncated); 'unreachable': the primary serves us no queries now (no answer at all, an error
+ * rcode such as REFUSED, a socket that cannot reach it).
  */
-export type PrimaryView = 'address' | 'alias' | 'none' | 'referral' | 'unanswered';
+export type PrimaryView = 'address' | 'alias' | 'none' | 'referral' | 'unanswered' | 'unreachable';
 
+/** Never throws: every failure is a view. */
 export function askPrimary(primary: { host: string; port: number }, name: string, timeoutMs: number): Promise<PrimaryView> {
-  const socket = createSocket(isIPv6(primary.host) ? 'udp6' : 'udp4');
-  const pending = new Map<number, 'A' | 'AAAA'>();
-  const views: PrimaryView[] = [];
   return new Promise<PrimaryView>((resolve) => {
-    let timer: NodeJS.Timeout | undefined;
+    const socket = createSocket(isIPv6(primary.host) ? 'udp6' : 'udp4');
+    const pending = new Map<number, 'A' | 'AAAA'>();
+    const views: PrimaryView[] = [];
+    let done = false;
     const finish = (view: PrimaryView): void => {
+      if (done) return;
+      done = true;
       clearTimeout(timer);
       socket.close();
       resolve(view);
     };
-    timer = setTimeout(() => finish('unanswered'), timeoutMs);
-    socket.on('error', () => finish('unanswered'));
-    socket.on('message', (msg, from) => {
-      if (from.port !== primary.port) return;
+    const timer = setTimeout(() => finish(views.length === 0 ? 'unreachable' : 'unanswered'), timeoutMs);
+    socket.on('error', () => finish('unreachable'));
+    socket.on('message', (msg) => {
       let packet: dnsPacket.Packet;
       try {
         packet = dnsPacket.decode(msg);
@@ -42,27 +45,33 @@ export function askPrimary(primary: { host: string; port: number }, name: string
       pending.delete(packet.id);
       views.push(viewOf(packet, name));
       // An address or an alias decides at once; 'none' only once both types said so.
-      const decided = views.find((v) => v === 'address' || v === 'alias');
+      const decided = views.find((v) => v === 'address' || v === 'alias' || v === 'unreachable');
       if (decided) return finish(decided);
       if (pending.size === 0) finish(views.every((v) => v === 'none') ? 'none' : views.includes('unanswered') ? 'unanswered' : 'referral');
     });
-    socket.connect(primary.port, primary.host, () => {
-      for (const type of ['A', 'AAAA'] as const) {
-        let id = randomInt(0, 0x10000);
-        while (pending.has(id)) id = randomInt(0, 0x10000);
-        pending.set(id, type);
-        socket.send(dnsPacket.encode({ type: 'query', id, flags: 0, questions: [{ type, name }] }));
-      }
-    });
+    try {
+      // Connected: the kernel drops datagrams from anyone else.
+      socket.connect(primary.port, primary.host, (err?: Error) => {
+        if (err || done) return finish('unreachable');
+        for (const type of ['A', 'AAAA'] as const) {
+          let id = randomInt(0, 0x10000);
+          while (pending.has(id)) id = randomInt(0, 0x10000);
+          pending.set(id, type);
+          socket.send(dnsPacket.encode({ type: 'query', id, flags: 0, questions: [{ type, name }] }));
+        }
+      });
+    } catch {
+      finish('unreachable');
+    }
   });
 }
 
 function viewOf(packet: dnsPacket.Packet & { flag_aa?: boolean; flag_tc?: boolean; rcode?: string }, name: string): PrimaryView {
-  if (packet.flag_tc) return 'unanswered';
+  if (packet.flag_tc) return 'unanswered'; // the answer did not fit (no EDNS here): the resolvers tell
   const owner = name.toLowerCase().replace(/\.$/, '');
   const at = (packet.answers ?? []).filter((r) => r.name.toLowerCase().replace(/\.$/, '') === owner);
   if (at.some((r) => r.type === 'CNAME')) return 'alias';
   if (at.some((r) => r.type === 'A' || r.type === 'AAAA')) return 'address';
-  if (packet.rcode !== 'NXDOMAIN' && packet.rcode !== 'NOERROR') return 'unanswered';
+  if (packet.rcode !== 'NXDOMAIN' && packet.rcode !== 'NOERROR') return 'unreachable';
   return packet.flag_aa ? 'none' : 'referral';
 }

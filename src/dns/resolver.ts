@@ -12,9 +12,10 @@ import { askPrimary } from './authoritative.js';
 
 const MX_CACHE_MS = 30_000;
 /**
- * A primary that left a query unanswered is not asked again for this long: one that drops
- * queries (a firewall that lets the bridge's UPDATEs through over TCP only) would otherwise
- * cost every request with such an mx the whole timeout.
+ * A primary that answered none of our queries (or refused them) is not asked again for this
+ * long: one that drops queries (a firewall that lets the bridge's UPDATEs through over TCP
+ * only) would otherwise cost every request with such an mx the whole timeout. One lost
+ * answer of two does not count.
  */
 const PRIMARY_QUIET_MS = 60_000;
 const MX_CACHE_SIZE = 10_000;
@@ -76,12 +77,13 @@ export class DnsMxResolver implements MxResolver {
    * a primary that refuses queries or is slow) the resolvers' answer counts.
    */
   private async lookupInZone(name: string, primary: Primary | undefined): Promise<Answer> {
-    const fromResolvers = this.ask(this.servers, name, true);
-    const key = primary && `${primary.host}:${primary.port}`;
+    // Never rejects (see ask); caught anyway, as it may go unawaited when the primary decides.
+    const fromResolvers = this.ask(this.servers, name, true).catch((): Answer => ({ ok: false, definite: false }));
+    const key = primary && `[${primary.host}]:${primary.port}`;
     if (primary && key && (this.quietUntil.get(key) ?? 0) <= Date.now()) {
       const view = await askPrimary(primary, name, this.timeoutMs);
-      if (view === 'unanswered') this.quietUntil.set(key, Date.now() + PRIMARY_QUIET_MS);
-      else if (view !== 'referral') return { ok: view === 'address', definite: true };
+      if (view === 'unreachable') this.quietUntil.set(key, Date.now() + PRIMARY_QUIET_MS);
+      else if (view === 'address' || view === 'alias' || view === 'none') return { ok: view === 'address', definite: true };
     }
     return fromResolvers;
   }

@@ -92,12 +92,13 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
    * A scripted UDP resolver: `mail.example.net` has A 192.0.2.25, nothing else; `mode` says
    * what happens to CNAME queries (answered NODATA, dropped) and whether A is answered at all.
    */
-  async function scriptedResolver(): Promise<{ address: string; port: number; mode: { cname: 'answer' | 'drop'; a: 'answer' | 'drop' }; queries: () => number; close(): void }> {
+  async function scriptedResolver(): Promise<{ address: string; port: number; mode: { cname: 'answer' | 'drop'; a: 'answer' | 'drop'; silent: boolean }; queries: () => number; close(): void }> {
     const socket = createSocket('udp4');
-    const mode = { cname: 'answer' as 'answer' | 'drop', a: 'answer' as 'answer' | 'drop' };
+    const mode = { cname: 'answer' as 'answer' | 'drop', a: 'answer' as 'answer' | 'drop', silent: false };
     let queries = 0;
     socket.on('message', (q, peer) => {
       queries++;
+      if (mode.silent) return;
       let off = 12;
       while (q[off] !== 0) off += q[off]! + 1;
       const qtype = q.readUInt16BE(off + 1);
@@ -169,13 +170,33 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
       const r = resolver([`127.0.0.1:${server!.port}`], 300, [{ name: ZONE, primary: { host: '127.0.0.1', port: flaky.port } }]);
       expect(await r.resolves(`nothere.${ZONE}`), 'the primary says yes').to.equal(true);
       flaky.mode.a = 'drop';
-      expect(await r.resolves(`nothere.${ZONE}`), 'no answer from the primary: the resolver says no').to.equal(false);
+      expect(await r.resolves(`nothere.${ZONE}`), 'the A answer lost: the resolver says no').to.equal(false);
       flaky.mode.a = 'answer';
+      expect(await r.resolves(`nothere.${ZONE}`), 'one lost answer does not quiet the primary').to.equal(true);
+      flaky.mode.silent = true;
+      expect(await r.resolves(`nothere.${ZONE}`), 'no answer at all: the resolver says no').to.equal(false);
+      flaky.mode.silent = false;
       const asked = flaky.queries();
       expect(await r.resolves(`nothere.${ZONE}`), 'the quiet primary is not asked: the resolver decides').to.equal(false);
       expect(flaky.queries(), 'queries to the quiet primary').to.equal(asked);
     } finally {
       flaky.close();
+    }
+  });
+
+  it('a primary that cannot be reached (connect fails, or nothing answers) leaves it to the resolvers, no crash', async () => {
+    const stale = await scriptedResolver();
+    const dead = await deadResolver();
+    try {
+      // connect(2) to a broadcast address without SO_BROADCAST fails (EACCES): the error path.
+      for (const host of ['255.255.255.255', '127.0.0.1']) {
+        const port = host === '127.0.0.1' ? Number(dead.address.split(':')[1]) : 53;
+        const r = resolver([stale.address], 300, [{ name: ZONE, primary: { host, port } }]);
+        expect(await r.resolves(`nothere.${ZONE}`), host).to.equal(true);
+      }
+    } finally {
+      stale.close();
+      dead.close();
     }
   });
 

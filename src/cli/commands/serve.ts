@@ -77,7 +77,7 @@ export const BIND_UPDATE_QUOTA = 100;
 export function updateQuotaWarnings(config: Pick<Config, 'zones' | 'dns'>, workers: number): string[] {
   const perPrimary = new Map<string, { inFlight: number; zones: string[] }>();
   for (const zone of config.zones) {
-    const key = `${zone.primary.host}:${zone.primary.port}`;
+    const key = isIPv6(zone.primary.host) ? `[${zone.primary.host}]:${zone.primary.port}` : `${zone.primary.host}:${zone.primary.port}`;
     const entry = perPrimary.get(key) ?? { inFlight: 0, zones: [] };
     entry.inFlight += (zone.maxInFlight ?? config.dns.maxInFlight) * workers;
     entry.zones.push(zone.name);
@@ -220,7 +220,7 @@ export function workerContext(): Promise<CommandContext> {
     // was replaced): end, so that it sees a worker die instead of one that never listens.
     const timer = setTimeout(() => {
       reject(new Error(`no config from the primary within ${CONFIG_WAIT_MS / 1000} s (is it of another version? restart the service)`));
-      process.disconnect?.();
+      if (process.connected) process.disconnect();
     }, CONFIG_WAIT_MS);
     const onMessage = (m: PrimaryMessage): void => {
       if (m?.kind !== 'config') return;
