@@ -11,6 +11,7 @@ import type { Config } from '../config/schema.js';
 import { askPrimary } from './authoritative.js';
 
 const MX_CACHE_MS = 30_000;
+const MX_CACHE_SIZE = 10_000;
 /**
  * A primary that answered none of our queries (or refused them) is not asked again for this
  * long: one that drops queries (a firewall that lets the bridge's UPDATEs through over TCP
@@ -18,7 +19,6 @@ const MX_CACHE_MS = 30_000;
  * answer of two does not count.
  */
 const PRIMARY_QUIET_MS = 60_000;
-const MX_CACHE_SIZE = 10_000;
 /** What a resolver answers for a name that is not there, or has no record of the type asked. */
 const NO_SUCH_RECORD = new Set(['ENODATA', 'ENOTFOUND']);
 
@@ -80,11 +80,10 @@ export class DnsMxResolver implements MxResolver {
     // Never rejects (see ask); caught anyway, as it may go unawaited when the primary decides.
     const fromResolvers = this.ask(this.servers, name, true).catch((): Answer => ({ ok: false, definite: false }));
     const key = primary && `[${primary.host}]:${primary.port}`;
-    if (primary && key && (this.quietUntil.get(key) ?? 0) <= Date.now()) {
-      const view = await askPrimary(primary, name, this.timeoutMs);
-      if (view === 'unreachable') this.quietUntil.set(key, Date.now() + PRIMARY_QUIET_MS);
-      else if (view === 'address' || view === 'alias' || view === 'none') return { ok: view === 'address', definite: true };
-    }
+    if (!primary || !key || (this.quietUntil.get(key) ?? 0) > Date.now()) return fromResolvers;
+    const view = await askPrimary(primary, name, this.timeoutMs);
+    if (view === 'address' || view === 'alias' || view === 'none') return { ok: view === 'address', definite: true };
+    if (view === 'unreachable') this.quietUntil.set(key, Date.now() + PRIMARY_QUIET_MS);
     return fromResolvers;
   }
 
