@@ -22,7 +22,7 @@ export type PrimaryView = 'address' | 'alias' | 'none' | 'referral' | 'unanswere
 export function askPrimary(primary: { host: string; port: number }, name: string, timeoutMs: number): Promise<PrimaryView> {
   return new Promise<PrimaryView>((resolve) => {
     const socket = createSocket(isIPv6(primary.host) ? 'udp6' : 'udp4');
-    const pending = new Map<number, 'A' | 'AAAA'>();
+    const pending = new Set<number>(); // the ids of our queries not answered yet
     const views: PrimaryView[] = [];
     let done = false;
     const finish = (view: PrimaryView): void => {
@@ -44,7 +44,7 @@ export function askPrimary(primary: { host: string; port: number }, name: string
       if (packet.id === undefined || !pending.has(packet.id) || packet.type !== 'response') return;
       pending.delete(packet.id);
       views.push(viewOf(packet, name));
-      // An address or an alias decides at once; 'none' only once both types said so.
+      // An address, an alias or a refusal decides at once; 'none' only once both types said so.
       const decided = views.find((v) => v === 'address' || v === 'alias' || v === 'unreachable');
       if (decided) return finish(decided);
       if (pending.size === 0) finish(views.every((v) => v === 'none') ? 'none' : views.includes('unanswered') ? 'unanswered' : 'referral');
@@ -56,7 +56,7 @@ export function askPrimary(primary: { host: string; port: number }, name: string
         for (const type of ['A', 'AAAA'] as const) {
           let id = randomInt(0, 0x10000);
           while (pending.has(id)) id = randomInt(0, 0x10000);
-          pending.set(id, type);
+          pending.add(id);
           socket.send(dnsPacket.encode({ type: 'query', id, flags: 0, questions: [{ type, name }] }));
         }
       });

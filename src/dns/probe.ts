@@ -15,7 +15,7 @@ import { TcpTransport } from './transport.js';
 import { encodeUpdate } from './wire.js';
 
 /** A name no host should have; if one does, with an A record, the probe fails (YXRRSET) and says so. */
-export const PROBE_LABEL = 'ddns-bridge-check';
+const PROBE_LABEL = 'ddns-bridge-check';
 
 export type ProbeResult = { ok: true } | { ok: false; reason: string };
 

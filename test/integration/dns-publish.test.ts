@@ -13,6 +13,7 @@ import { DnsUpdateError } from '../../src/core/errors.js';
 import type { Logger } from '../../src/core/log.js';
 import { emptyDnsState, type TargetState } from '../../src/core/types.js';
 import { DnsPublisher, probeZone } from '../../src/dns/index.js';
+import { askPrimary } from '../../src/dns/authoritative.js';
 import {
   generateTsigKey,
   makeTempDir,
@@ -88,7 +89,7 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
         zone: ZONE,
         key,
         ungrantedKey,
-        records: ['alias 60 IN CNAME target.example.net.', 'mail 60 IN A 192.0.2.25'],
+        records: ['alias 60 IN CNAME target.example.net.', 'mail 60 IN A 192.0.2.25', 'sub 60 IN NS ns.elsewhere.example.'],
       });
       zone = {
         name: ZONE,
@@ -285,6 +286,16 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
         const answers = await Promise.all(labels.slice(i, i + 20).map((l) => q(l, 'A')));
         answers.forEach((a, j) => expect(a, labels[i + j]).to.deep.equal([`198.51.0.${i + j}`]));
       }
+    });
+
+    it('askPrimary reads what the primary holds: address, alias, none, a referral below a delegation, a refusal outside its zones', async () => {
+      const ask = (name: string) => askPrimary({ host: server.host, port: server.port }, name, 1000);
+      expect(await ask(`mail.${ZONE}`)).to.equal('address');
+      expect(await ask(`ALIAS.${ZONE}`)).to.equal('alias');
+      expect(await ask(`nothere.${ZONE}`)).to.equal('none');
+      expect(await ask(ZONE), 'the apex: SOA and NS, no address').to.equal('none');
+      expect(await ask(`mail.sub.${ZONE}`)).to.equal('referral');
+      expect(await ask('www.example.net')).to.equal('unreachable');
     });
 
     it('probeZone: ok with the right key and changes nothing; fails with a wrong secret or key name', async () => {

@@ -67,7 +67,7 @@ export function workerCount(value: number | string | undefined, cpus: number): n
 }
 
 /** BIND's default update-quota: UPDATEs in flight past it are dropped without an answer. */
-export const BIND_UPDATE_QUOTA = 100;
+const BIND_UPDATE_QUOTA = 100;
 
 /**
  * One warning per primary that this service may send more UPDATEs at once than BIND accepts
