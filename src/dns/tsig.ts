@@ -21,6 +21,11 @@ export const HMAC_MD5_NAME = 'hmac-md5.sig-alg.reg.int';
 /** RFC 8945 §4.3 TSIG error codes (carried in the TSIG RR's Error field). */
 export const TSIG_ERRORS = { BADSIG: 16, BADKEY: 17, BADTIME: 18, BADTRUNC: 22 } as const;
 
+const ALGORITHM_BY_WIRE_NAME = new Map<string, TsigAlgorithm | 'hmac-md5'>([
+  ...Object.entries(DIGESTS).map(([alg, d]) => [d.wireName, alg as TsigAlgorithm] as const),
+  [HMAC_MD5_NAME, 'hmac-md5'],
+]);
+
 /** The algorithm's wire name (no trailing dot), e.g. `hmac-sha256`. */
 export function algorithmWireName(algorithm: TsigAlgorithm): string {
   return DIGESTS[algorithm].wireName;
@@ -28,10 +33,8 @@ export function algorithmWireName(algorithm: TsigAlgorithm): string {
 
 /** The supported algorithm with this wire name, `'hmac-md5'` (to reject it by name), or undefined. */
 export function algorithmFromWireName(name: string): TsigAlgorithm | 'hmac-md5' | undefined {
-  const lower = name.toLowerCase().replace(/\.$/, '');
-  if (lower === HMAC_MD5_NAME) return 'hmac-md5';
-  for (const [alg, d] of Object.entries(DIGESTS)) if (d.wireName === lower) return alg as TsigAlgorithm;
-  return undefined;
+  const lower = name.toLowerCase();
+  return ALGORITHM_BY_WIRE_NAME.get(lower.endsWith('.') ? lower.slice(0, -1) : lower);
 }
 
 /** The decoded TSIG RDATA (RFC 8945 §4.2) plus the record's owner name. */
@@ -46,54 +49,112 @@ export interface TsigRecord {
   otherData: Buffer;
 }
 
-function u16(value: number): Buffer {
-  const b = Buffer.alloc(2);
-  b.writeUInt16BE(value);
-  return b;
+const EMPTY = Buffer.alloc(0);
+/** TYPE, CLASS, TTL and RDLENGTH after the owner name. */
+const RR_FIXED_LENGTH = 10;
+/** Time Signed (48 bits), Fudge, MAC Size; then after the MAC: Original ID, Error, Other Len. */
+const RDATA_FIXED_LENGTH = 16;
+/** The variables after the algorithm name (§4.3.3): Time Signed, Fudge, Error, Other Len. */
+const VARIABLES_TAIL_LENGTH = 12;
+
+function writeU48(buf: Buffer, value: number, pos: number): number {
+  buf.writeUInt16BE(Math.floor(value / 2 ** 32), pos);
+  buf.writeUInt32BE(value % 2 ** 32, pos + 2);
+  return pos + 6;
 }
 
-function u48(value: number): Buffer {
-  const b = Buffer.alloc(6);
-  b.writeUInt16BE(Math.floor(value / 2 ** 32), 0);
-  b.writeUInt32BE(value % 2 ** 32, 2);
-  return b;
+/**
+ * A key's fixed wire pieces, worked out once per key (the config's keys live as long as the
+ * process; every UPDATE and answer would otherwise encode the same names again).
+ */
+interface KeyForms {
+  /** What they were made from: rebuilt if the key object says otherwise. */
+  keyName: string;
+  algorithm: TsigAlgorithm;
+  /** The key name as a message's is compared with it: lowercase, no final dot. */
+  comparableName: string;
+  /** The record's owner: the key name as configured, uncompressed. */
+  owner: Buffer;
+  /** The algorithm name, uncompressed (lowercase: its canonical form too). */
+  algorithmName: Buffer;
+  /** §4.3.3 variables up to the algorithm name: canonical key name, class ANY, TTL 0, canonical algorithm. */
+  variablesHead: Buffer;
 }
 
-/** RFC 8945 §4.3.3: the TSIG variables appended to the MAC input. */
-function tsigVariables(t: Omit<TsigRecord, 'mac' | 'originalId'>): Buffer {
-  return Buffer.concat([
-    encodeCanonicalName(t.keyName),
-    u16(CLASS_ANY),
-    Buffer.alloc(4), // TTL 0
-    encodeCanonicalName(t.algorithm),
-    u48(t.timeSigned),
-    u16(t.fudge),
-    u16(t.error),
-    u16(t.otherData.length),
-    t.otherData,
-  ]);
+const keyForms = new WeakMap<TsigKeyConfig, KeyForms>();
+
+function formsOf(key: TsigKeyConfig): KeyForms {
+  const known = keyForms.get(key);
+  if (known && known.keyName === key.name && known.algorithm === key.algorithm) return known;
+  const algorithmName = encodeName(algorithmWireName(key.algorithm));
+  const canonicalKey = encodeCanonicalName(key.name);
+  const variablesHead = Buffer.alloc(canonicalKey.length + 6 + algorithmName.length);
+  canonicalKey.copy(variablesHead, 0);
+  variablesHead.writeUInt16BE(CLASS_ANY, canonicalKey.length); // then TTL 0
+  algorithmName.copy(variablesHead, canonicalKey.length + 6);
+  const lower = key.name.toLowerCase();
+  const forms: KeyForms = {
+    keyName: key.name,
+    algorithm: key.algorithm,
+    comparableName: lower.endsWith('.') ? lower.slice(0, -1) : lower,
+    owner: encodeName(key.name),
+    algorithmName,
+    variablesHead,
+  };
+  keyForms.set(key, forms);
+  return forms;
 }
 
-function hmac(key: TsigKeyConfig, ...parts: Buffer[]): Buffer {
+/**
+ * RFC 8945 §4.3: the MAC over [request MAC,] the message as signed and the TSIG variables.
+ * The variables' names are the key's canonical forms: a message whose names differ (other
+ * than in case) is refused before its MAC is computed.
+ */
+function macOf(key: TsigKeyConfig, forms: KeyForms, requestMac: Buffer | undefined, message: Buffer, t: Pick<TsigRecord, 'timeSigned' | 'fudge' | 'error' | 'otherData'>): Buffer {
   const h = createHmac(DIGESTS[key.algorithm].digest, key.secret);
-  for (const p of parts) h.update(p);
-  return h.digest();
+  if (requestMac) {
+    const length = Buffer.allocUnsafe(2);
+    length.writeUInt16BE(requestMac.length);
+    h.update(length).update(requestMac);
+  }
+  const tail = Buffer.allocUnsafe(VARIABLES_TAIL_LENGTH);
+  let pos = writeU48(tail, t.timeSigned, 0);
+  pos = tail.writeUInt16BE(t.fudge, pos);
+  pos = tail.writeUInt16BE(t.error, pos);
+  tail.writeUInt16BE(t.otherData.length, pos);
+  return h.update(message).update(forms.variablesHead).update(tail).update(t.otherData).digest();
+}
+
+/** Length of the TSIG record (owner = key name, class ANY, TTL 0) with these fields. */
+function tsigRecordLength(owner: Buffer, algorithmName: Buffer, t: Pick<TsigRecord, 'mac' | 'otherData'>): number {
+  return owner.length + RR_FIXED_LENGTH + algorithmName.length + RDATA_FIXED_LENGTH + t.mac.length + t.otherData.length;
+}
+
+/** Write the TSIG record at `pos` (room for tsigRecordLength bytes). */
+function writeTsigRecord(buf: Buffer, pos: number, owner: Buffer, algorithmName: Buffer, t: Omit<TsigRecord, 'keyName' | 'algorithm'>): void {
+  pos += owner.copy(buf, pos);
+  pos = buf.writeUInt16BE(TYPE_TSIG, pos);
+  pos = buf.writeUInt16BE(CLASS_ANY, pos);
+  pos = buf.writeUInt32BE(0, pos); // TTL
+  pos = buf.writeUInt16BE(algorithmName.length + RDATA_FIXED_LENGTH + t.mac.length + t.otherData.length, pos);
+  pos += algorithmName.copy(buf, pos);
+  pos = writeU48(buf, t.timeSigned, pos);
+  pos = buf.writeUInt16BE(t.fudge, pos);
+  pos = buf.writeUInt16BE(t.mac.length, pos);
+  pos += t.mac.copy(buf, pos);
+  pos = buf.writeUInt16BE(t.originalId, pos);
+  pos = buf.writeUInt16BE(t.error, pos);
+  pos = buf.writeUInt16BE(t.otherData.length, pos);
+  t.otherData.copy(buf, pos);
 }
 
 /** The TSIG resource record (owner = key name, class ANY, TTL 0). */
 export function encodeTsigRecord(t: TsigRecord): Buffer {
-  const rdata = Buffer.concat([
-    encodeName(t.algorithm),
-    u48(t.timeSigned),
-    u16(t.fudge),
-    u16(t.mac.length),
-    t.mac,
-    u16(t.originalId),
-    u16(t.error),
-    u16(t.otherData.length),
-    t.otherData,
-  ]);
-  return Buffer.concat([encodeName(t.keyName), u16(TYPE_TSIG), u16(CLASS_ANY), Buffer.alloc(4), u16(rdata.length), rdata]);
+  const owner = encodeName(t.keyName);
+  const algorithmName = encodeName(t.algorithm);
+  const out = Buffer.allocUnsafe(tsigRecordLength(owner, algorithmName, t));
+  writeTsigRecord(out, 0, owner, algorithmName, t);
+  return out;
 }
 
 export interface SignOptions {
@@ -120,17 +181,18 @@ export interface SignedMessage {
  * TSIG variables, then append the TSIG record. Requests omit `requestMac`.
  */
 export function signMessage(message: Buffer, key: TsigKeyConfig, opts: SignOptions): SignedMessage {
-  const vars = {
-    keyName: key.name,
-    algorithm: algorithmWireName(key.algorithm),
+  const forms = formsOf(key);
+  const fields = {
     timeSigned: Math.floor(opts.timeSigned),
     fudge: opts.fudge,
     error: opts.error ?? 0,
-    otherData: opts.otherData ?? Buffer.alloc(0),
+    otherData: opts.otherData ?? EMPTY,
   };
-  const prefix = opts.requestMac ? [u16(opts.requestMac.length), opts.requestMac] : [];
-  const mac = hmac(key, ...prefix, message, tsigVariables(vars));
-  const out = Buffer.concat([message, encodeTsigRecord({ ...vars, mac, originalId: message.readUInt16BE(0) })]);
+  const mac = macOf(key, forms, opts.requestMac, message, fields);
+  const record = { ...fields, mac, originalId: message.readUInt16BE(0) };
+  const out = Buffer.allocUnsafe(message.length + tsigRecordLength(forms.owner, forms.algorithmName, record));
+  message.copy(out, 0);
+  writeTsigRecord(out, message.length, forms.owner, forms.algorithmName, record);
   out.writeUInt16BE(out.readUInt16BE(10) + 1, 10);
   return { message: out, mac };
 }
@@ -247,7 +309,8 @@ export function verifyMessage(buf: Buffer, key: TsigKeyConfig, opts: VerifyOptio
   if (!extracted) return { ok: false, reason: 'unsigned', detail: 'message carries no TSIG record' };
   const { tsig, unsigned } = extracted;
 
-  if (tsig.keyName.toLowerCase() !== key.name.toLowerCase().replace(/\.$/, '')) {
+  const forms = formsOf(key);
+  if (tsig.keyName.toLowerCase() !== forms.comparableName) {
     return { ok: false, reason: 'key-mismatch', detail: `signed with key ${tsig.keyName}, expected ${key.name}`, tsig };
   }
   const algorithm = algorithmFromWireName(tsig.algorithm);
@@ -256,8 +319,8 @@ export function verifyMessage(buf: Buffer, key: TsigKeyConfig, opts: VerifyOptio
     return { ok: false, reason: 'algorithm-mismatch', detail: `signed with ${what}, expected ${key.algorithm}`, tsig };
   }
   const macLength = DIGESTS[key.algorithm].macLength;
-  const prefix = opts.requestMac ? [u16(opts.requestMac.length), opts.requestMac] : [];
-  const macMatches = (): boolean => tsig.mac.length === macLength && timingSafeEqual(hmac(key, ...prefix, unsigned, tsigVariables(tsig)), tsig.mac);
+  // The names in the variables are the key's (canonical): the message's were checked above.
+  const macMatches = (): boolean => tsig.mac.length === macLength && timingSafeEqual(macOf(key, forms, opts.requestMac, unsigned, tsig), tsig.mac);
   if (tsig.error !== 0) {
     const reason = SERVER_ERRORS[tsig.error] ?? 'server-error';
     // A BADTIME answer is signed and carries the peer's clock in Other Data (RFC 8945
