@@ -1,6 +1,7 @@
 /**
- * A short-lived cache of verified credentials, so a client that updates every minute costs
- * one scrypt per TTL rather than one per request. Entries are keyed by a SHA-256 of user and
+ * A cache of verified credentials, so a client that updates every few minutes costs one
+ * scrypt per TTL (default an hour) rather than one per update. The TTL only bounds how long
+ * an entry is kept: it never vouches for a stale password (below). Entries are keyed by a SHA-256 of user and
  * password under a secret prefix that lives only in this process, and remember a SHA-1 digest of the
  * stored hash they were verified against: nothing reversible is kept, and a password change
  * misses at once because the stored hash the caller passes in (or the one Redis holds, for

@@ -265,7 +265,7 @@ function readCredentials(s: Section): Config['credentials'] {
     windowMs: s.seconds('window', 600, { positive: true }),
     // 0 would be SET … PX 0, which Redis rejects: every counted failure would answer 911.
     cooldownMs: s.seconds('cooldown', 900, { positive: true }),
-    cacheTtlMs: s.seconds('cacheTtl', 60),
+    cacheTtlMs: s.seconds('cacheTtl', 3600),
     cacheSize: s.integer('cacheSize', 10000, { min: 0 }),
   };
   s.done();

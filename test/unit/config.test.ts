@@ -68,7 +68,7 @@ describe('config: parseConfig', () => {
       mx: { resolvers: ['127.0.0.1:53'], timeoutMs: 1000 },
       agents: { blocked: ['Company - Device - Version Number', 'Company - Device - Version', 'Company Device Version'] },
       junk: { threshold: 20, windowMs: 300_000, blockMs: 3_600_000 },
-      credentials: { maxFailures: 10, windowMs: 600_000, cooldownMs: 900_000, cacheTtlMs: 60_000, cacheSize: 10000 },
+      credentials: { maxFailures: 10, windowMs: 600_000, cooldownMs: 900_000, cacheTtlMs: 3_600_000, cacheSize: 10000 },
       log: { level: 'info' },
     });
     expect(zones).to.have.length(1);
