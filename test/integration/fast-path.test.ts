@@ -109,7 +109,7 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
       kind: 'knot',
       config: {
         frequency: { minInterval: 0.01, donatorMinInterval: 0.01 },
-        credentials: { maxFailures: 3, window: 60, cooldown: 1.5, cacheTtl: 60 },
+        credentials: { maxFailures: 3, window: 60, cooldown: 1.5, cacheTtl: 3600 },
         junk: { threshold: 5, window: 60, block: 60 },
         dns: { timeout: 2 },
       },
@@ -275,6 +275,29 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     // and the old password stays refused
     expect((await update(`hostname=${h}&myip=192.0.2.12`, creds, ua)).raw.toString()).to.equal(BADAUTH);
     expect((await env.hostJson(h!)).ipv4).to.equal('192.0.2.11');
+  });
+
+  it('an account removed and made again under its name: the old password, still cached, gets badauth at once', async () => {
+    const { creds, hosts: [h] } = await account('rex');
+    const ua = agent('rex');
+    expect((await update(`hostname=${h}&myip=192.0.2.20`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.20\n'));
+    const cached = await measured(`hostname=${h}&myip=192.0.2.20`, creds, ua);
+    expect(cached.sent).to.have.length(1); // fast path: the credentials are cached (for an hour here)
+
+    await env.cliOk(['host', 'remove', h!]);
+    await env.cliOk(['account', 'remove', 'rex']);
+    expect((await update(`hostname=${h}&myip=192.0.2.21`, creds, ua)).raw.toString()).to.equal(BADAUTH);
+
+    // The same name again, another password, the same host name: the cache entry is fresh but
+    // was verified against the old account's hash.
+    await env.addAccount('rex', 'rex-other-pw');
+    await env.addHost(h!, 'rex');
+    const old = await measured(`hostname=${h}&myip=192.0.2.22`, creds, ua);
+    expect(old.reply).to.equal(BADAUTH);
+    expect(old.sent.some(isGuardedAdmitOf(h!)), 'the fast path was tried and refused by its guard').to.equal(true);
+    expect(await raw.hgetall(KEYS.host(h!))).to.not.have.property('fl');
+    expect(await env.ns.query(h!, 'A')).to.deep.equal([]);
+    expect((await update(`hostname=${h}&myip=192.0.2.22`, ['rex', 'rex-other-pw'], ua)).raw.toString()).to.equal(OK('good 192.0.2.22\n'));
   });
 
   it('the login cool-down applies on the fast path: the right password gets badauth, the host is unchanged', async () => {
