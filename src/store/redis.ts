@@ -155,7 +155,18 @@ export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
     // The URL may carry a password: log the error text only.
     logger.error('redis unavailable', { error: err.message });
   });
+  // Commands written on a connection that is lost get no reply. ioredis keeps them for a
+  // resend (off: one that ran would count twice) and rejects them only at commandTimeout:
+  // every request in flight waited that long for its 911. They fail as soon as it closes.
+  // Only after 'ready': before it the queue holds ioredis's own connect-time commands.
+  let connected = false;
+  redis.on('close', () => {
+    if (!connected) return;
+    connected = false;
+    (redis as unknown as { flushQueue(e: Error, o: { offlineQueue: boolean }): void }).flushQueue(new Error('redis connection lost'), { offlineQueue: false });
+  });
   redis.on('ready', () => {
+    connected = true;
     redis.options.enableOfflineQueue = false;
     if (redis.fatal) return;
     if (down) logger.info('redis available again');

@@ -1,8 +1,11 @@
 /**
- * The store's client sends the commands issued in one turn of the event loop in one write
- * (requests that arrive together share a syscall here and in redis-server). Observed on the
- * real server: its count of socket reads (INFO stats total_reads_processed) grows by about
- * one for a burst, not by one per command; every reply still reaches its own command.
+ * The store's Redis client on a real redis-server:
+ * - it sends the commands issued in one turn of the event loop in one write (requests that
+ *   arrive together share a syscall here and in redis-server). Observed on the server: its
+ *   count of socket reads (INFO stats total_reads_processed) grows by about one for a burst,
+ *   not by one per command; every reply still reaches its own command;
+ * - a command in flight when its connection is lost fails at once (the request answers 911),
+ *   not at the command timeout, and the client connects again.
  */
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
@@ -59,5 +62,46 @@ describe('redis: commands issued together leave in one write', function () {
     const second = Array.from({ length: 10 }, (_, i) => client!.set(`split:${i + 10}`, 'b'));
     expect(await Promise.all([...first, ...second])).to.deep.equal(Array(20).fill('OK'));
     expect(await admin!.mget(['split:0', 'split:19'])).to.deep.equal(['a', 'b']);
+  });
+});
+
+describe('redis: a connection lost with a command in flight', function () {
+  this.timeout(10000);
+  let dir: string | undefined;
+  let server: RedisServer | undefined;
+  let client: Redis | undefined;
+  let admin: Redis | undefined;
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server']);
+    dir = await makeTempDir('redis-lost-');
+    server = await startRedis({ dir });
+    // A command timeout far beyond the test's own: only a failure at once passes.
+    client = createRedis({ url: server.url, keyPrefix: 'ddns:', commandTimeoutMs: 60_000 }, silentLogger);
+    admin = new Redis(server.url);
+    await Promise.all([client.client('SETNAME', 'lost-victim'), admin.ping()]);
+  });
+  after(async () => {
+    client?.disconnect();
+    admin?.disconnect();
+    await server?.stop();
+    if (dir) await removeDir(dir);
+  });
+
+  it('fails at once with "redis connection lost"; the client connects again and works', async () => {
+    const inFlight = client!.blpop('never-filled', 0).then(
+      () => 'answered',
+      (err: Error) => err.message,
+    );
+    // BLPOP is in redis-server's hands once the server lists it as blocked.
+    for (let i = 0; i < 100 && !/cmd=blpop/.test(String(await admin!.client('LIST'))); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await admin!.client('KILL', 'USER', 'default', 'SKIPME', 'yes')).to.be.at.least(1);
+    expect(await inFlight).to.equal('redis connection lost');
+    let pong = '';
+    for (let i = 0; i < 100 && pong !== 'PONG'; i++) {
+      pong = await client!.ping().catch(() => '');
+      if (pong !== 'PONG') await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(pong).to.equal('PONG');
   });
 });
