@@ -306,7 +306,8 @@ function readZones(top: Section, opts: ParseOptions): ZoneConfig[] {
 function readKey(k: Section, opts: ParseOptions): ZoneConfig['key'] {
   const rawName = k.string('name');
   const name = rawName.trim().toLowerCase().replace(/\.$/, '');
-  if (!/^[a-z0-9_](?:[a-z0-9_-]{0,62})(?:\.[a-z0-9_](?:[a-z0-9_-]{0,62}))*$/.test(name)) {
+  // A DNS name (it is the TSIG record's owner): labels of at most 63, at most 253 in all.
+  if (name.length > 253 || !/^[a-z0-9_](?:[a-z0-9_-]{0,62})(?:\.[a-z0-9_](?:[a-z0-9_-]{0,62}))*$/.test(name)) {
     throw new ConfigError(k.keyPath('name'), 'expected a key name such as "ddns-key"');
   }
   const rawAlgorithm = k.string('algorithm', 'hmac-sha256').trim().toLowerCase().replace(/\.$/, '');

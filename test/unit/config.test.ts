@@ -187,6 +187,8 @@ describe('config: parseConfig', () => {
       ['two secret sources', { zones: [zone({ key: { name: 'k', secret: SECRET, secretEnv: 'X' } })] }, 'zones[0].key', /exactly one/],
       ['no secret source', { zones: [zone({ key: { name: 'k' } })] }, 'zones[0].key', /exactly one/],
       ['key name missing', { zones: [zone({ key: { secret: SECRET } })] }, 'zones[0].key.name', /missing/],
+      // Labels of 63 each, 319 in all: no DNS name, so no TSIG record could carry it.
+      ['key name too long for DNS', { zones: [zone({ key: { name: Array(5).fill('k'.repeat(63)).join('.'), secret: SECRET } })] }, 'zones[0].key.name', /key name/],
       ['bad listen string', { listen: ['127.0.0.1:8245', '127.0.0.1'], zones: [zone()] }, 'listen[1]', /host:port/],
       ['bad listen object', { listen: [{ host: '127.0.0.1', port: 'x' }], zones: [zone()] }, 'listen[0].port'],
       ['empty listen', { listen: [], zones: [zone()] }, 'listen'],
