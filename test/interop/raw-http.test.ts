@@ -140,13 +140,13 @@ describe('raw HTTP/1.0, IPv6 loopback, and X-Forwarded-For without a trusted pro
   });
 });
 
-describe('behind a trusted reverse proxy (trustedProxies: 127.0.0.1)', function () {
+describe('behind a trusted reverse proxy (trustedProxies: 127.0.0.0/8)', function () {
   this.timeout(30000);
   let env: BridgeEnv;
 
   before(async function () {
     requireInterop(this, []);
-    env = await startInteropEnv('knot', { trustedProxies: ['127.0.0.1'] });
+    env = await startInteropEnv('knot', { trustedProxies: ['127.0.0.0/8'] });
     await env.addAccount(...ALICE);
   });
   after(async () => env?.stop());
@@ -168,6 +168,12 @@ describe('behind a trusted reverse proxy (trustedProxies: 127.0.0.1)', function 
     // trusted hops on the right are skipped
     expect((await viaProxy(`/dyndns/update?hostname=${h}`, '198.51.100.61, 127.0.0.1')).toString()).to.equal(OK('good 198.51.100.61\n'));
     expect(await env.ns.query(h, 'A')).to.deep.equal(['198.51.100.61']);
+  });
+
+  it('a client inside the trusted network (every entry trusted): the left-most entry, not the proxy', async () => {
+    const h = await host();
+    expect((await viaProxy(`/dyndns/update?hostname=${h}`, '127.0.0.9, 127.0.0.5')).toString()).to.equal(OK('good 127.0.0.9\n'));
+    expect(await env.ns.query(h, 'A')).to.deep.equal(['127.0.0.9']);
   });
 
   it('an IPv6 client behind the proxy gets AAAA; an explicit myip still wins over the header', async () => {
