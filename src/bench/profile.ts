@@ -36,6 +36,12 @@ export interface BenchProfile {
   pairedRounds: number;
   /** Each measurement of a paired round: at most this long (the request caps above apply). */
   pairedSeconds: number;
+  /**
+   * Password checks under the heaviest load (headline layout, top concurrency, change and
+   * nochg): this many logins of accounts not seen before, this far apart (see withColdLogins).
+   */
+  coldLogins: number;
+  coldLoginSpacingMs: number;
 }
 
 export const FULL_PROFILE: BenchProfile = {
@@ -56,6 +62,8 @@ export const FULL_PROFILE: BenchProfile = {
   warmupRequests: 500,
   pairedRounds: 3,
   pairedSeconds: 2,
+  coldLogins: 4,
+  coldLoginSpacingMs: 500,
 };
 
 export const QUICK_PROFILE: BenchProfile = {
@@ -76,4 +84,6 @@ export const QUICK_PROFILE: BenchProfile = {
   warmupRequests: 64,
   pairedRounds: 1,
   pairedSeconds: 0.3,
+  coldLogins: 1,
+  coldLoginSpacingMs: 10,
 };

@@ -27,6 +27,8 @@ export interface RssResult {
   processes: number;
   /** In-process: the figure includes the bench's own load generator. */
   includesLoadGenerator: boolean;
+  /** Password checks (scrypt) of accounts not seen before, made during the heaviest loads. */
+  coldLogins: number;
 }
 
 export interface Ratios {

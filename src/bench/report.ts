@@ -111,7 +111,11 @@ export function renderMarkdown(r: BenchReport): string {
       `${fmt(mem.large.bytesPerHost)} at ${mem.large.hosts.toLocaleString('en')} (bulk import: ${mem.large.importRate.toLocaleString('en')} hosts/s).`,
   );
   const rss = Object.entries(r.bridgeRss)
-    .map(([md, x]) => `${md}: largest process ${mib(x.maxProcessBytes)} MiB, all ${x.processes} processes ${mib(x.maxTotalBytes)} MiB${x.includesLoadGenerator ? ' (includes the load generator)' : ''}`)
+    .map(
+      ([md, x]) =>
+        `${md}: largest process ${mib(x.maxProcessBytes)} MiB, all ${x.processes} processes ${mib(x.maxTotalBytes)} MiB` +
+        `${x.includesLoadGenerator ? ' (includes the load generator)' : ''}${x.coldLogins > 0 ? `, with ${x.coldLogins} password checks of new accounts during the heaviest loads` : ''}`,
+    )
     .join('; ');
   out.push(`Bridge RSS (maximum during the runs): ${rss}.`);
   out.push('');

@@ -2,12 +2,14 @@
  * The bench's measurement procedures: a change run, a nochg run, the CPU of every party around
  * a run, the bulk registration, RSS sampling, the paired rounds and Redis round trips.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { hashPassword } from '../auth/index.js';
 import type { LabKind } from '../lab/index.js';
 import { importLines, outcomeHandler, type ImportSummary, type Rejection } from '../cli/commands/import.js';
 import { BulkHostImporter } from '../store/index.js';
 import { CEILING_BODY } from './ceiling-server.js';
 import { BENCH_ACCOUNT, redisCommandCalls, redisCpuSeconds, type BenchLab, type BenchRegistry } from './lab.js';
-import { runHttpLoad, updateRequest, type HttpLoad } from './load.js';
+import { exchange, runHttpLoad, updateRequest, type HttpLoad } from './load.js';
 import type { BenchProfile } from './profile.js';
 import { nextAddress, runRawUpdates } from './raw-dns.js';
 import type { PairedRound, RssResult } from './report-types.js';
@@ -153,12 +155,57 @@ export function senderStats(target: Target, zone: string) {
   return stats ? { ...stats } : undefined;
 }
 
+let coldAccounts = 0;
+
+/**
+ * Password checks under load: while `run` goes on, `logins` requests `spacingMs` apart, each
+ * from an account that never logged in before, so a worker runs scrypt (32 MiB) on top of its
+ * loaded heap, as a production worker does whenever a client's cached login has run out. The
+ * RSS sampler sees them; the run's own figures do not include them. Resolves with the run's
+ * result and how many of them were answered (nohost: the login passed, the name is not ours).
+ */
+export async function withColdLogins<M>(
+  lab: BenchLab,
+  target: Target,
+  kind: LabKind,
+  opts: { logins: number; spacingMs: number },
+  run: () => Promise<M>,
+): Promise<{ result: M; coldLogins: number }> {
+  const authorizations: string[] = [];
+  for (let k = 0; k < opts.logins; k++) {
+    const name = `cold${++coldAccounts}`;
+    const password = `cold-${Math.random().toString(36).slice(2)}`;
+    await lab.store.accounts.create({ name, passwordHash: await hashPassword(password), donator: false, createdAt: Date.now() });
+    authorizations.push(`Basic ${Buffer.from(`${name}:${password}`).toString('base64')}`);
+  }
+  let running = true;
+  let answered = 0;
+  const logins = (async () => {
+    for (const authorization of authorizations) {
+      await sleep(opts.spacingMs);
+      if (!running) return;
+      const reply = await exchange('127.0.0.1', target.port, updateRequest(`cold.${lab.zoneOf(kind)}`, '192.0.2.1', authorization), 10_000).catch(() => '');
+      if (reply.endsWith('\r\n\r\nnohost\n')) answered++;
+    }
+  })();
+  let result: M;
+  try {
+    result = await run();
+  } finally {
+    running = false;
+    await logins;
+  }
+  return { result, coldLogins: answered };
+}
+
 /** Samples the target's resident memory every 100 ms; keeps the maxima. */
 export class RssSampler {
   private maxProcess = 0;
   private maxTotal = 0;
   private readonly pids = new Set<number>();
   private readonly timer: NodeJS.Timeout;
+  /** Password checks of new accounts made while it sampled (withColdLogins). */
+  coldLogins = 0;
 
   constructor(private readonly target: Target) {
     this.timer = setInterval(() => void this.sample(), 100);
@@ -178,7 +225,7 @@ export class RssSampler {
 
   stop(inProcess: boolean): RssResult {
     clearInterval(this.timer);
-    return { maxProcessBytes: this.maxProcess, maxTotalBytes: this.maxTotal, processes: this.pids.size, includesLoadGenerator: inProcess };
+    return { maxProcessBytes: this.maxProcess, maxTotalBytes: this.maxTotal, processes: this.pids.size, includesLoadGenerator: inProcess, coldLogins: this.coldLogins };
   }
 }
 
