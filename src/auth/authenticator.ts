@@ -2,7 +2,7 @@
  * The Authenticator port on top of the account store and the failure counter:
  * throttled? → refuse without looking at the password; unknown user → a dummy scrypt
  * (the reply takes about as long as for a real account) and count; wrong password →
- * count; else the account. Verified credentials are cached briefly (CredentialCache).
+ * count; else the account. Verified credentials are cached (CredentialCache, an hour by default).
  * The account and the cool-down markers come from one LoginLookup read; a request that
  * needs a password check reads the markers once more when its hash slot is free, so a
  * burst of concurrent guesses cannot outrun the cool-down (SPEC §6).
@@ -60,6 +60,9 @@ export class PasswordAuthenticator implements Authenticator {
     if (throttled) return { ok: false, reason: 'throttled' };
 
     if (account === undefined) {
+      // The account is gone: its cached login would only send the next request through the
+      // fast path's guard (a wasted round trip) until the entry expires.
+      this.cache.forget(user, password);
       // Counted per source only: per-name counters for names that do not exist would let
       // anyone fill Redis, and protect nothing.
       const dummyCheck = async () => {

@@ -348,7 +348,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
           'the bridge sends at most 1 UPDATE message at a time to BIND (zones[].maxInFlight, as README recommends) and 4 to Knot (dns.maxInFlight default); the raw sender keeps c messages in flight',
           'every HTTP request is a new TCP connection with Connection: close; load generator and servers share the machine',
           'in-process: the bridge runs in the bench process, beside the load generator (one event loop); workers-N: `serve --workers N` child processes',
-          `password checks under load: the headline layout's change and nochg runs at c=${top} each carry ${profile.coldLogins} login(s) of accounts not seen before, ${profile.coldLoginSpacingMs} ms apart (a worker runs scrypt, 32 MiB, on its loaded heap, as whenever a client's cached login has run out); the RSS figure includes them`,
+          `password checks under load: the headline layout's change and nochg runs at c=${top} each carry ${profile.coldLogins} login(s) of accounts not seen before, the first at once, then ${profile.coldLoginSpacingMs} ms apart, each setting its own host's address (a worker runs scrypt, 32 MiB, on its loaded heap, as whenever a client's cached login has run out); the RSS figure includes them`,
         ],
       },
       httpCeiling,

@@ -56,8 +56,11 @@ export class ClientAddressResolver {
   /**
    * The peer address; when the peer is a trusted proxy, the right-most entry of
    * X-Forwarded-For that is not itself a trusted proxy, or, when every entry is, the
-   * left-most one: the client sits inside the trusted network (a LAN host behind the
-   * operator's own proxy), and the proxy's address would be published as the client's.
+   * right-most one: the client sits inside the trusted network (a LAN host behind the
+   * operator's own proxy), and the proxy's address would be published as the client's. The
+   * right-most, not the left-most: that is the address the proxy itself saw, while entries
+   * further left may have come from the client (an inside host could name another inside
+   * host and have its logins and junk counted against it).
    * undefined when the peer address is unknown: there is no address to fall back to.
    */
   resolve(peer: string | undefined, forwardedFor: string | string[] | undefined): string | undefined {
@@ -65,14 +68,14 @@ export class ClientAddressResolver {
     if (direct === undefined) return undefined;
     if (forwardedFor === undefined || !this.isTrusted(direct)) return direct;
     const entries = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',');
-    let origin = direct;
+    let nearest: string | undefined;
     for (let i = entries.length - 1; i >= 0; i--) {
       const addr = normalizePeer(withoutZone(stripPort(entries[i]!.trim())));
       if (addr === undefined) return direct; // garbage in the chain: stop believing it
       if (!this.isTrusted(addr)) return addr;
-      origin = addr;
+      nearest ??= addr;
     }
-    return origin;
+    return nearest ?? direct;
   }
 }
 

@@ -153,7 +153,7 @@ describe('bench --quick (CI smoke)', function () {
       expect(report.bridgeRss[mode].maxTotalBytes, `rss ${mode}`).to.be.at.least(report.bridgeRss[mode].maxProcessBytes);
     }
     expect(report.bridgeRss['workers-2'].processes, 'primary + 2 workers').to.equal(3);
-    // One login of a new account in each c=64 change and nochg run of the headline layout, answered.
+    // One login of a new account in each c=64 change and nochg run of the headline layout, answered good.
     expect(report.bridgeRss['workers-2'].coldLogins, 'password checks under load').to.equal(2 * Object.keys(report.nameservers).length);
     expect(report.bridgeRss['in-process'].coldLogins).to.equal(0);
     // 5 per nameserver + RSS + Redis bytes per host

@@ -56,7 +56,7 @@ describe('redis: commands issued together leave in one write', function () {
     expect(await admin!.get('alone:19')).to.equal('19');
   });
 
-  it('a burst split across turns: every command answered, the later turn in its own write', async () => {
+  it('a burst split across two turns: every command of both answered, each turn written in order', async () => {
     const first = Array.from({ length: 10 }, (_, i) => client!.set(`split:${i}`, 'a'));
     await new Promise<void>((resolve) => setImmediate(resolve));
     const second = Array.from({ length: 10 }, (_, i) => client!.set(`split:${i + 10}`, 'b'));

@@ -170,10 +170,14 @@ describe('behind a trusted reverse proxy (trustedProxies: 127.0.0.0/8)', functio
     expect(await env.ns.query(h, 'A')).to.deep.equal(['198.51.100.61']);
   });
 
-  it('a client inside the trusted network (every entry trusted): the left-most entry, not the proxy', async () => {
+  it('a client inside the trusted network (every entry trusted): the entry the proxy wrote, not the proxy, not one the client wrote', async () => {
     const h = await host();
-    expect((await viaProxy(`/dyndns/update?hostname=${h}`, '127.0.0.9, 127.0.0.5')).toString()).to.equal(OK('good 127.0.0.9\n'));
+    expect((await viaProxy(`/dyndns/update?hostname=${h}`, '127.0.0.9')).toString()).to.equal(OK('good 127.0.0.9\n'));
     expect(await env.ns.query(h, 'A')).to.deep.equal(['127.0.0.9']);
+    await sleep(100);
+    // the client put 127.0.0.77 on the left itself; the proxy appended what it saw
+    expect((await viaProxy(`/dyndns/update?hostname=${h}`, '127.0.0.77, 127.0.0.8')).toString()).to.equal(OK('good 127.0.0.8\n'));
+    expect(await env.ns.query(h, 'A')).to.deep.equal(['127.0.0.8']);
   });
 
   it('an IPv6 client behind the proxy gets AAAA; an explicit myip still wins over the header', async () => {

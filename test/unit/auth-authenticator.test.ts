@@ -382,6 +382,15 @@ describe('auth/authenticator', () => {
       expect(auth.recall({ user: 'mallory', password: 'x' })).to.equal(undefined);
     });
 
+    it('is forgotten once the account is gone (else every request would try the fast path first until it expires)', async () => {
+      const { auth, accounts } = await setup();
+      expect((await auth.authenticate(right, '192.0.2.1')).ok).to.equal(true);
+      expect(auth.recall(right)).to.not.equal(undefined);
+      accounts.byName.delete('alice');
+      expect(await auth.authenticate(right, '192.0.2.1')).to.deep.equal({ ok: false, reason: 'unknown-user' });
+      expect(auth.recall(right)).to.equal(undefined);
+    });
+
     it('stays undefined after a throttled attempt, even with the right password', async () => {
       const { auth, failures } = await setup();
       failures.throttledSources.add('192.0.2.1');

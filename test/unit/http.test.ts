@@ -31,11 +31,12 @@ describe('http/request', () => {
     expect(r.resolve('127.0.0.1', 'garbage')).to.equal('127.0.0.1');
     expect(r.resolve('127.0.0.1', '[2001:db8::5]:443')).to.equal('2001:db8::5');
   });
-  it('every X-Forwarded-For entry a trusted address: the left-most one, a client inside the trusted network (never the proxy)', () => {
+  it('every X-Forwarded-For entry a trusted address: the right-most one, the client inside the trusted network as the proxy saw it (never the proxy itself)', () => {
     const r = new ClientAddressResolver(['127.0.0.1', '10.0.0.0/8']);
     expect(r.resolve('127.0.0.1', '10.1.2.3')).to.equal('10.1.2.3');
-    expect(r.resolve('127.0.0.1', '10.1.2.3, 10.0.0.9')).to.equal('10.1.2.3');
-    expect(r.resolve('127.0.0.1', ['10.1.2.3', '10.0.0.9'])).to.equal('10.1.2.3');
+    // an inside host naming another inside host on the left: the proxy's own entry wins
+    expect(r.resolve('127.0.0.1', '10.9.9.9, 10.1.2.3')).to.equal('10.1.2.3');
+    expect(r.resolve('127.0.0.1', ['10.9.9.9', '10.1.2.3'])).to.equal('10.1.2.3');
     // an untrusted entry further left is not reached: the right-most untrusted one wins
     expect(r.resolve('127.0.0.1', '198.51.100.1, 203.0.113.5, 10.1.2.3')).to.equal('203.0.113.5');
   });
