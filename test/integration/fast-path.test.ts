@@ -284,12 +284,10 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     const cached = await measured(`hostname=${h}&myip=192.0.2.20`, creds, ua);
     expect(cached.sent).to.have.length(1); // fast path: the credentials are cached (for an hour here)
 
-    await env.cliOk(['host', 'remove', h!]);
-    await env.cliOk(['account', 'remove', 'rex']);
-    expect((await update(`hostname=${h}&myip=192.0.2.21`, creds, ua)).raw.toString()).to.equal(BADAUTH);
-
     // The same name again, another password, the same host name: the cache entry is fresh but
     // was verified against the old account's hash.
+    await env.cliOk(['host', 'remove', h!]);
+    await env.cliOk(['account', 'remove', 'rex']);
     await env.addAccount('rex', 'rex-other-pw');
     await env.addHost(h!, 'rex');
     const old = await measured(`hostname=${h}&myip=192.0.2.22`, creds, ua);
@@ -298,6 +296,22 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     expect(await raw.hgetall(KEYS.host(h!))).to.not.have.property('fl');
     expect(await env.ns.query(h!, 'A')).to.deep.equal([]);
     expect((await update(`hostname=${h}&myip=192.0.2.22`, ['rex', 'rex-other-pw'], ua)).raw.toString()).to.equal(OK('good 192.0.2.22\n'));
+  });
+
+  it('an account removed: badauth at once, and its cached login is dropped (the next request goes straight to the full path)', async () => {
+    const { creds, hosts: [h] } = await account('rox');
+    const ua = agent('rox');
+    expect((await update(`hostname=${h}&myip=192.0.2.30`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.30\n'));
+    expect((await measured(`hostname=${h}&myip=192.0.2.30`, creds, ua)).sent).to.have.length(1);
+
+    await env.cliOk(['host', 'remove', h!]);
+    await env.cliOk(['account', 'remove', 'rox']);
+    const first = await measured(`hostname=${h}&myip=192.0.2.31`, creds, ua);
+    expect(first.reply).to.equal(BADAUTH);
+    expect(first.sent.some(isGuardedAdmitOf(h!)), 'still cached: the guard refused it').to.equal(true);
+    const second = await measured(`hostname=${h}&myip=192.0.2.31`, creds, ua);
+    expect(second.reply).to.equal(BADAUTH);
+    expect(second.sent.some(isGuardedAdmitOf(h!)), 'forgotten: no fast path any more').to.equal(false);
   });
 
   it('the login cool-down applies on the fast path: the right password gets badauth, the host is unchanged', async () => {
