@@ -8,6 +8,7 @@ import { isIP } from 'node:net';
 import { Resolver } from 'node:dns/promises';
 import type { MxResolver } from '../app/ports.js';
 import type { Config } from '../config/schema.js';
+import { zoneOf } from '../core/names.js';
 import { askPrimary } from './authoritative.js';
 
 const MX_CACHE_MS = 30_000;
@@ -35,12 +36,14 @@ export class DnsMxResolver implements MxResolver {
   private readonly timeoutMs: number;
   private readonly servers: readonly string[];
   private readonly zones: readonly { name: string; primary: Primary | undefined }[];
+  private readonly zoneNames: readonly string[];
 
   /** `zones`: the configured zones, where the primary itself would see an alias or a missing address. */
   constructor(mx: Config['mx'], zones: readonly MxZone[] = []) {
     this.timeoutMs = mx.timeoutMs;
     this.servers = mx.resolvers;
     this.zones = zones.map((z) => ({ name: z.name.toLowerCase(), primary: z.primary && isIP(z.primary.host) ? z.primary : undefined }));
+    this.zoneNames = this.zones.map((z) => z.name);
   }
 
   /**
@@ -56,7 +59,7 @@ export class DnsMxResolver implements MxResolver {
   private readonly quietUntil = new Map<string, number>();
 
   async resolves(name: string): Promise<boolean> {
-    const zone = this.zoneOf(name);
+    const zone = this.zoneAt(name);
     if (zone) return (await this.lookupInZone(name, zone.primary)).ok;
     const now = Date.now();
     const hit = this.cache.get(name);
@@ -126,14 +129,11 @@ export class DnsMxResolver implements MxResolver {
     }
   }
 
-  /** The longest configured zone `name` is in (its apex included). */
-  private zoneOf(name: string): { name: string; primary: Primary | undefined } | undefined {
+  /** The longest configured zone `name` is in: the zone at its apex, else the one core zoneOf names. */
+  private zoneAt(name: string): { name: string; primary: Primary | undefined } | undefined {
     const n = name.toLowerCase().replace(/\.$/, '');
-    let best: { name: string; primary: Primary | undefined } | undefined;
-    for (const z of this.zones) {
-      if ((n === z.name || n.endsWith(`.${z.name}`)) && (!best || z.name.length > best.name.length)) best = z;
-    }
-    return best;
+    const zone = this.zoneNames.includes(n) ? n : zoneOf(n, this.zoneNames);
+    return this.zones.find((z) => z.name === zone);
   }
 }
 
