@@ -36,18 +36,17 @@ export function parseAddress(raw: string): { family: 4 | 6; address: string } | 
 }
 
 /**
- * Collect addresses from a list of comma-separated values (myip and its IPv6 aliases).
- * The first valid address of each family wins; items that do not parse are ignored.
+ * Collect addresses from lists of comma-separated values: `mixed` (myip) may hold either
+ * family, `ipv6Only` (its IPv6 aliases) only IPv6 — an IPv4 address there is ignored like any
+ * item that does not parse. The first valid address of each family wins, `mixed` first.
  */
-export function parseAddressList(values: readonly string[]): AddressPair {
+export function parseAddressList(mixed: readonly string[], ipv6Only: readonly string[] = []): AddressPair {
+  const items = (values: readonly string[]) =>
+    values.flatMap((value) => value.split(',').map(parseAddress)).filter((a) => a !== undefined);
   const out: AddressPair = {};
-  for (const value of values) {
-    for (const item of value.split(',')) {
-      const parsed = parseAddress(item);
-      if (!parsed) continue;
-      if (parsed.family === 4) out.ipv4 ??= parsed.address;
-      else out.ipv6 ??= parsed.address;
-    }
+  for (const { family, address } of [...items(mixed), ...items(ipv6Only).filter((a) => a.family === 6)]) {
+    if (family === 4) out.ipv4 ??= address;
+    else out.ipv6 ??= address;
   }
   return out;
 }

@@ -31,6 +31,8 @@ export interface UpdateParams {
 }
 
 const SUPPORTED_SYSTEMS = new Set(['dyndns', 'statdns', 'custom']);
+/** `myip`'s aliases that carry the IPv6 address (SPEC §2); an IPv4 address in them is ignored. */
+const IPV6_ALIASES = ['myipv6', 'ipv6', 'myip6'];
 
 function first(params: ParamMap, name: string): string | undefined {
   return params.get(name)?.[0];
@@ -51,8 +53,7 @@ export function parseUpdateParams(params: ParamMap): UpdateParams {
   const tooManyHosts = rawHosts === undefined;
   const hosts = (rawHosts ?? []).map((raw) => ({ raw, fqdn: normalizeHostname(raw) }));
 
-  const addressValues = ['myip', 'myipv6', 'ipv6', 'myip6'].flatMap((n) => params.get(n) ?? []);
-  const addresses = parseAddressList(addressValues);
+  const addresses = parseAddressList(params.get('myip') ?? [], IPV6_ALIASES.flatMap((n) => params.get(n) ?? []));
 
   const wildcardValue = first(params, 'wildcard')?.trim().toUpperCase();
   const wildcard = wildcardValue === 'ON' ? true : wildcardValue === 'NOCHG' ? 'keep' : false;

@@ -242,6 +242,13 @@ for (const kind of ['knot', 'bind'] as const) {
       expect(await env.ns.query(h, 'A')).to.deep.equal(['127.0.0.1']);
     });
 
+    it('an IPv4 address in an IPv6 alias is ignored: the detected address is used, no AAAA', async () => {
+      const h = await host();
+      expect((await update(`hostname=${h}&myipv6=192.0.2.14`)).body).to.equal('good 127.0.0.1\n');
+      expect(await env.ns.query(h, 'A')).to.deep.equal(['127.0.0.1']);
+      expect(await env.ns.query(h, 'AAAA')).to.deep.equal([]);
+    });
+
     it('several names in one request: one line each, in order, all published', async () => {
       const a = await host();
       const b = await host();

@@ -81,6 +81,16 @@ describe('core/params', () => {
     expect(formatAddresses(p.addresses)).to.equal('192.0.2.2,2001:db8::2');
     for (const alias of ['ipv6', 'myip6']) expect(parseUpdateParams(params(`hostname=a.b.c&${alias}=2001:db8::3`)).addresses).to.deep.equal({ ipv6: '2001:db8::3' });
   });
+  it('an IPv4 address in an IPv6 alias is ignored, like any item that does not parse', () => {
+    for (const alias of ['myipv6', 'ipv6', 'myip6']) {
+      expect(parseUpdateParams(params(`hostname=a.b.c&${alias}=192.0.2.4`)).addresses).to.deep.equal({});
+      expect(parseUpdateParams(params(`hostname=a.b.c&${alias}=::ffff:192.0.2.4`)).addresses).to.deep.equal({});
+      expect(parseUpdateParams(params(`hostname=a.b.c&${alias}=192.0.2.4,2001:db8::4`)).addresses).to.deep.equal({ ipv6: '2001:db8::4' });
+    }
+    // myip's own items come first, whatever the order of the parameters.
+    expect(parseUpdateParams(params('hostname=a.b.c&myipv6=2001:db8::5&myip=2001:db8::6,192.0.2.6')).addresses)
+      .to.deep.equal({ ipv4: '192.0.2.6', ipv6: '2001:db8::6' });
+  });
 });
 
 describe('core/tokens and errors', () => {
