@@ -5,7 +5,7 @@
  * bound); SIGTERM stops everything gracefully.
  */
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { BridgeEnv, CLI, ZONE, sleep } from '../support/bridge.js';
@@ -278,5 +278,34 @@ describe('serve --workers 2 (node:cluster)', function () {
     expect((await reply).body, 'answered, not cut off by the second SIGTERM').to.equal('good 203.0.113.88\n');
     expect((await cluster.exited).code).to.equal(0);
     expect(logLines(cluster.log()).filter((l) => l.msg === 'worker stopped')).to.have.length(2);
+  });
+});
+
+describe('serve --workers: a worker whose primary never sends the config', function () {
+  this.timeout(30000);
+
+  it('ends after 10 s with an error that says why, instead of never listening', async () => {
+    // A cluster worker by node's own mark (NODE_UNIQUE_ID), forked by a parent that is no
+    // cluster primary: it answers nothing, as a primary of an older version would not.
+    const started = Date.now();
+    const child = fork(CLI, ['serve', '--workers', '2'], {
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      env: { ...process.env, NODE_UNIQUE_ID: '1', DDNS_BRIDGE_CONFIG: '' },
+    });
+    const asked: unknown[] = [];
+    child.on('message', (m) => asked.push(m));
+    let err = '';
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    child.stdout!.resume();
+    const exited = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    const took = Date.now() - started;
+    expect(asked, 'it asked for its config').to.deep.include({ kind: 'config?' });
+    expect(exited, 'a worker that failed, for the primary to see').to.deep.equal({ code: 1, signal: null });
+    expect(took, 'waited the whole 10 s').to.be.at.least(9900);
+    expect(took, 'then ended').to.be.below(25000);
+    expect(err).to.include('no config from the primary within 10 s');
+    expect(err).to.not.include('worker listening');
   });
 });

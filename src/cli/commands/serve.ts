@@ -218,9 +218,11 @@ export function workerContext(): Promise<CommandContext> {
   return new Promise((resolve, reject) => {
     // A primary that never answers (one of an older version, still running after the code
     // was replaced): end, so that it sees a worker die instead of one that never listens.
+    // The IPC channel is let go of (unref), not closed: on a disconnect node's cluster code
+    // exits at once with 0, before the error is written; this way main reports it and exits 1.
     const timer = setTimeout(() => {
+      process.channel?.unref();
       reject(new Error(`no config from the primary within ${CONFIG_WAIT_MS / 1000} s (is it of another version? restart the service)`));
-      if (process.connected) process.disconnect();
     }, CONFIG_WAIT_MS);
     const onMessage = (m: PrimaryMessage): void => {
       if (m?.kind !== 'config') return;
