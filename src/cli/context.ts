@@ -21,12 +21,26 @@ export async function loadContext(argv: { config?: string }, env: NodeJS.Process
   return context;
 }
 
-/** The context of an already validated (and frozen) config: its logger masks the zone secrets. */
+/** The context of an already validated (and frozen) config: its logger masks the zone secrets and the Redis password. */
 export function contextOf(config: Config): CommandContext {
   const logger = new JsonLogger(config.log.level);
   for (const zone of config.zones) logger.addSecret(zone.key.secret);
+  if (config.redis.password !== undefined) logger.addSecret(config.redis.password);
+  const urlPassword = redisUrlPassword(config.redis.url);
+  if (urlPassword !== undefined) logger.addSecret(urlPassword);
   return { config, logger };
 }
 
 /** A mistake in how the command was called: exit status 2. */
 export class UsageError extends Error {}
+
+/** The password a redis:// URL carries (`redis://:pw@host`, or `?password=` on a socket URL). */
+function redisUrlPassword(url: string): string | undefined {
+  try {
+    const u = new URL(url);
+    const password = u.password !== '' ? decodeURIComponent(u.password) : u.searchParams.get('password');
+    return password === null || password === '' ? undefined : password;
+  } catch {
+    return undefined;
+  }
+}

@@ -105,7 +105,7 @@ export function loadSecret(source: SecretSource, ctx: SecretContext, expect: { n
     case 'env': {
       const { value, shown } = readEnv(source, ctx);
       const secret = decodeSecret(value);
-      if (!secret) throw new ConfigError(source.key, `environment variable ${shown} ${BAD_SECRET}`);
+      if (!secret) throw new ConfigError(source.key, `${shown} ${BAD_SECRET}`);
       return secret;
     }
     case 'file': {
@@ -129,7 +129,9 @@ export function loadSecret(source: SecretSource, ctx: SecretContext, expect: { n
 
 /**
  * A password (Redis's, not base64) from a file — its content without the final line break —
- * or an environment variable. Errors never repeat the value.
+ * or an environment variable. Errors never repeat the value, nor the file's path or the
+ * variable's name: a password pasted there has no shape to recognise it by (Redis's own
+ * `ACL GENPASS` prints lowercase hex), so the error names only the setting.
  */
 export function loadPassword(source: SecretSource, ctx: SecretContext): string {
   let value: string;
@@ -138,10 +140,10 @@ export function loadPassword(source: SecretSource, ctx: SecretContext): string {
       value = source.value;
       break;
     case 'env':
-      value = readEnv(source, ctx).value;
+      value = readEnv(source, ctx, { neverShow: true }).value;
       break;
     case 'file':
-      value = readFileOf(source, ctx).text.replace(/\r?\n$/, '');
+      value = readFileOf(source, ctx, { neverShow: true }).text.replace(/\r?\n$/, '');
       break;
   }
   if (value === '' || /[\r\n]/.test(value)) throw new ConfigError(source.key, 'expected the password on one line, not empty');
@@ -150,26 +152,34 @@ export function loadPassword(source: SecretSource, ctx: SecretContext): string {
 
 /**
  * The value of a `*Env` setting's variable, and how errors may name it. A secret pasted in
- * place of the name never comes back in an error.
+ * place of the name never comes back in an error; with `neverShow`, no name does.
  */
-function readEnv(source: Extract<SecretSource, { kind: 'env' }>, ctx: SecretContext): { value: string; shown: string } {
+function readEnv(source: Extract<SecretSource, { kind: 'env' }>, ctx: SecretContext, opts: { neverShow?: boolean } = {}): { value: string; shown: string } {
   if (!ENV_NAME.test(source.variable)) {
     throw new ConfigError(source.key, 'expected the name of an environment variable (letters, digits and _, not starting with a digit), not its value');
   }
-  const shown = looksLikeSecret(source.variable) ? 'the variable named here (the name looks like a base64 secret)' : source.variable;
+  const shown = opts.neverShow
+    ? 'the environment variable named here'
+    : looksLikeSecret(source.variable)
+      ? 'the environment variable named here (the name looks like a base64 secret)'
+      : `environment variable ${source.variable}`;
   const value = ctx.env[source.variable];
-  if (value === undefined || value.trim() === '') throw new ConfigError(source.key, `environment variable ${shown} is not set`);
+  if (value === undefined || value.trim() === '') throw new ConfigError(source.key, `${shown} is not set`);
   return { value, shown };
 }
 
-/** The text of a `*File` setting's file, and how errors may name it (never a pasted secret). */
-function readFileOf(source: Extract<SecretSource, { kind: 'file' }>, ctx: SecretContext): { text: string; shown: string } {
+/**
+ * The text of a `*File` setting's file, and how errors may name it (never a pasted secret;
+ * with `neverShow`, never the path).
+ */
+function readFileOf(source: Extract<SecretSource, { kind: 'file' }>, ctx: SecretContext, opts: { neverShow?: boolean } = {}): { text: string; shown: string } {
   const file = resolveSecretPath(source.path, ctx.baseDir, ctx.env, source.key);
   const pasted = looksLikeSecret(source.path);
   try {
-    return { text: ctx.readFile(file), shown: pasted ? 'the file named here' : file };
+    return { text: ctx.readFile(file), shown: pasted || opts.neverShow ? 'the file named here' : file };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    if (opts.neverShow) throw new ConfigError(source.key, `cannot read the file named here (${code})`);
     if (pasted) {
       throw new ConfigError(
         source.key,

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../../src/core/errors.js';
 import { configWarnings, DEFAULT_BLOCKED_AGENTS, loadConfig, parseConfig, type ParseOptions } from '../../src/config/load.js';
 import { redactUrl } from '../../src/cli/commands/check.js';
+import { contextOf } from '../../src/cli/context.js';
 import { connectionOf } from '../../src/store/redis.js';
 
 const SECRET = randomBytes(32).toString('base64');
@@ -116,8 +117,8 @@ describe('config: parseConfig', () => {
     expect(fromEnv.redis.password).to.equal(pw);
     expect(parseConfig({ zones: [zone()] }, opts()).redis).to.not.have.property('password');
     const checks: [unknown, ParseOptions, string, RegExp][] = [
-      [{ redis: { passwordFile: 'nope.pw' } }, opts(), 'redis.passwordFile', /\/etc\/ddns-bridge\/nope\.pw.*ENOENT/],
-      [{ redis: { passwordEnv: 'REDIS_PW' } }, opts(), 'redis.passwordEnv', /REDIS_PW is not set/],
+      [{ redis: { passwordFile: 'nope.pw' } }, opts(), 'redis.passwordFile', /: cannot read the file named here \(ENOENT\)$/],
+      [{ redis: { passwordEnv: 'REDIS_PW' } }, opts(), 'redis.passwordEnv', /: the environment variable named here is not set$/],
       [{ redis: { passwordEnv: pw } }, opts(), 'redis.passwordEnv', /name of an environment variable/],
       [{ redis: { passwordFile: 'two.pw' } }, opts({ '/etc/ddns-bridge/two.pw': `${pw}\nmore\n` }), 'redis.passwordFile', /one line/],
       [{ redis: { passwordFile: 'a', passwordEnv: 'B' } }, opts(), 'redis', /at most one/],
@@ -129,6 +130,37 @@ describe('config: parseConfig', () => {
       expect(err.message).to.match(message);
       expect(err.message).to.not.include(pw).and.not.include(encodeURIComponent(pw)).and.not.include('more');
     }
+  });
+
+  it('a Redis password pasted where its file or variable belongs is not repeated, whatever its shape', () => {
+    // Redis's `ACL GENPASS` prints 64 lowercase hex digits: nothing like a base64 TSIG secret.
+    const genpass = 'f774bc50a4c1d2e3f405162738495a6b7c8d9e0f11223344556677889900aabb';
+    for (const pasted of [genpass, `x${genpass}`, 'S3cr3tRedisPw_XyZ']) {
+      for (const redis of [{ passwordFile: pasted }, { passwordEnv: pasted }]) {
+        const err = configError({ redis, zones: [zone()] }, opts());
+        expect(err.key).to.match(/^redis\.password(File|Env)$/);
+        expect(err.message, JSON.stringify(redis)).to.not.include(pasted).and.not.include(genpass);
+      }
+    }
+  });
+
+  it("the logger of a command's context masks the Redis password (from a file or the URL) and the TSIG secrets", () => {
+    const pw = 'f774bc50a4c1d2e3f405162738495a6b';
+    const urlPw = 'p@ss-in-url';
+    const lines: string[] = [];
+    const write = process.stderr.write;
+    process.stderr.write = ((line: string) => lines.push(line) > 0) as typeof process.stderr.write;
+    try {
+      const fromFile = contextOf(parseConfig({ redis: { passwordFile: 'redis.pw' }, zones: [zone()] }, opts({ '/etc/ddns-bridge/redis.pw': `${pw}\n` })));
+      fromFile.logger.error('oops', { error: `AUTH ${pw} failed` });
+      const fromUrl = contextOf(parseConfig({ redis: { url: `redis://:${encodeURIComponent(urlPw)}@127.0.0.1:6379/0` }, zones: [zone()] }, opts()));
+      fromUrl.logger.error('oops', { error: `AUTH ${urlPw} failed` });
+    } finally {
+      process.stderr.write = write;
+    }
+    expect(lines).to.have.length(2);
+    for (const line of lines) expect(line).to.include('AUTH [redacted] failed');
+    expect(lines.join('')).to.not.include(pw).and.not.include(urlPw);
   });
 
   it('takes fractional seconds, listen objects, normalises zone names, default primary port', () => {
@@ -301,7 +333,7 @@ describe('config: parseConfig', () => {
       // base64 without + / = is also a valid variable name: still not repeated when unset
       const nameLike = Buffer.from('BogusTsigSecretForTheTests1234567890XYZ').toString('base64');
       const unset = configError(withKey({ secretEnv: nameLike }), opts({}, {}));
-      expect(unset.message).to.match(/the variable named here \(the name looks like a base64 secret\) is not set/);
+      expect(unset.message).to.match(/the environment variable named here \(the name looks like a base64 secret\) is not set/);
       leaksNothingOf(unset.message, nameLike);
       // a real name is still named
       expect(configError(withKey({ secretEnv: 'DDNS_KEY' })).message).to.match(/environment variable DDNS_KEY is not set/);
