@@ -1,7 +1,7 @@
 /**
  * Structured log lines (JSON, one per line) on stderr. Every line is scrubbed of the
- * secrets registered at start (TSIG secrets, in raw, base64 and hex form) as a last line
- * of defence: callers already never pass secrets.
+ * secrets registered at start (TSIG secrets and the Redis password: raw, JSON-escaped, base64
+ * and hex) as a last line of defence: callers already never pass secrets.
  */
 import type { LogLevel, Logger } from '../core/log.js';
 
@@ -18,7 +18,9 @@ export class JsonLogger implements Logger {
   addSecret(secret: Buffer | string): void {
     const buf = typeof secret === 'string' ? Buffer.from(secret) : secret;
     if (buf.length < 4) return;
-    for (const form of [buf.toString('base64'), buf.toString('hex'), buf.toString('latin1')]) {
+    const text = typeof secret === 'string' ? secret : buf.toString('latin1');
+    // JSON-escaped too: a `"` or `\` in a password stands escaped in the line.
+    for (const form of [buf.toString('base64'), buf.toString('hex'), text, JSON.stringify(text).slice(1, -1)]) {
       if (form.length >= 6) this.secrets.add(form);
     }
   }

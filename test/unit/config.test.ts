@@ -146,7 +146,7 @@ describe('config: parseConfig', () => {
 
   it("the logger of a command's context masks the Redis password (from a file or the URL) and the TSIG secrets", () => {
     const pw = 'f774bc50a4c1d2e3f405162738495a6b';
-    const urlPw = 'p@ss-in-url';
+    const urlPw = 'p@ss"in\\url';
     const lines: string[] = [];
     const write = process.stderr.write;
     process.stderr.write = ((line: string) => lines.push(line) > 0) as typeof process.stderr.write;
@@ -160,7 +160,7 @@ describe('config: parseConfig', () => {
     }
     expect(lines).to.have.length(2);
     for (const line of lines) expect(line).to.include('AUTH [redacted] failed');
-    expect(lines.join('')).to.not.include(pw).and.not.include(urlPw);
+    expect(lines.join('')).to.not.include(pw).and.not.include(urlPw).and.not.include(JSON.stringify(urlPw).slice(1, -1));
   });
 
   it('takes fractional seconds, listen objects, normalises zone names, default primary port', () => {
