@@ -1,7 +1,7 @@
 /**
  * `ddns-bridge demo`: a private redis-server and knotd (or named) with a generated zone and
  * TSIG key in a temporary directory, the bridge on loopback, a demo account and host.
- * Runs until SIGINT/SIGTERM, then stops everything and removes the directory.
+ * Runs until SIGINT/SIGTERM/SIGHUP, then stops everything and removes the directory.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, writeFile } from 'node:fs/promises';
@@ -35,10 +35,14 @@ export interface DemoOptions {
 }
 
 /**
- * SIGINT/SIGTERM, listened for from the very start: a signal during set-up (seconds; minutes
- * when packages are installed first) must still stop the servers already started and remove
- * the directory with the TSIG secret, which node's default handler (exit at once) would not.
+ * SIGINT/SIGTERM/SIGHUP, listened for from the very start: a signal during set-up (seconds;
+ * minutes when packages are installed first) must still stop the servers already started and
+ * remove the directory with the TSIG secret, which node's default handler (exit at once,
+ * without 'exit' handlers) would not. SIGHUP is a closed terminal or a dropped ssh session;
+ * redis-server and knotd/named read it as "reload" and would stay running.
  */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
 class StopSignals {
   requested = false;
   readonly signalled: Promise<void>;
@@ -52,8 +56,7 @@ class StopSignals {
       this.requested = true;
       resolve();
     };
-    process.on('SIGINT', this.handler);
-    process.on('SIGTERM', this.handler);
+    for (const signal of STOP_SIGNALS) process.on(signal, this.handler);
   }
 
   /** Between set-up steps: stop here when a signal came (see Interrupted). */
@@ -62,8 +65,7 @@ class StopSignals {
   }
 
   dispose(): void {
-    process.off('SIGINT', this.handler);
-    process.off('SIGTERM', this.handler);
+    for (const signal of STOP_SIGNALS) process.off(signal, this.handler);
   }
 }
 

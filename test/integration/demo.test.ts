@@ -356,16 +356,19 @@ describe('demo: a signal during start-up', function () {
     await expectNothingLeft(demo, dir, []);
   });
 
-  it('SIGINT once its first server runs: servers stopped, directory removed, exit 0', async () => {
-    demo = DemoProcess.start(['--json']);
-    dir = await workingDirectory(demo);
-    let children: { pid: number; comm: string }[] = [];
-    const deadline = Date.now() + READY_TIMEOUT_MS;
-    while (!children.some((c) => c.comm === 'redis-server')) {
-      if (demo.exit || Date.now() > deadline) throw new Error(`redis-server never started:\n${demo.stderr}`);
-      children = await childrenOf(demo.child.pid!);
-    }
-    await demo.stop('SIGINT', 30000);
-    await expectNothingLeft(demo, dir, children);
-  });
+  // SIGHUP: a closed terminal or a dropped ssh session.
+  for (const signal of ['SIGINT', 'SIGHUP'] as const) {
+    it(`${signal} once its first server runs: servers stopped, directory removed, exit 0`, async () => {
+      demo = DemoProcess.start(['--json']);
+      dir = await workingDirectory(demo);
+      let children: { pid: number; comm: string }[] = [];
+      const deadline = Date.now() + READY_TIMEOUT_MS;
+      while (!children.some((c) => c.comm === 'redis-server')) {
+        if (demo.exit || Date.now() > deadline) throw new Error(`redis-server never started:\n${demo.stderr}`);
+        children = await childrenOf(demo.child.pid!);
+      }
+      await demo.stop(signal, 30000);
+      await expectNothingLeft(demo, dir, children);
+    });
+  }
 });
