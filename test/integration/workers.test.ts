@@ -279,6 +279,29 @@ describe('serve --workers 2 (node:cluster)', function () {
     expect((await cluster.exited).code).to.equal(0);
     expect(logLines(cluster.log()).filter((l) => l.msg === 'worker stopped')).to.have.length(2);
   });
+
+  it('the primary killed (crash, OOM): each worker answers the request in flight, then stops by itself', async () => {
+    cluster = await startCluster(env, 2);
+    const workers = workerPids(cluster);
+    const h = `primary-killed.${ZONE}`;
+    await env.addHost(h, 'fred');
+    const redis = new Redis(env.redis.url);
+    try {
+      const [sec] = await redis.time();
+      await redis.hset(`ddns:h:${h}`, 'lk', 'elsewhere', 'lu', String(Number(sec) * 1000 + 1500));
+    } finally {
+      redis.disconnect();
+    }
+    const reply = up(h, '203.0.113.89');
+    await sleep(300);
+    cluster.child.kill('SIGKILL');
+    expect((await reply).body, 'answered, not cut off').to.equal('good 203.0.113.89\n');
+    expect(await env.ns.query(h, 'A')).to.deep.equal(['203.0.113.89']);
+    await waitFor(() => workers.every((p) => !alive(p)), 10000, 'the workers to end');
+    const lines = logLines(cluster.log());
+    expect(lines.filter((l) => l.msg === 'worker stopping').map((l) => l.reason)).to.deep.equal(['primary gone', 'primary gone']);
+    expect(lines.filter((l) => l.msg === 'worker stopped').map((l) => Number(l.pid)).sort()).to.deep.equal([...workers].sort());
+  });
 });
 
 describe('serve --workers: a worker whose primary never sends the config', function () {
@@ -307,5 +330,23 @@ describe('serve --workers: a worker whose primary never sends the config', funct
     expect(took, 'then ended').to.be.below(25000);
     expect(err).to.include('no config from the primary within 10 s');
     expect(err).to.not.include('worker listening');
+  });
+
+  it('a primary that goes away before it sent the config: the worker says so and exits 1', async () => {
+    const child = fork(CLI, ['serve', '--workers', '2'], {
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      env: { ...process.env, NODE_UNIQUE_ID: '1', DDNS_BRIDGE_CONFIG: '' },
+    });
+    child.on('message', (m: { kind?: string }) => {
+      if (m?.kind === 'config?') child.disconnect();
+    });
+    let err = '';
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    child.stdout!.resume();
+    const exited = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    expect(exited, err).to.deep.equal({ code: 1, signal: null });
+    expect(err).to.include('the primary stopped before it sent the config');
   });
 });

@@ -215,14 +215,17 @@ export function isClusterWorker(): boolean {
  * edit takes effect when the service restarts, as for a single process.
  */
 export function workerContext(): Promise<CommandContext> {
+  // node's cluster code, listening before us, exits a worker at once with code 0 when its
+  // channel to the primary closes: the requests in flight were cut off, and the reason and exit
+  // code a failing worker set were lost. The worker ends itself instead (serveWorker: 'primary
+  // gone' stops it gracefully; a failure exits 1 after saying why).
+  cluster.worker!.exitedAfterDisconnect = true;
   return new Promise((resolve, reject) => {
     // A primary that never answers (one of an older version, still running after the code
     // was replaced): end, so that it sees a worker die instead of one that never listens.
-    // The IPC channel is let go of (unref), not closed: on a disconnect node's cluster code
-    // exits at once with 0, before the error is written; this way main reports it and exits 1.
     const timer = setTimeout(() => {
-      process.channel?.unref();
       reject(new Error(`no config from the primary within ${CONFIG_WAIT_MS / 1000} s (is it of another version? restart the service)`));
+      if (process.connected) process.disconnect();
     }, CONFIG_WAIT_MS);
     const onMessage = (m: PrimaryMessage): void => {
       if (m?.kind !== 'config') return;
@@ -303,6 +306,9 @@ async function servePrimary(ctx: CommandContext, count: number): Promise<void> {
   const fork = (): Worker => {
     const worker = cluster.fork();
     alive.add(worker);
+    // A send to a worker that has just died (its config, a stop) fails here, not as an
+    // unhandled 'error' that would end the primary; its 'exit' follows and is handled below.
+    worker.on('error', (err: Error) => logger.warn('worker channel error', { pid: worker.process.pid, error: err.message }));
     worker.on('message', (m: WorkerMessage) => {
       if (m?.kind === 'config?') worker.send({ kind: 'config', config: ctx.config } satisfies PrimaryMessage);
     });
