@@ -22,6 +22,12 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   throw e;
 });
 
+// The log's reader going away (`serve 2>&1 | head`, a log collector restarted) closes stderr:
+// the lines written after that are lost, but a service must not die of it mid-request.
+process.stderr.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code !== 'EPIPE' && e.code !== 'ERR_STREAM_DESTROYED') throw e;
+});
+
 const out = (line: string) => process.stdout.write(line + '\n');
 const err = (line: string) => process.stderr.write(line + '\n');
 

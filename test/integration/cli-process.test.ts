@@ -1,12 +1,13 @@
 /**
  * The CLI process at its edges: a reader that closes stdout early (`host list | head -1`),
+ * serve's log reader going away (`serve 2>&1 | head`, a restarted log collector),
  * and `serve --port` values that are usage mistakes (refused before anything is connected).
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import net from 'node:net';
-import { CLI, ZONE, runCli, writeRedisOnlyConfig } from '../support/bridge.js';
-import { makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
+import { CLI, ZONE, parseHttp, rawRequest, runCli, writeRedisOnlyConfig } from '../support/bridge.js';
+import { freePort, makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
 
 describe('CLI: stdout closed early by its reader', function () {
   this.timeout(60000);
@@ -48,6 +49,54 @@ describe('CLI: stdout closed early by its reader', function () {
     expect(stderr).to.not.include('EPIPE');
     expect(stderr).to.not.include('Error');
     expect(code, stderr).to.equal(0);
+  });
+});
+
+describe('CLI: serve keeps serving when its log reader goes away', function () {
+  this.timeout(60000);
+  let dir: string | undefined;
+  let server: RedisServer | undefined;
+  let serve: ReturnType<typeof spawn> | undefined;
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server']);
+    dir = await makeTempDir('ddns-cli-stderr-');
+    server = await startRedis({ dir });
+  });
+  after(async () => {
+    serve?.kill('SIGKILL');
+    await server?.stop();
+    if (dir) await removeDir(dir);
+  });
+
+  it('a closed stderr: the next log line (a dnserr) is dropped, not fatal; later requests are answered', async () => {
+    // The zone's primary (127.0.0.1:1) refuses connections: every change is a dnserr with an error log line.
+    const config = await writeRedisOnlyConfig(dir!, { url: server!.url });
+    const added = await runCli(['account', 'add', 'fred', '--config', config], 'fred-Secret-pw-1\n');
+    expect(added.code, added.stderr).to.equal(0);
+    const host = await runCli(['host', 'add', `h.${ZONE}`, '--account', 'fred', '--config', config]);
+    expect(host.code, host.stderr).to.equal(0);
+    const port = await freePort();
+    serve = spawn(process.execPath, [CLI, 'serve', '--config', config, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((resolve) => serve!.once('exit', (code) => resolve(code)));
+    await new Promise<void>((resolve, reject) => {
+      let log = '';
+      serve!.stderr!.on('data', (d: Buffer) => {
+        log += d.toString();
+        if (log.includes('"listening"')) resolve();
+      });
+      void exited.then((code) => reject(new Error(`serve exited with ${code}: ${log}`)));
+    });
+    serve.stderr!.destroy();
+    const auth = Buffer.from('fred:fred-Secret-pw-1').toString('base64');
+    for (let i = 1; i <= 3; i++) {
+      const reply = parseHttp(
+        await rawRequest('127.0.0.1', port, `GET /nic/update?hostname=h.${ZONE}&myip=192.0.2.${i} HTTP/1.0\r\nUser-Agent: t/1\r\nAuthorization: Basic ${auth}\r\n\r\n`),
+      );
+      expect(reply.body, `request ${i}`).to.equal('dnserr\n');
+    }
+    expect(serve.exitCode, 'serve still running').to.equal(null);
+    expect(serve.signalCode).to.equal(null);
   });
 });
 
