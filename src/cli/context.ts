@@ -34,7 +34,11 @@ export function contextOf(config: Config): CommandContext {
 /** A mistake in how the command was called: exit status 2. */
 export class UsageError extends Error {}
 
-/** The password a redis:// URL carries (`redis://:pw@host`, or `?password=` on a socket URL). */
+/**
+ * The password a redis:// URL carries (`redis://:pw@host`, or `?password=` on a socket URL).
+ * Not store's connectionOf: that would load ioredis into the cluster primary, which builds no
+ * Redis client.
+ */
 function redisUrlPassword(url: string): string | undefined {
   try {
     const u = new URL(url);

@@ -22,10 +22,12 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   throw e;
 });
 
-// The log's reader going away (`serve 2>&1 | head`, a log collector restarted) closes stderr:
-// the lines written after that are lost, but a service must not die of it mid-request.
+// The log's reader going away (`serve 2>&1 | head`, a log collector restarted) closes stderr,
+// and a hung-up terminal fails writes with EIO: the lines written after that are lost, but a
+// service must not die of it mid-request, nor the demo before it has cleaned up.
+const LOST_OUTPUT = new Set(['EPIPE', 'EIO', 'ERR_STREAM_DESTROYED']);
 process.stderr.on('error', (e: NodeJS.ErrnoException) => {
-  if (e.code !== 'EPIPE' && e.code !== 'ERR_STREAM_DESTROYED') throw e;
+  if (!LOST_OUTPUT.has(e.code ?? '')) throw e;
 });
 
 const out = (line: string) => process.stdout.write(line + '\n');

@@ -8,9 +8,10 @@ import { expect } from 'chai';
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { BridgeEnv, CLI, ZONE, sleep } from '../support/bridge.js';
+import { BridgeEnv, CLI, ZONE, sleep, writeRedisOnlyConfig } from '../support/bridge.js';
+import { loadConfig } from '../../src/config/load.js';
 import { Redis } from 'ioredis';
-import { requireBinariesOrSkip } from '../../src/lab/index.js';
+import { makeTempDir, removeDir, requireBinariesOrSkip, startRedis } from '../../src/lab/index.js';
 import { runHttpLoad } from '../../src/bench/load.js';
 import { procCpu } from '../../src/bench/targets.js';
 import { hashesPerWorker, WORKER_SEMI_SPACE_MIB } from '../../src/cli/commands/serve.js';
@@ -76,6 +77,17 @@ async function waitFor(cond: () => boolean, ms: number, what: string): Promise<v
   }
 }
 
+/** Another frontend's change in flight holds `host` for `ms` (by Redis's clock): an update of it waits. */
+async function holdLease(env: BridgeEnv, host: string, ms: number): Promise<void> {
+  const redis = new Redis(env.redis.url);
+  try {
+    const [sec, usec] = await redis.time();
+    await redis.hset(`ddns:h:${host}`, 'lk', 'elsewhere', 'lu', String(Number(sec) * 1000 + Math.floor(Number(usec) / 1000) + ms));
+  } finally {
+    redis.disconnect();
+  }
+}
+
 const alive = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
@@ -97,8 +109,9 @@ describe('serve --workers 2 (node:cluster)', function () {
     cluster = await startCluster(env, 2);
   });
   after(async () => {
-    if (cluster && cluster.child.exitCode === null && cluster.child.signalCode === null) {
-      cluster.child.kill('SIGKILL');
+    if (cluster) {
+      if (cluster.child.exitCode === null && cluster.child.signalCode === null) cluster.child.kill('SIGKILL');
+      // Also after a test that killed the primary itself: its workers must not outlive the run.
       for (const pid of workerPids(cluster)) if (alive(pid)) process.kill(pid, 'SIGKILL');
     }
     await env?.stop();
@@ -264,13 +277,7 @@ describe('serve --workers 2 (node:cluster)', function () {
     const h = `in-flight.${ZONE}`;
     await env.addHost(h, 'fred');
     // Another frontend's change in flight holds the host for 1.5 s: this request waits for it.
-    const redis = new Redis(env.redis.url);
-    try {
-      const [sec] = await redis.time();
-      await redis.hset(`ddns:h:${h}`, 'lk', 'elsewhere', 'lu', String(Number(sec) * 1000 + 1500));
-    } finally {
-      redis.disconnect();
-    }
+    await holdLease(env, h, 1500);
     const reply = up(h, '203.0.113.88');
     await sleep(300);
     const pids = [cluster.child.pid!, ...workerPids(cluster)];
@@ -280,20 +287,20 @@ describe('serve --workers 2 (node:cluster)', function () {
     expect(logLines(cluster.log()).filter((l) => l.msg === 'worker stopped')).to.have.length(2);
   });
 
-  it('the primary killed (crash, OOM): each worker answers the request in flight, then stops by itself', async () => {
+  it('the primary killed (crash, OOM): the request in flight is answered, then each worker stops by itself', async () => {
+    if (cluster && cluster.child.exitCode === null && cluster.child.signalCode === null) {
+      cluster.child.kill('SIGTERM');
+      await cluster.exited;
+    }
     cluster = await startCluster(env, 2);
     const workers = workerPids(cluster);
     const h = `primary-killed.${ZONE}`;
     await env.addHost(h, 'fred');
-    const redis = new Redis(env.redis.url);
-    try {
-      const [sec] = await redis.time();
-      await redis.hset(`ddns:h:${h}`, 'lk', 'elsewhere', 'lu', String(Number(sec) * 1000 + 1500));
-    } finally {
-      redis.disconnect();
-    }
-    const reply = up(h, '203.0.113.89');
+    await holdLease(env, h, 1500);
+    let answered = false;
+    const reply = up(h, '203.0.113.89').finally(() => (answered = true));
     await sleep(300);
+    expect(answered, 'still waiting for the lease when the primary dies').to.equal(false);
     cluster.child.kill('SIGKILL');
     expect((await reply).body, 'answered, not cut off').to.equal('good 203.0.113.89\n');
     expect(await env.ns.query(h, 'A')).to.deep.equal(['203.0.113.89']);
@@ -330,6 +337,41 @@ describe('serve --workers: a worker whose primary never sends the config', funct
     expect(took, 'then ended').to.be.below(25000);
     expect(err).to.include('no config from the primary within 10 s');
     expect(err).to.not.include('worker listening');
+  });
+
+  it('a primary that goes away while the worker starts: the worker, stuck asking it for its listen socket, still ends (30 s)', async function () {
+    requireBinariesOrSkip(this, ['redis-server']);
+    this.timeout(60000);
+    const dir = await makeTempDir('ddns-worker-orphan-');
+    const redis = await startRedis({ dir });
+    try {
+      const config = await loadConfig(await writeRedisOnlyConfig(dir, { url: redis.url }), {});
+      const started = Date.now();
+      const child = fork(CLI, ['serve', '--workers', '2'], {
+        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+        serialization: 'advanced',
+        env: { ...process.env, NODE_UNIQUE_ID: '1', DDNS_BRIDGE_CONFIG: '' },
+      });
+      // The config, then gone at once: the worker connects to Redis and asks this "primary"
+      // for its listen socket, which nobody will ever answer.
+      child.on('message', (m: { kind?: string }) => {
+        if (m?.kind !== 'config?') return;
+        child.send({ kind: 'config', config });
+        child.disconnect();
+      });
+      let err = '';
+      child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+      child.stdout!.resume();
+      const exited = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        child.once('exit', (code, signal) => resolve({ code, signal })),
+      );
+      expect(exited, err).to.deep.equal({ code: 1, signal: null });
+      expect(Date.now() - started, 'after the grace of 30 s').to.be.at.least(29900);
+      expect(err).to.not.include('worker listening');
+    } finally {
+      await redis.stop();
+      await removeDir(dir);
+    }
   });
 
   it('a primary that goes away before it sent the config: the worker says so and exits 1', async () => {

@@ -218,8 +218,11 @@ export function workerContext(): Promise<CommandContext> {
   // node's cluster code, listening before us, exits a worker at once with code 0 when its
   // channel to the primary closes: the requests in flight were cut off, and the reason and exit
   // code a failing worker set were lost. The worker ends itself instead (serveWorker: 'primary
-  // gone' stops it gracefully; a failure exits 1 after saying why).
+  // gone' stops it gracefully; a failure exits 1 after saying why), within the primary's own
+  // grace: a worker still starting waits for a listen handle only the primary could give, and
+  // its Redis client would keep it alive for good.
   cluster.worker!.exitedAfterDisconnect = true;
+  process.once('disconnect', () => setTimeout(() => process.exit(process.exitCode ?? 1), WORKER_STOP_GRACE_MS).unref());
   return new Promise((resolve, reject) => {
     // A primary that never answers (one of an older version, still running after the code
     // was replaced): end, so that it sees a worker die instead of one that never listens.
@@ -249,14 +252,15 @@ const CONFIG_WAIT_MS = 10_000;
 async function serveWorker(ctx: CommandContext, opts: ServeOptions, bridgeOptions: BridgeOptions): Promise<void> {
   const { logger } = ctx;
   // The primary stops us with SIGTERM (a terminal's Ctrl-C reaches us directly as SIGINT);
-  // if the primary dies, the IPC channel closes and we stop too.
+  // if the primary dies, the IPC channel closes and we stop too (workerContext bounds how long).
   const stop = new Promise<string>((resolve) => {
     void stopSignal().then(resolve);
-    process.once('disconnect', () => resolve('primary gone'));
+    if (!process.connected) resolve('primary gone');
+    else process.once('disconnect', () => resolve('primary gone'));
   });
   const started = await startBridge(ctx, opts, bridgeOptions, 'worker listening');
   if (!started) {
-    process.disconnect?.();
+    if (process.connected) process.disconnect();
     return;
   }
   process.send?.({ kind: 'ready', bound: started.bound } satisfies WorkerMessage);
