@@ -311,32 +311,42 @@ describe('serve --workers 2 (node:cluster)', function () {
   });
 });
 
+/**
+ * A process that is a cluster worker by node's own mark (NODE_UNIQUE_ID), forked by this test
+ * instead of a cluster primary: `primary` plays the primary's side of the IPC channel.
+ */
+function forkLoneWorker(primary: (child: ChildProcess, m: { kind?: string }) => void) {
+  const child = fork(CLI, ['serve', '--workers', '2'], {
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    serialization: 'advanced',
+    env: { ...process.env, NODE_UNIQUE_ID: '1', DDNS_BRIDGE_CONFIG: '' },
+  });
+  child.on('message', (m: { kind?: string }) => primary(child, m));
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stdout!.resume();
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { exited, stderr: () => stderr };
+}
+
 describe('serve --workers: a worker whose primary never sends the config', function () {
   this.timeout(30000);
 
   it('ends after 10 s with an error that says why, instead of never listening', async () => {
-    // A cluster worker by node's own mark (NODE_UNIQUE_ID), forked by a parent that is no
-    // cluster primary: it answers nothing, as a primary of an older version would not.
+    // It answers nothing, as a primary of an older version would not.
     const started = Date.now();
-    const child = fork(CLI, ['serve', '--workers', '2'], {
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      env: { ...process.env, NODE_UNIQUE_ID: '1', DDNS_BRIDGE_CONFIG: '' },
-    });
     const asked: unknown[] = [];
-    child.on('message', (m) => asked.push(m));
-    let err = '';
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    child.stdout!.resume();
-    const exited = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.once('exit', (code, signal) => resolve({ code, signal })),
-    );
+    const worker = forkLoneWorker((_child, m) => asked.push(m));
+    const exited = await worker.exited;
     const took = Date.now() - started;
     expect(asked, 'it asked for its config').to.deep.include({ kind: 'config?' });
     expect(exited, 'a worker that failed, for the primary to see').to.deep.equal({ code: 1, signal: null });
     expect(took, 'waited the whole 10 s').to.be.at.least(9900);
     expect(took, 'then ended').to.be.below(25000);
-    expect(err).to.include('no config from the primary within 10 s');
-    expect(err).to.not.include('worker listening');
+    expect(worker.stderr()).to.include('no config from the primary within 10 s');
+    expect(worker.stderr()).to.not.include('worker listening');
   });
 
   it('a primary that goes away while the worker starts: the worker, stuck asking it for its listen socket, still ends (30 s)', async function () {
@@ -347,27 +357,16 @@ describe('serve --workers: a worker whose primary never sends the config', funct
     try {
       const config = await loadConfig(await writeRedisOnlyConfig(dir, { url: redis.url }), {});
       const started = Date.now();
-      const child = fork(CLI, ['serve', '--workers', '2'], {
-        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-        serialization: 'advanced',
-        env: { ...process.env, NODE_UNIQUE_ID: '1', DDNS_BRIDGE_CONFIG: '' },
-      });
       // The config, then gone at once: the worker connects to Redis and asks this "primary"
       // for its listen socket, which nobody will ever answer.
-      child.on('message', (m: { kind?: string }) => {
+      const worker = forkLoneWorker((child, m) => {
         if (m?.kind !== 'config?') return;
         child.send({ kind: 'config', config });
         child.disconnect();
       });
-      let err = '';
-      child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-      child.stdout!.resume();
-      const exited = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-        child.once('exit', (code, signal) => resolve({ code, signal })),
-      );
-      expect(exited, err).to.deep.equal({ code: 1, signal: null });
+      expect(await worker.exited, worker.stderr()).to.deep.equal({ code: 1, signal: null });
       expect(Date.now() - started, 'after the grace of 30 s').to.be.at.least(29900);
-      expect(err).to.not.include('worker listening');
+      expect(worker.stderr()).to.not.include('worker listening');
     } finally {
       await redis.stop();
       await removeDir(dir);
@@ -375,20 +374,10 @@ describe('serve --workers: a worker whose primary never sends the config', funct
   });
 
   it('a primary that goes away before it sent the config: the worker says so and exits 1', async () => {
-    const child = fork(CLI, ['serve', '--workers', '2'], {
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      env: { ...process.env, NODE_UNIQUE_ID: '1', DDNS_BRIDGE_CONFIG: '' },
-    });
-    child.on('message', (m: { kind?: string }) => {
+    const worker = forkLoneWorker((child, m) => {
       if (m?.kind === 'config?') child.disconnect();
     });
-    let err = '';
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    child.stdout!.resume();
-    const exited = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.once('exit', (code, signal) => resolve({ code, signal })),
-    );
-    expect(exited, err).to.deep.equal({ code: 1, signal: null });
-    expect(err).to.include('the primary stopped before it sent the config');
+    expect(await worker.exited, worker.stderr()).to.deep.equal({ code: 1, signal: null });
+    expect(worker.stderr()).to.include('the primary stopped before it sent the config');
   });
 });
