@@ -108,9 +108,19 @@ describe('serve --workers 2 (node:cluster)', function () {
     await env.addAccount('fred', 'fred-pw');
     cluster = await startCluster(env, 2);
   });
+  const running = (c: Cluster | undefined): c is Cluster => c !== undefined && c.child.exitCode === null && c.child.signalCode === null;
+  /** A fresh `serve --workers 2`, the one still running (when a test before it did not end it) stopped first. */
+  async function restartCluster(): Promise<Cluster> {
+    if (running(cluster)) {
+      cluster.child.kill('SIGTERM');
+      await cluster.exited;
+    }
+    return startCluster(env, 2);
+  }
+
   after(async () => {
     if (cluster) {
-      if (cluster.child.exitCode === null && cluster.child.signalCode === null) cluster.child.kill('SIGKILL');
+      if (running(cluster)) cluster.child.kill('SIGKILL');
       // Also after a test that killed the primary itself: its workers must not outlive the run.
       for (const pid of workerPids(cluster)) if (alive(pid)) process.kill(pid, 'SIGKILL');
     }
@@ -269,11 +279,7 @@ describe('serve --workers 2 (node:cluster)', function () {
   });
 
   it('SIGTERM to every process at once (systemd, Ctrl-C): the request in flight is still answered, exit 0', async () => {
-    if (cluster && cluster.child.exitCode === null && cluster.child.signalCode === null) {
-      cluster.child.kill('SIGTERM');
-      await cluster.exited;
-    }
-    cluster = await startCluster(env, 2);
+    cluster = await restartCluster();
     const h = `in-flight.${ZONE}`;
     await env.addHost(h, 'fred');
     // Another frontend's change in flight holds the host for 1.5 s: this request waits for it.
@@ -288,11 +294,7 @@ describe('serve --workers 2 (node:cluster)', function () {
   });
 
   it('the primary killed (crash, OOM): the request in flight is answered, then each worker stops by itself', async () => {
-    if (cluster && cluster.child.exitCode === null && cluster.child.signalCode === null) {
-      cluster.child.kill('SIGTERM');
-      await cluster.exited;
-    }
-    cluster = await startCluster(env, 2);
+    cluster = await restartCluster();
     const workers = workerPids(cluster);
     const h = `primary-killed.${ZONE}`;
     await env.addHost(h, 'fred');
