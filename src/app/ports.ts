@@ -99,8 +99,13 @@ export type Admission =
   | { kind: 'closed' }
   /** Already blocked, or this request crossed the frequency limit and blocked it. */
   | { kind: 'abuse' }
-  /** A guard did not hold: nothing was counted or changed; take the full path. */
-  | { kind: 'unverified' }
+  /**
+   * A login check of the guard did not hold; nothing was counted or changed. 'agent': the
+   * (source, User-Agent) pair is junk-blocked; 'login': the source or the account is in
+   * cool-down; 'stale': the account's password hash or donator flag changed since the
+   * credentials were verified.
+   */
+  | { kind: 'refused'; check: GuardCheck }
   /** Another request holds this host's lease: try again shortly. Nothing was counted. */
   | { kind: 'busy' }
   /** Every expectation already holds (counted by the frequency rule); nothing else to know. */
@@ -124,14 +129,18 @@ export interface AdmitRequest {
   /** What the request asks; `null` = only apply the frequency rule (echo with hostname). */
   expect: Expectations | null;
   leaseMs: number;
-  /** The fast path: the request's agent and login checks, made in the same atomic step. */
+  /** The request's agent and login checks, made again in the same atomic step. */
   guard?: AdmitGuard;
 }
 
+/** Which check of an AdmitGuard failed. */
+export type GuardCheck = 'agent' | 'login' | 'stale';
+
 /**
- * What the full path would check before admitting, for a request whose credentials were
- * verified recently: no junk block on (sourceIp, userAgent), no login cool-down of the
- * source or the account, and the account still holds `login`'s hash and donator flag.
+ * Every login check, made again in the admission's atomic step: no junk block on (sourceIp,
+ * userAgent), no login cool-down of the source or the account, and the account still holds
+ * `login`'s hash and donator flag. The fast path relies on it instead of its own reads; the
+ * full path uses it so that a password changed after its check stops the request at once.
  */
 export interface AdmitGuard {
   sourceIp: string;

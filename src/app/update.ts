@@ -11,6 +11,7 @@ import { parseAddress, type AddressPair } from '../core/addresses.js';
 import type {
   AccountView,
   AdmitGuard,
+  GuardCheck,
   Admission,
   AdmitRequest,
   Authenticator,
@@ -68,6 +69,11 @@ class ServiceFault extends Error {}
 
 /** Another request held the host for a whole lease: nothing was sent, recorded or counted for it. */
 class HostStayedBusy extends ServiceFault {}
+
+/** What the full path answers when a login check fails at the admission. */
+function refusalToken(check: GuardCheck): 'badauth' | 'badagent' {
+  return check === 'agent' ? 'badagent' : 'badauth';
+}
 
 const defaultSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -147,7 +153,7 @@ export class UpdateService {
         line = (async () => {
           const zone = this.deps.publisher.zoneFor(fqdn);
           if (zone === undefined) return { token: 'nohost' } as HostLine;
-          // Without a guard there is no 'unverified'.
+          // Without a guard nothing is refused.
           return (await this.updateHost(fqdn, zone, auth.account, asked())) as HostLine;
         })();
         byName.set(fqdn, line);
@@ -161,8 +167,14 @@ export class UpdateService {
    * The common request in one Redis round trip: one host name in a configured zone,
    * credentials verified within the cache TTL, the agent block list fresh in memory. The
    * junk-block and login checks the full path makes first run in the admit script instead
-   * (AdmitGuard); when one fails nothing was written and the full path answers (undefined),
-   * so every reply from here has passed the same checks.
+   * (AdmitGuard), before anything else is read or written.
+   *
+   * Whether the password is right must cost nothing before those checks passed (see
+   * docs/security.md, "No password oracle"): the admission is this path's first I/O, so a request
+   * whose `mx` needs a lookup takes the full path, and a failed junk-block or cool-down check
+   * answers here what the full path would, in the same one round trip. Only 'stale' (the
+   * account changed since the credentials were verified) goes on to the full path, which
+   * checks the password against the new hash.
    */
   private async fastPath(req: UpdateRequest, ua: string, asked: () => AskedChange): Promise<UpdateReply | undefined> {
     if (typeof req.credentials !== 'object') return undefined;
@@ -171,14 +183,15 @@ export class UpdateService {
     if (verdict === 'unknown') return undefined;
     const login = this.deps.authenticator.recall(req.credentials);
     if (login === undefined) return undefined;
-    const { params } = asked();
+    const { params, mx } = asked();
     const fqdn = params.hosts.length === 1 ? params.hosts[0]!.fqdn : undefined;
-    if (params.tooManyHosts || fqdn === undefined || !params.systemSupported) return undefined;
+    if (params.tooManyHosts || fqdn === undefined || !params.systemSupported || mx.needsLookup) return undefined;
     const zone = this.deps.publisher.zoneFor(fqdn);
     if (zone === undefined) return undefined;
     const guard: AdmitGuard = { sourceIp: req.clientIp, userAgent: ua, login };
     const line = await this.updateHost(fqdn, zone, login.account, asked(), guard);
-    return line === 'unverified' ? undefined : { kind: 'hosts', lines: [line] };
+    if (!('refused' in line)) return { kind: 'hosts', lines: [line] };
+    return line.refused === 'stale' ? undefined : { kind: 'request', token: refusalToken(line.refused) };
   }
 
   private async updateHost(
@@ -187,7 +200,7 @@ export class UpdateService {
     account: AccountView,
     asked: AskedChange,
     guard?: AdmitGuard,
-  ): Promise<HostLine | 'unverified'> {
+  ): Promise<HostLine | { refused: GuardCheck }> {
     const { params, settings, addresses, mx } = asked;
 
     if (!params.systemSupported) {
@@ -208,7 +221,7 @@ export class UpdateService {
     // A non-donator's offline request is still counted by the frequency rule (it passed
     // the abuse check) but never changes anything.
     const admission = await this.admit({ ...base, expect: forbiddenOffline ? null : expectationsFor(settings, resolvedMx), guard });
-    if (admission.kind === 'unverified') return 'unverified';
+    if (admission.kind === 'refused') return { refused: admission.check };
     const rejected = rejectionToken(admission);
     if (rejected) return { token: rejected };
     if (forbiddenOffline) return { token: '!donator' };
@@ -321,6 +334,11 @@ class MxCheck {
     private readonly params: UpdateParams,
     private readonly resolver: MxResolver,
   ) {}
+  /** The request names an MX target that must be resolved (a DNS query the request causes). */
+  get needsLookup(): boolean {
+    return this.params.mx !== undefined && this.params.mx !== 'keep';
+  }
+
   result(): Promise<ResolvedMx> {
     const mx = this.params.mx;
     if (mx === undefined) return Promise.resolve(null);

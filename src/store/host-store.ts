@@ -284,9 +284,13 @@ export class RedisHostStore implements HostGate, HostAdmin {
       case 'closed':
       case 'abuse':
       case 'busy':
-      case 'unverified':
       case 'nochg':
         return { kind };
+      case 'refused': {
+        const check = reply[1];
+        if (check !== 'agent' && check !== 'login' && check !== 'stale') throw new Error(`unexpected guard check: ${String(check)}`);
+        return { kind, check };
+      }
       case 'change': {
         const fields = fieldsFromFlat(reply[1] as unknown[]);
         const families = String(reply[6]);

@@ -133,19 +133,22 @@ return {'change', hostFlat(), prevFl, prevFc, h['fs'], stale and '1' or '', la, 
 const ADMIT = `${NOW}${FAMILIES}local A = ARGV${ADMIT_BODY}`;
 
 /**
- * The fast path's checks, in the same script before the admission, for a request whose
- * credentials were verified recently (the request then costs one round trip). KEYS 3–6: the
- * junk block of its (source, User-Agent) pair, the login cool-downs of the source and the
- * account, the account hash; ARGV 1–2: the SHA-1 (hex) of the stored password hash and the
- * donator flag ('1'/'0') the credentials were verified against, then admit's arguments. Any check failing →
- * {'unverified'} with nothing written: the caller takes the full path, which says why.
+ * The login checks, in the same script before the admission, for a request whose
+ * credentials were verified (by the fast path's cache, or just now by the full path): the
+ * request then costs one round trip, and a password changed since stops it at once. KEYS
+ * 3–6: the junk block of its (source, User-Agent) pair, the login cool-downs of the source
+ * and the account, the account hash; ARGV 1–2: the SHA-1 (hex) of the stored password hash
+ * and the donator flag ('1'/'0') the credentials were verified against, then admit's
+ * arguments. A failing check → {'refused', check} with nothing written: 'agent' (junk
+ * block), 'login' (cool-down), 'stale' (the account changed since the verification).
  */
 const GUARD = `
-if redis.call('EXISTS', KEYS[3], KEYS[4], KEYS[5]) > 0 then return {'unverified'} end
+if redis.call('EXISTS', KEYS[3]) > 0 then return {'refused', 'agent'} end
+if redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then return {'refused', 'login'} end
 local login = redis.call('HMGET', KEYS[6], 'h', 'd')
 local donator = '0'
 if login[2] == '1' then donator = '1' end
-if not login[1] or redis.sha1hex(login[1]) ~= ARGV[1] or donator ~= ARGV[2] then return {'unverified'} end
+if not login[1] or redis.sha1hex(login[1]) ~= ARGV[1] or donator ~= ARGV[2] then return {'refused', 'stale'} end
 local A = {unpack(ARGV, 3)}
 `;
 

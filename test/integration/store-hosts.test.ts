@@ -1,7 +1,7 @@
 /** HostGate and HostAdmin against a real redis-server: admit / commit / release and the frequency rule. */
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import type { Admission, AdmitGuard, AdmitRequest, Expectations } from '../../src/app/ports.js';
+import type { Admission, AdmitGuard, AdmitRequest, Expectations, GuardCheck } from '../../src/app/ports.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../../src/core/errors.js';
 import type { TargetState } from '../../src/core/types.js';
 import { createRedis, storeOn, type Store, type StoreConfig } from '../../src/store/index.js';
@@ -815,7 +815,7 @@ describe('store: hosts (real redis-server)', function () {
       expect((await lab.store.hosts.admit(ginaRequest())).kind).to.equal('change');
     });
 
-    describe('a failing guard: unverified, and nothing written', () => {
+    describe('a failing guard: refused, naming the check, and nothing written', () => {
       /** Give the host some history first, so "unchanged" covers fl/fc/fs and the addresses. */
       async function withHistory(): Promise<void> {
         const a = await lab.store.hosts.admit(ginaRequest({ guard: undefined }));
@@ -823,13 +823,13 @@ describe('store: hosts (real redis-server)', function () {
         await lab.store.hosts.commit(a.lease, { ...TARGET, ipv4: '192.0.2.1' });
       }
 
-      async function expectUnverified(req: AdmitRequest): Promise<void> {
+      async function expectRefused(check: GuardCheck, req: AdmitRequest): Promise<void> {
         const hostBefore = await lab.raw.hgetall(ginaKey);
         const dbBefore = await dbSnapshot();
         expect(hostBefore).to.include({ 4: '192.0.2.1', fc: '0', fs: '1' });
-        expect(await lab.store.hosts.admit(req)).to.deep.equal({ kind: 'unverified' });
-        // the same request, counting only: unverified as well
-        expect(await lab.store.hosts.admit({ ...req, expect: null })).to.deep.equal({ kind: 'unverified' });
+        expect(await lab.store.hosts.admit(req)).to.deep.equal({ kind: 'refused', check });
+        // the same request, counting only: refused as well
+        expect(await lab.store.hosts.admit({ ...req, expect: null })).to.deep.equal({ kind: 'refused', check });
         const hostAfter = await lab.raw.hgetall(ginaKey);
         expect(hostAfter).to.deep.equal(hostBefore);
         expect(hostAfter).to.not.have.property('lk');
@@ -841,53 +841,53 @@ describe('store: hosts (real redis-server)', function () {
       beforeEach(withHistory);
 
       it('wrong hash digest (the password changed since the credentials were verified)', async () => {
-        await expectUnverified(ginaRequest({ guard: guard({ digest: sha1('$scrypt$some-other-hash') }) }));
-        await expectUnverified(ginaRequest({ guard: guard({ digest: sha1(GINA_HASH).toUpperCase() }) }));
-        await expectUnverified(ginaRequest({ guard: guard({ digest: '' }) }));
+        await expectRefused('stale', ginaRequest({ guard: guard({ digest: sha1('$scrypt$some-other-hash') }) }));
+        await expectRefused('stale', ginaRequest({ guard: guard({ digest: sha1(GINA_HASH).toUpperCase() }) }));
+        await expectRefused('stale', ginaRequest({ guard: guard({ digest: '' }) }));
         // and after a real password change the old digest no longer holds
         await lab.store.accounts.setPasswordHash('gina', '$scrypt$ln=15,r=8,p=1$bmV3$bmV3aGFzaA');
-        await expectUnverified(ginaRequest());
+        await expectRefused('stale', ginaRequest());
       });
 
       it('donator flag different from the account\'s (either way)', async () => {
-        await expectUnverified(ginaRequest({ guard: guard({ donator: true }) }));
+        await expectRefused('stale', ginaRequest({ guard: guard({ donator: true }) }));
         await lab.store.accounts.setDonator('gina', true);
-        await expectUnverified(ginaRequest({ guard: guard({ donator: false }) }));
+        await expectRefused('stale', ginaRequest({ guard: guard({ donator: false }) }));
       });
 
       it('account missing', async () => {
         await lab.raw.del(lab.store.keys.account('gina'));
-        await expectUnverified(ginaRequest());
+        await expectRefused('stale', ginaRequest());
         // a guard naming an account that never existed, for a host it does not own
-        await expectUnverified(ginaRequest({ account: 'ghost', guard: guard({ name: 'ghost' }) }));
+        await expectRefused('stale', ginaRequest({ account: 'ghost', guard: guard({ name: 'ghost' }) }));
       });
 
       it('junk block set on the (source, agent) pair', async () => {
         await lab.raw.set(lab.store.keys.junkBlock(SOURCE, AGENT), '1', 'PX', 60_000);
-        await expectUnverified(ginaRequest());
+        await expectRefused('agent', ginaRequest());
       });
 
       it('login cool-down of the source (an IPv6 source by its /64)', async () => {
         await lab.raw.set(lab.store.keys.cooldownBySource(SOURCE), '1', 'PX', 60_000);
-        await expectUnverified(ginaRequest());
+        await expectRefused('login', ginaRequest());
         await lab.raw.set(lab.store.keys.cooldownBySource('2001:db8:1:2::5'), '1', 'PX', 60_000);
-        await expectUnverified(ginaRequest({ guard: guard({ sourceIp: '2001:db8:1:2:aaaa::99' }) }));
+        await expectRefused('login', ginaRequest({ guard: guard({ sourceIp: '2001:db8:1:2:aaaa::99' }) }));
       });
 
       it('login cool-down of the account', async () => {
         await lab.raw.set(lab.store.keys.cooldownByAccount('gina'), '1', 'PX', 60_000);
-        await expectUnverified(ginaRequest());
+        await expectRefused('login', ginaRequest());
       });
 
-      it('the guard is checked before the host: unverified even for a host that would be busy or nohost', async () => {
+      it('the guard is checked before the host: refused even for a host that would be busy or nohost', async () => {
         await lab.raw.set(lab.store.keys.cooldownByAccount('gina'), '1', 'PX', 60_000);
-        await expectUnverified(ginaRequest({ fqdn: 'other.dyn.example.org' }));
+        await expectRefused('login', ginaRequest({ fqdn: 'other.dyn.example.org' }));
         await lab.raw.del(lab.store.keys.cooldownByAccount('gina'));
         const held = await lab.store.hosts.admit(ginaRequest({ expect: { ...WANT, ipv4: '192.0.2.50' } }));
         expect(held.kind).to.equal('change');
         await lab.raw.set(lab.store.keys.cooldownByAccount('gina'), '1', 'PX', 60_000);
         const before = await lab.raw.hgetall(ginaKey);
-        expect(await lab.store.hosts.admit(ginaRequest())).to.deep.equal({ kind: 'unverified' });
+        expect(await lab.store.hosts.admit(ginaRequest())).to.deep.equal({ kind: 'refused', check: 'login' });
         expect(await lab.raw.hgetall(ginaKey)).to.deep.equal(before);
       });
     });

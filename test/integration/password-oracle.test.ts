@@ -1,0 +1,144 @@
+/**
+ * No password oracle, tested the way it was found: during a login cool-down the right
+ * password, still in the bridge's credential cache, must be indistinguishable from wrong
+ * ones. A UDP stand-in resolver (the `mx` resolver of the bridge) records the names it is
+ * asked and never answers: a lookup of an attacker-chosen `mx` name before the login checks
+ * passed would show there, and cost `mx.timeout` of delay. Real serve, redis-server, knotd.
+ */
+import { expect } from 'chai';
+import { createSocket, type Socket } from 'node:dgram';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { BridgeEnv, ZONE, expectedReply, sleep } from '../support/bridge.js';
+import { requireBinariesOrSkip } from '../../src/lab/index.js';
+import { Keys } from '../../src/store/keys.js';
+
+const BADAUTH = expectedReply(401, 'Unauthorized', 'badauth\n', ['WWW-Authenticate: Basic realm="ddns-bridge"']);
+const OK = (body: string) => expectedReply(200, 'OK', body);
+const KEYS = new Keys('ddns:');
+const UA = `oracle-test/${process.pid}`;
+
+/** A resolver that never answers and remembers every name it was asked. */
+class SilentResolver {
+  readonly names: string[] = [];
+  private constructor(private readonly socket: Socket) {
+    socket.on('message', (msg) => this.names.push(questionName(msg)));
+  }
+  static async start(): Promise<SilentResolver> {
+    const socket = createSocket('udp4');
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+    return new SilentResolver(socket);
+  }
+  get port(): number {
+    return (this.socket.address() as AddressInfo).port;
+  }
+  close(): void {
+    this.socket.close();
+  }
+}
+
+/** The first question's name of a DNS query (uncompressed, as a stub resolver sends it). */
+function questionName(msg: Buffer): string {
+  const labels: string[] = [];
+  for (let at = 12; at < msg.length && msg[at]! > 0; at += msg[at]! + 1) labels.push(msg.subarray(at + 1, at + 1 + msg[at]!).toString());
+  return labels.join('.');
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+describe('no password oracle during a login cool-down (knot)', function () {
+  this.timeout(60000);
+  let env: BridgeEnv;
+  let resolver: SilentResolver;
+  let raw: Redis;
+  const user = 'victim';
+  const password = 'victim-right-password';
+  const host = `oracle-${process.pid}.${ZONE}`;
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
+    resolver = await SilentResolver.start();
+    env = await BridgeEnv.start({
+      kind: 'knot',
+      config: {
+        frequency: { minInterval: 0.001, donatorMinInterval: 0.001 },
+        // A cool-down long enough for the whole suite; junk blocking out of the way.
+        credentials: { maxFailures: 3, window: 600, cooldown: 600, cacheTtl: 3600 },
+        junk: { threshold: 1000 },
+        mx: { resolvers: [`127.0.0.1:${resolver.port}`], timeout: 1 },
+      },
+    });
+    raw = new Redis(env.redis.url);
+    await env.addAccount(user, password);
+    await env.addHost(host, user);
+    // The right password, verified once: now in the credential cache.
+    const first = await env.get(`/nic/update?hostname=${host}&myip=192.0.2.10`, { auth: [user, password], ua: UA });
+    expect(first.raw.toString()).to.equal(OK('good 192.0.2.10\n'));
+    // maxFailures wrong logins of unknown users from this source start its cool-down.
+    for (let i = 0; i < 3; i++) {
+      const r = await env.get(`/nic/update?hostname=${host}`, { auth: [`nobody-${i}`, 'x'], ua: UA });
+      expect(r.raw.toString()).to.equal(BADAUTH);
+    }
+    expect(await raw.exists(KEYS.cooldownBySource('127.0.0.1'))).to.equal(1);
+  });
+
+  after(async () => {
+    resolver?.close();
+    raw?.disconnect();
+    await env?.stop();
+  });
+
+  const guess = (pw: string, query: string) => env.get(`/nic/update?${query}`, { auth: [user, pw], ua: UA });
+
+  it('an mx probe: the right and wrong passwords get the same bytes, and no name reaches the resolver', async () => {
+    const before = await raw.hgetall(KEYS.host(host));
+    const replies = new Map<string, string>();
+    for (const pw of ['wrong-1', password, 'wrong-2', 'wrong-3']) {
+      const r = await guess(pw, `hostname=${host}&myip=192.0.2.11&mx=probe-${pw}.oob.attacker.example`);
+      replies.set(pw, r.raw.toString());
+    }
+    await sleep(200); // a lookup, had one been started, would have reached the stand-in by now
+    expect([...replies.values()]).to.deep.equal([BADAUTH, BADAUTH, BADAUTH, BADAUTH]);
+    expect(resolver.names).to.deep.equal([]);
+    expect(await raw.hgetall(KEYS.host(host))).to.deep.equal(before);
+    expect(await env.ns.query(host, 'A')).to.deep.equal(['192.0.2.10']);
+  });
+
+  it('without mx: the same bytes, the host untouched (the fast path refuses in its one round trip)', async () => {
+    const before = await raw.hgetall(KEYS.host(host));
+    for (const pw of [password, 'wrong-4']) {
+      expect((await guess(pw, `hostname=${host}&myip=192.0.2.12`)).raw.toString(), pw).to.equal(BADAUTH);
+    }
+    expect(await raw.hgetall(KEYS.host(host))).to.deep.equal(before);
+  });
+
+  it('the address echo with credentials: the same reply, and no frequency count for the host', async () => {
+    const before = await raw.hgetall(KEYS.host(host));
+    const bodies: string[] = [];
+    for (const pw of [password, 'wrong-5']) {
+      await raw.del(KEYS.echo('127.0.0.1'));
+      bodies.push((await env.get(`/checkip?hostname=${host}`, { auth: [user, pw], ua: UA })).body);
+    }
+    expect(bodies).to.deep.equal(['Current IP Address: 127.0.0.1\n', 'Current IP Address: 127.0.0.1\n']);
+    expect(await raw.hgetall(KEYS.host(host))).to.deep.equal(before);
+  });
+
+  it('timing: the right password and wrong ones take the same time (medians printed; no timed assert)', async () => {
+    const rounds = 40;
+    const right: number[] = [];
+    const wrong: number[] = [];
+    for (let i = 0; i < rounds; i++) {
+      for (const [pw, into] of [[password, right], [`wrong-t${i}`, wrong]] as const) {
+        const started = process.hrtime.bigint();
+        const r = await guess(pw, `hostname=${host}&myip=192.0.2.13&mx=probe-t${i}.oob.attacker.example`);
+        into.push(Number(process.hrtime.bigint() - started) / 1e6);
+        expect(r.raw.toString()).to.equal(BADAUTH);
+      }
+    }
+    expect(resolver.names).to.deep.equal([]);
+    console.log(`      oracle timing over ${rounds} rounds: right ${median(right).toFixed(2)} ms, wrong ${median(wrong).toFixed(2)} ms (medians)`);
+  });
+});
