@@ -12,6 +12,8 @@ import type { Authenticator, Credentials, EchoGate, HostGate } from './ports.js'
 export interface EchoRequest {
   clientIp: string;
   credentials: Credentials | 'missing' | 'malformed';
+  /** For the junk-block check of the admission's guard (the echo itself never answers badagent). */
+  userAgent?: string;
   hostname: string | undefined;
 }
 
@@ -52,6 +54,8 @@ export class EchoService {
       if (typeof req.credentials === 'object' && names.length > 0) {
         const auth = await this.deps.authenticator.authenticate(req.credentials, req.clientIp);
         if (auth.ok) {
+          // The login checks again at each admission: a password changed since stops it.
+          const guard = { sourceIp: req.clientIp, userAgent: req.userAgent?.trim() ?? '', login: auth.login };
           // Every name of the list is counted (SPEC §7: per host name as in §5).
           const admissions = await Promise.all(
             names.map((fqdn) =>
@@ -62,6 +66,7 @@ export class EchoService {
                 maxFrequent: settings.maxFrequent,
                 expect: null,
                 leaseMs: this.deps.leaseMs,
+                guard,
               }),
             ),
           );

@@ -17,7 +17,8 @@ export interface Credentials {
 }
 
 export type AuthResult =
-  | { ok: true; account: AccountView }
+  /** `login`: what the credentials were verified against (for the admission's AdmitGuard). */
+  | { ok: true; account: AccountView; login: VerifiedLogin }
   /** `refused`: `proceed` said no; nothing was checked or counted. */
   | { ok: false; reason: 'unknown-user' | 'bad-password' | 'throttled' | 'refused' };
 

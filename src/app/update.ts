@@ -70,6 +70,16 @@ class ServiceFault extends Error {}
 /** Another request held the host for a whole lease: nothing was sent, recorded or counted for it. */
 class HostStayedBusy extends ServiceFault {}
 
+/**
+ * A login check failed at a host's admission after the full path had passed it (a password
+ * changed, a cool-down or junk block that started meanwhile): the whole request is refused.
+ */
+class LoginRefused extends Error {
+  constructor(readonly token: 'badauth' | 'badagent') {
+    super(`login refused at admission: ${token}`);
+  }
+}
+
 /** What the full path answers when a login check fails at the admission. */
 function refusalToken(check: GuardCheck): 'badauth' | 'badagent' {
   return check === 'agent' ? 'badagent' : 'badauth';
@@ -97,6 +107,7 @@ export class UpdateService {
       }
       return reply;
     } catch (err) {
+      if (err instanceof LoginRefused) return { kind: 'request', token: err.token };
       if (err instanceof StoreUnavailableError) {
         this.deps.logger.warn('state store unavailable', { error: err.message });
         return { kind: 'request', token: '911' };
@@ -138,6 +149,7 @@ export class UpdateService {
     }
     const auth = await login!;
     if (!auth.ok) return { kind: 'request', token: 'badauth' };
+    const guard: AdmitGuard = { sourceIp: req.clientIp, userAgent: ua, login: auth.login };
 
     const { params } = asked();
     if (params.tooManyHosts) return { kind: 'request', token: 'numhost' };
@@ -153,8 +165,9 @@ export class UpdateService {
         line = (async () => {
           const zone = this.deps.publisher.zoneFor(fqdn);
           if (zone === undefined) return { token: 'nohost' } as HostLine;
-          // Without a guard nothing is refused.
-          return (await this.updateHost(fqdn, zone, auth.account, asked())) as HostLine;
+          const line = await this.updateHost(fqdn, zone, auth.account, asked(), guard);
+          if ('refused' in line) throw new LoginRefused(refusalToken(line.refused));
+          return line;
         })();
         byName.set(fqdn, line);
       }
@@ -199,7 +212,7 @@ export class UpdateService {
     zone: string,
     account: AccountView,
     asked: AskedChange,
-    guard?: AdmitGuard,
+    guard: AdmitGuard,
   ): Promise<HostLine | { refused: GuardCheck }> {
     const { params, settings, addresses, mx } = asked;
 
@@ -356,6 +369,9 @@ class MxCheck {
  */
 function hostLines(settled: PromiseSettledResult<HostLine>[], logger: Logger): HostLine[] {
   const faults = settled.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+  // A refused login refuses the whole request, whatever the other hosts got.
+  const refused = faults.find((e) => e instanceof LoginRefused);
+  if (refused !== undefined) throw refused;
   const unexpected = faults.find((e) => !(e instanceof ServiceFault || e instanceof StoreUnavailableError));
   if (unexpected !== undefined) throw unexpected;
   const lines = settled.map((r) => (r.status === 'fulfilled' ? r.value : undefined));

@@ -8,9 +8,9 @@
  * burst of concurrent guesses cannot outrun the cool-down (SPEC §6).
  */
 import { randomBytes } from 'node:crypto';
-import type { AuthResult, Authenticator, Credentials, FailureCounter, LoginLookup, VerifiedLogin } from '../app/ports.js';
+import type { AccountView, AuthResult, Authenticator, Credentials, FailureCounter, LoginLookup, VerifiedLogin } from '../app/ports.js';
 import type { Config } from '../config/schema.js';
-import { CredentialCache } from './credential-cache.js';
+import { CredentialCache, hashDigest } from './credential-cache.js';
 import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword, type ScryptCost } from './password.js';
 
 /** scrypt runs at once per process unless told otherwise (each takes 32 MiB and ~50 ms of a core). */
@@ -28,6 +28,10 @@ export interface AuthenticatorOptions {
   verify?: (password: string, storedHash: string) => Promise<boolean>;
   /** At most this many password checks at once (default DEFAULT_PARALLEL_HASHES). */
   parallelHashes?: number;
+}
+
+function verified(account: AccountView, storedHash: string): AuthResult {
+  return { ok: true, account, login: { account, hashDigest: hashDigest(storedHash) } };
 }
 
 export class PasswordAuthenticator implements Authenticator {
@@ -79,7 +83,7 @@ export class PasswordAuthenticator implements Authenticator {
     if (cached !== undefined) {
       // Remember the new view too, or recall() would keep offering the stale one.
       if (cached.donator !== view.donator) this.cache.set(user, password, account.passwordHash, view);
-      return { ok: true, account: view };
+      return verified(view, account.passwordHash);
     }
     const { verdict, joined } = this.verifyShared(user, password, sourceIp, account.name, account.passwordHash);
     const outcome = await verdict;
@@ -92,7 +96,7 @@ export class PasswordAuthenticator implements Authenticator {
       return { ok: false, reason: 'bad-password' };
     }
     this.cache.set(user, password, account.passwordHash, view);
-    return { ok: true, account: view };
+    return verified(view, account.passwordHash);
   }
 
   /**

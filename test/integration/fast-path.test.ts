@@ -199,7 +199,8 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     const first = await measured(`hostname=${h}&myip=192.0.2.1`, creds, ua);
     expect(first.reply).to.equal(OK('good 192.0.2.1\n'));
     expect(first.sent.length).to.be.above(2);
-    expect(first.sent.some(isGuardedAdmitOf(h!))).to.equal(false);
+    // The full path admits with the guard too: a password changed after its check stops it.
+    expect(first.sent.filter(isGuardedAdmitOf(h!))).to.have.length(1);
 
     // Repeated: one guarded admit and nothing else.
     const again = await measured(`hostname=${h}&myip=192.0.2.1`, creds, ua);
@@ -429,16 +430,16 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     expect(mixed.raw.toString()).to.equal(OK('nochg 192.0.2.61\nnohost\nnochg 192.0.2.61\n'));
 
     // An mx to look up takes the full path: no DNS query before every login check passed
-    // (password-oracle.test): the agent and login reads, then the admit and the commit.
+    // (password-oracle.test). The agent and login reads, then the guarded admit and the commit.
     const mx = await measured(`hostname=${a}&myip=192.0.2.61&mx=mail.${ZONE}`, creds, ua);
     expect(mx.reply).to.equal(OK('good 192.0.2.61\n'));
     expect(mx.sent.length, JSON.stringify(mx.sent)).to.be.above(2);
-    expect(mx.sent.some(isGuardedAdmitOf(a!))).to.equal(false);
+    expect(isGuardedAdmitOf(a!)(mx.sent.at(-2)!)).to.equal(true);
     expect(await env.ns.query(a!, 'MX')).to.deep.equal([`10 mail.${ZONE}.`]);
     expect(await env.hostJson(a!)).to.include({ mx: `mail.${ZONE}`, ipv4: '192.0.2.61' });
     const mxAgain = await measured(`hostname=${a}&myip=192.0.2.61&mx=mail.${ZONE}`, creds, ua);
     expect(mxAgain.reply).to.equal(OK('nochg 192.0.2.61\n'));
-    expect(mxAgain.sent.some(isGuardedAdmitOf(a!))).to.equal(false);
+    expect(isGuardedAdmitOf(a!)(mxAgain.sent.at(-1)!)).to.equal(true);
     // An unresolvable mx removes the MX, also on the fast path.
     const gone = await update(`hostname=${a}&myip=192.0.2.61&mx=no-such-name.${ZONE}`, creds, ua);
     expect(gone.raw.toString()).to.equal(OK('good 192.0.2.61\n'));

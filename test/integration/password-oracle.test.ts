@@ -142,3 +142,50 @@ describe('no password oracle during a login cool-down (knot)', function () {
     console.log(`      oracle timing over ${rounds} rounds: right ${median(right).toFixed(2)} ms, wrong ${median(wrong).toFixed(2)} ms (medians)`);
   });
 });
+
+describe('a password changed while a request is past its password check (knot)', function () {
+  this.timeout(60000);
+  let env: BridgeEnv;
+  let resolver: SilentResolver;
+  let raw: Redis;
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
+    resolver = await SilentResolver.start();
+    env = await BridgeEnv.start({
+      kind: 'knot',
+      // The mx lookup holds the full path between its password check and its admission.
+      config: { frequency: { minInterval: 0.001 }, mx: { resolvers: [`127.0.0.1:${resolver.port}`], timeout: 1.5 } },
+    });
+    raw = new Redis(env.redis.url);
+  });
+
+  after(async () => {
+    resolver?.close();
+    raw?.disconnect();
+    await env?.stop();
+  });
+
+  it('account passwd during the request: badauth, nothing recorded or published; the new password works', async () => {
+    const host = `moved-${process.pid}.${ZONE}`;
+    await env.addAccount('mover', 'old-password');
+    await env.addHost(host, 'mover');
+    const before = await raw.hgetall(KEYS.host(host));
+    const mxName = `held-${process.pid}.example`;
+    const inFlight = env.get(`/nic/update?hostname=${host}&myip=192.0.2.50&mx=${mxName}`, { auth: ['mover', 'old-password'], ua: UA });
+    // Its mx lookup reaching the resolver shows the password check is behind it.
+    for (let i = 0; i < 100 && !resolver.names.includes(mxName); i++) await sleep(20);
+    expect(resolver.names).to.include(mxName);
+    await env.cliOk(['account', 'passwd', 'mover'], 'new-password\n');
+
+    expect((await inFlight).raw.toString()).to.equal(BADAUTH);
+    expect(await raw.hgetall(KEYS.host(host))).to.deep.equal(before);
+    expect(await env.ns.query(host, 'A')).to.deep.equal([]);
+
+    const old = await env.get(`/nic/update?hostname=${host}&myip=192.0.2.51`, { auth: ['mover', 'old-password'], ua: UA });
+    expect(old.raw.toString()).to.equal(BADAUTH);
+    const fresh = await env.get(`/nic/update?hostname=${host}&myip=192.0.2.52`, { auth: ['mover', 'new-password'], ua: UA });
+    expect(fresh.raw.toString()).to.equal(OK('good 192.0.2.52\n'));
+    expect(await env.ns.query(host, 'A')).to.deep.equal(['192.0.2.52']);
+  });
+});

@@ -5,13 +5,14 @@
  * beside a host that was changed, which is that host's `dnserr`.
  */
 import { expect } from 'chai';
-import type { Admission, AdmitRequest, CommitOutcome, HostChange, HostGate, Lease } from '../../src/app/ports.js';
+import type { Admission, AdmitRequest, CommitOutcome, GuardCheck, HostChange, HostGate, Lease } from '../../src/app/ports.js';
 import { UpdateService, type UpdateReply } from '../../src/app/update.js';
 import type { Logger } from '../../src/core/log.js';
 import { emptyDnsState, type AddressFamilies, type HostRecord } from '../../src/core/types.js';
 
 const ZONE = 'dyn.example.org';
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+const ALICE = { name: 'alice', donator: false };
 
 /** How each host's admit and commit behave; unnamed hosts change and commit normally. */
 interface Script {
@@ -19,6 +20,10 @@ interface Script {
   commit?: Map<string, CommitOutcome | 'throws'>;
   /** The families admit says a change writes (else those the request names). */
   families?: Map<string, AddressFamilies>;
+  /** Hosts whose admission finds a login check failing (a password changed meanwhile…). */
+  refused?: Map<string, GuardCheck>;
+  /** Every admission's guard, as the store received it. */
+  guards?: (AdmitRequest['guard'] | undefined)[];
 }
 
 function hostsWith(script: Script): Pick<HostGate, 'admit' | 'commit' | 'release'> & { commits: string[] } {
@@ -26,6 +31,9 @@ function hostsWith(script: Script): Pick<HostGate, 'admit' | 'commit' | 'release
   return {
     commits,
     async admit(req: AdmitRequest): Promise<Admission> {
+      script.guards?.push(req.guard);
+      const refused = script.refused?.get(req.fqdn);
+      if (refused !== undefined) return { kind: 'refused', check: refused };
       if (script.busy?.has(req.fqdn)) return { kind: 'busy' };
       const host: HostRecord = { ...emptyDnsState(), fqdn: req.fqdn, account: 'alice', type: 'dynamic', state: 'active', updatedAt: 1 };
       // As the store does for a host with no lease before: the families the request names.
@@ -47,7 +55,7 @@ async function update(hostnames: string[], script: Script): Promise<{ reply: Upd
   const changes: HostChange[] = [];
   const service = new UpdateService({
     authenticator: {
-      authenticate: async () => ({ ok: true, account: { name: 'alice', donator: false } }),
+      authenticate: async () => ({ ok: true, account: ALICE, login: { account: ALICE, hashDigest: 'digest-of-alice' } }),
       recordMalformed: async () => undefined,
       recall: () => undefined, // the full path: several host names
     },
@@ -100,5 +108,20 @@ describe('app: update leaves the families nobody writes', () => {
     const takeover = await update(['a'], { families: new Map([[`a.${ZONE}`, { ipv4: true, ipv6: true }]]) });
     expect(tokens(takeover.reply)).to.equal('good');
     expect(takeover.changes.map((c) => c.leave)).to.deep.equal([{ ipv4: false, ipv6: false }]);
+  });
+});
+
+describe('app: the full path checks the login again at each admission', () => {
+  it('every admission carries the guard of the verified login (source, agent, stored-hash digest)', async () => {
+    const guards: Script['guards'] = [];
+    await update(['a', 'b'], { guards });
+    expect(guards).to.deep.equal([0, 1].map(() => ({ sourceIp: '192.0.2.9', userAgent: 'tests/1.0', login: { account: ALICE, hashDigest: 'digest-of-alice' } })));
+  });
+
+  it('a password changed (or a cool-down begun) after the check refuses the whole request, even beside a changed host', async () => {
+    for (const [check, token] of [['stale', 'badauth'], ['login', 'badauth'], ['agent', 'badagent']] as const) {
+      const { reply } = await update(['a', 'b'], { refused: new Map([[`b.${ZONE}`, check]]) });
+      expect(reply, check).to.deep.equal({ kind: 'request', token });
+    }
   });
 });

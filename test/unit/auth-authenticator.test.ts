@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { AccountStore, FailureCounter, LoginLookup } from '../../src/app/ports.js';
+import type { AccountStore, AuthResult, FailureCounter, LoginLookup } from '../../src/app/ports.js';
 import { PasswordAuthenticator, hashPassword, verifyPassword } from '../../src/auth/index.js';
 import { hashDigest } from '../../src/auth/credential-cache.js';
 import type { Account } from '../../src/core/types.js';
@@ -85,11 +85,19 @@ async function setup(opts: { clock?: () => number } = {}) {
   return { accounts, failures, auth, verified };
 }
 
+/** An AuthResult without its login (the tests below are about the verdict and the view). */
+function verdict(r: AuthResult): unknown {
+  return r.ok ? { ok: true, account: r.account } : r;
+}
+
 describe('auth/authenticator', () => {
   it('accepts the right password and returns the account view; counts nothing', async () => {
     const { auth, failures, verified } = await setup();
     const r = await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1');
-    expect(r).to.deep.equal({ ok: true, account: { name: 'alice', donator: false } });
+    const account = { name: 'alice', donator: false };
+    // The login the admission's guard checks again: the digest of the hash it was verified against.
+    const stored = verified[0]!;
+    expect(r).to.deep.equal({ ok: true, account, login: { account, hashDigest: hashDigest(stored) } });
     expect(failures.recorded).to.deep.equal([]);
     // Two reads of the cool-down: the login lookup, and again once the hash slot is ours
     // (failures recorded while this request waited for it must stop the check).
@@ -139,7 +147,7 @@ describe('auth/authenticator', () => {
     await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1');
     await accounts.setDonator('alice', true);
     const again = await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1');
-    expect(again).to.deep.equal({ ok: true, account: { name: 'alice', donator: true } });
+    expect(verdict(again)).to.deep.equal({ ok: true, account: { name: 'alice', donator: true } });
     expect(verified).to.have.length(1);
     // The record is read every time: lookup + the re-read in the hash slot, then the lookup
     // alone for the cached request (no password check, so no second read).
@@ -235,7 +243,7 @@ describe('auth/authenticator', () => {
       },
     });
     const auth = new PasswordAuthenticator(accounts, failures, CFG, { dummyCost: FAST });
-    expect(await auth.authenticate({ user: 'carol', password: 'pw' }, '192.0.2.1')).to.deep.equal({
+    expect(verdict(await auth.authenticate({ user: 'carol', password: 'pw' }, '192.0.2.1'))).to.deep.equal({
       ok: true,
       account: { name: 'carol', donator: true },
     });
@@ -341,7 +349,7 @@ describe('auth/authenticator', () => {
       open();
       expect(await fromA).to.deep.equal({ ok: false, reason: 'throttled' });
       expect(await fromA2).to.deep.equal({ ok: false, reason: 'throttled' });
-      expect(await fromB).to.deep.equal({ ok: true, account: { name: 'alice', donator: false } });
+      expect(verdict(await fromB)).to.deep.equal({ ok: true, account: { name: 'alice', donator: false } });
       expect((await bob).ok).to.equal(true);
       expect(checked).to.deep.equal(['bob-pw', 'right']); // B's own check; A's stopped before hashing
       expect(failures.recorded).to.deep.equal([]);
@@ -416,7 +424,7 @@ describe('auth/authenticator', () => {
       await accounts.setDonator('alice', true);
       // recall alone does no I/O: it still offers the view as verified
       expect(auth.recall(right)!.account.donator).to.equal(false);
-      expect(await auth.authenticate(right, '192.0.2.1')).to.deep.equal({ ok: true, account: { name: 'alice', donator: true } });
+      expect(verdict(await auth.authenticate(right, '192.0.2.1'))).to.deep.equal({ ok: true, account: { name: 'alice', donator: true } });
       expect(auth.recall(right)).to.deep.equal({ account: { name: 'alice', donator: true }, hashDigest: digest });
       await accounts.setDonator('alice', false);
       expect((await auth.authenticate(right, '192.0.2.1')).ok).to.equal(true);
