@@ -9,7 +9,14 @@ import path from 'node:path';
 import { isIPv6 } from 'node:net';
 import { parseAddress, parseCidr } from '../core/addresses.js';
 import { ConfigError } from '../core/errors.js';
-import { TSIG_ALGORITHMS, type Config, type ListenConfig, type TsigAlgorithm, type ZoneConfig } from './schema.js';
+import {
+  TSIG_ALGORITHMS,
+  type Config,
+  type ListenConfig,
+  type TlsFilesConfig,
+  type TsigAlgorithm,
+  type ZoneConfig,
+} from './schema.js';
 import { describe, isObject, Section } from './reader.js';
 import { loadPassword, loadSecret, resolveSecretPath, type SecretContext, type SecretSource } from './secret.js';
 
@@ -59,7 +66,7 @@ export function parseJson(text: string, file: string): unknown {
 export function parseConfig(json: unknown, opts: ParseOptions): Config {
   const top = Section.of('', json);
   const config: Config = {
-    listen: readListen(top),
+    listen: readListen(top, opts),
     basePath: readBasePath(top),
     trustedProxies: readTrustedProxies(top),
     http: readHttp(top.section('http')),
@@ -79,7 +86,7 @@ export function parseConfig(json: unknown, opts: ParseOptions): Config {
 
 // ---- listen, basePath, trustedProxies -------------------------------------------------
 
-function readListen(top: Section): ListenConfig[] {
+function readListen(top: Section, opts: ParseOptions): ListenConfig[] {
   const items = top.array('listen', ['127.0.0.1:8245', '[::1]:8245']);
   if (items.length === 0) throw new ConfigError('listen', 'needs at least one address');
   const seen = new Set<string>();
@@ -94,11 +101,12 @@ function readListen(top: Section): ListenConfig[] {
       const s = Section.of(key, item);
       const host = s.string('host');
       const port = s.integer('port', -1, { min: 0, max: 65535 });
+      const tls = s.has('tls') ? readTlsFiles(s.section('tls'), opts) : undefined;
       s.done();
       if (port < 0) throw new ConfigError(`${key}.port`, 'required setting is missing');
-      endpoint = { host: host.replace(/^\[(.*)\]$/, '$1'), port };
+      endpoint = { host: host.replace(/^\[(.*)\]$/, '$1'), port, ...(tls ? { tls } : {}) };
     } else {
-      throw new ConfigError(key, `expected "host:port" or {"host", "port"}, got ${describe(item)}`);
+      throw new ConfigError(key, `expected "host:port" or {"host", "port"[, "tls"]}, got ${describe(item)}`);
     }
     if (!parseAddress(endpoint.host) && !isHostName(endpoint.host)) throw new ConfigError(key, `"${endpoint.host}" is not an address or host name`);
     const id = `${endpoint.host}|${endpoint.port}`;
@@ -106,6 +114,26 @@ function readListen(top: Section): ListenConfig[] {
     seen.add(id);
     return endpoint;
   });
+}
+
+/**
+ * `listen[i].tls`: the two PEM files, resolved like secretFile paths (against the config
+ * file's directory, `${VAR:-default}` expanded). They are read when the listener starts and on
+ * every SIGHUP, not here: the admin commands need no certificate.
+ */
+function readTlsFiles(t: Section, opts: ParseOptions): TlsFilesConfig {
+  const file = (name: string): string => {
+    const raw = t.string(name);
+    // PEM text pasted in place of the path is never repeated (it may be the private key).
+    if (raw.includes('-----BEGIN') || /[\r\n]/.test(raw)) {
+      throw new ConfigError(t.keyPath(name), 'expected the path of a PEM file, not its content');
+    }
+    if (raw.trim() === '') throw new ConfigError(t.keyPath(name), 'expected the path of a PEM file');
+    return resolveSecretPath(raw, opts.baseDir, opts.env, t.keyPath(name));
+  };
+  const tls = { certFile: file('certFile'), keyFile: file('keyFile') };
+  t.done();
+  return tls;
 }
 
 function readBasePath(top: Section): string {
@@ -395,8 +423,8 @@ export function deepFreeze<T>(value: T): T {
 // ---- warnings -------------------------------------------------------------------------
 
 /**
- * Things that work but should not stay that way: a group/world-readable secretFile, an
- * inline secret, and a config file others can read while it holds a secret (an inline
+ * Things that work but should not stay that way: a group/world-readable secretFile, a
+ * world-readable TLS keyFile, an inline secret, and a config file others can read while it holds a secret (an inline
  * TSIG secret or a password in redis.url). A config without secrets may be readable by
  * the service's group (the usual 0640 root:ddns-bridge) without a warning.
  * Best effort: an unreadable or invalid config yields no warnings (loadConfig reports it).
@@ -424,6 +452,24 @@ export async function configWarnings(file: string, env: NodeJS.ProcessEnv): Prom
     if (typeof key.secretFile === 'string') {
       const warning = await readableSecretFile(`zones[${i}].key.secretFile`, key.secretFile, baseDir, env);
       if (warning) warnings.push(warning);
+    }
+  }
+  // A TLS key may be readable by a group (Debian's ssl-cert), never by everyone.
+  const listen = Array.isArray(json.listen) ? json.listen : [];
+  for (const [i, entry] of listen.entries()) {
+    const tls = isObject(entry) && isObject(entry.tls) ? entry.tls : undefined;
+    if (typeof tls?.keyFile !== 'string') continue;
+    const setting = `listen[${i}].tls.keyFile`;
+    let file: string;
+    try {
+      file = resolveSecretPath(tls.keyFile, baseDir, env, setting);
+    } catch {
+      continue; // unexpandable path: loadConfig reports it
+    }
+    const mode = await modeOf(file);
+    if (mode !== undefined && (mode & 0o007) !== 0) {
+      const fix = "chmod 600 it (or 640 for the service's group)";
+      warnings.push(`${setting}: ${file} is readable by everyone (mode ${octal(mode)}); ${fix}`);
     }
   }
   const redis = isObject(json.redis) ? json.redis : undefined;

@@ -28,9 +28,17 @@ export interface ZoneConfig {
   maxInFlight?: number;
 }
 
+/** A PEM certificate (chain allowed) and its PEM private key; absolute paths, read when listening and on SIGHUP. */
+export interface TlsFilesConfig {
+  certFile: string;
+  keyFile: string;
+}
+
 export interface ListenConfig {
   host: string;
   port: number;
+  /** HTTPS on this address; absent: plain HTTP. */
+  tls?: TlsFilesConfig;
 }
 
 export interface Config {
