@@ -1,8 +1,10 @@
 /**
  * The node:http frontend: routes, limits, parsing, and the single reply writer. Replies are
  * written as raw bytes on the socket (node:http would say HTTP/1.1) and the connection closed.
+ * An HTTPS listener is a node:https server with the same handler: the same bytes inside TLS.
  */
 import http from 'node:http';
+import https from 'node:https';
 import type { Socket } from 'node:net';
 import { tokenForError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
@@ -10,6 +12,7 @@ import type { UpdateService } from '../app/update.js';
 import type { EchoService } from '../app/echo.js';
 import { ClientAddressResolver, paramsOf, parseBasicAuth } from './request.js';
 import { echoReply, encodeReply, errorReply, tokenReply, updateReply, type RawReply } from './reply.js';
+import { readTlsPair, summarize, type TlsListenerFiles } from './tls.js';
 
 export interface HttpSettings {
   basePath: string;
@@ -50,8 +53,21 @@ function connectionOf(socket: Socket): ConnectionState | undefined {
 const UPDATE_ALIASES = ['/nic/update', '/v3/update'];
 const ECHO_PATHS = ['/checkip', '/ip', '/nic/checkip'];
 
+type Server = http.Server | https.Server;
+
+/** An HTTPS listener and the files its certificate is read from (again on reload). */
+interface TlsListener {
+  server: https.Server;
+  files: TlsListenerFiles;
+  address: string;
+}
+
+/** What reloadTls did for one listener. */
+export type TlsReloadOutcome = { setting: string; ok: true } | { setting: string; ok: false; error: string };
+
 export class HttpFrontend {
-  readonly servers: http.Server[] = [];
+  readonly servers: Server[] = [];
+  private readonly tlsListeners: TlsListener[] = [];
   private readonly routes = new Map<string, Route>();
   private readonly clientAddress: ClientAddressResolver;
   private inFlight = 0;
@@ -68,9 +84,9 @@ export class HttpFrontend {
     this.clientAddress = new ClientAddressResolver(settings.trustedProxies);
   }
 
-  private createServer(): http.Server {
+  private createServer(tls: https.ServerOptions | undefined): Server {
     const { settings } = this;
-    const server = http.createServer({
+    const options: http.ServerOptions = {
       requireHostHeader: false,
       maxHeaderSize: settings.maxHeaderBytes,
       headersTimeout: settings.headersTimeoutMs,
@@ -79,7 +95,18 @@ export class HttpFrontend {
       // node checks the two timeouts above only this often (default 30 s): keep it a
       // fraction of the shorter one so slow clients are cut off on time.
       connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.min(settings.headersTimeoutMs, settings.requestTimeoutMs) / 4)),
-    });
+    };
+    const server: Server = tls
+      ? https.createServer({
+          ...options,
+          ...tls,
+          // A client that never finishes its TLS handshake is cut off like one that never sends its headers.
+          handshakeTimeout: settings.headersTimeoutMs,
+          // As node:http has it (and httpAllowHalfOpen below needs it): a client that half-closes
+          // after its request still gets the reply.
+          allowHalfOpen: true,
+        })
+      : http.createServer(options);
     server.maxConnections = settings.maxConnections;
     // A client may half-close after sending its request (`printf … | nc`): by default node
     // then ends the socket before our asynchronous reply is written, and the client never
@@ -87,8 +114,9 @@ export class HttpFrontend {
     // and closes the socket once it is finished. (Not in @types/node; node 20 reads it.)
     (server as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
     // The peer address is read at accept: read when the request is handled, after the client
-    // has reset the connection, getpeername fails and remoteAddress is undefined.
-    server.on('connection', (socket: Socket) => {
+    // has reset the connection, getpeername fails and remoteAddress is undefined. Over TLS the
+    // requests come on the TLS socket, handed over once the handshake is done.
+    server.on(tls ? 'secureConnection' : 'connection', (socket: Socket) => {
       (socket as TrackedSocket)[CONNECTION] = { peer: socket.remoteAddress, answering: undefined };
     });
     server.on('request', (req, res) => this.onRequest(req, res));
@@ -112,8 +140,9 @@ export class HttpFrontend {
    * `ipv6Only`: an IPv6 address (`::`) that must not take the IPv4 side of its port too,
    * because an IPv4 address listens on the same port.
    */
-  async listen(host: string, port: number, opts: { ipv6Only?: boolean } = {}): Promise<number> {
-    const server = this.createServer();
+  async listen(host: string, port: number, opts: { ipv6Only?: boolean; tls?: TlsListenerFiles } = {}): Promise<number> {
+    const pair = opts.tls ? await readTlsPair(opts.tls) : undefined;
+    const server = this.createServer(pair?.secureContext);
     this.servers.push(server);
     await new Promise<void>((resolve, reject) => {
       const onError = (err: Error) => reject(err);
@@ -124,7 +153,36 @@ export class HttpFrontend {
       });
     });
     const addr = server.address();
-    return typeof addr === 'object' && addr ? addr.port : port;
+    const bound = typeof addr === 'object' && addr ? addr.port : port;
+    if (opts.tls && pair) {
+      const address = host.includes(':') ? `[${host}]:${bound}` : `${host}:${bound}`;
+      this.tlsListeners.push({ server: server as https.Server, files: opts.tls, address });
+      this.logger.info('tls certificate loaded', { listener: opts.tls.setting, address, ...summarize(pair.leaf) });
+    }
+    return bound;
+  }
+
+  /**
+   * Read every HTTPS listener's certificate and key again. New connections get the new pair;
+   * connections already open keep theirs. A pair that cannot be read or does not belong
+   * together is not used: the listener keeps the one it has, and the log says why.
+   */
+  async reloadTls(): Promise<TlsReloadOutcome[]> {
+    return Promise.all(
+      this.tlsListeners.map(async ({ server, files, address }): Promise<TlsReloadOutcome> => {
+        try {
+          const pair = await readTlsPair(files);
+          server.setSecureContext(pair.secureContext);
+          this.logger.info('tls certificate loaded', { listener: files.setting, address, ...summarize(pair.leaf) });
+          return { setting: files.setting, ok: true };
+        } catch (err) {
+          const error = err instanceof Error ? err.message : String(err);
+          const fields = { listener: files.setting, address, error };
+          this.logger.error('tls certificate not reloaded; keeping the previous one', fields);
+          return { setting: files.setting, ok: false, error };
+        }
+      }),
+    );
   }
 
   /** Stop accepting connections; resolve when every request in flight has been answered. */

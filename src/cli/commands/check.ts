@@ -1,6 +1,11 @@
-/** `ddns-bridge check`: config valid, Redis reachable, each zone's key accepted by its primary. */
+/**
+ * `ddns-bridge check`: config valid, each HTTPS certificate usable and not about to expire,
+ * Redis reachable, each zone's key accepted by its primary.
+ */
 import { configWarnings } from '../../config/load.js';
+import type { Config } from '../../config/schema.js';
 import { probeZone } from '../../dns/index.js';
+import { daysLeft, readTlsPair, summarize } from '../../http/tls.js';
 import { openStore } from '../../store/index.js';
 import type { CommandContext } from '../context.js';
 import type { Out } from './admin.js';
@@ -9,6 +14,7 @@ export async function check(ctx: CommandContext, configPath: string, env: NodeJS
   let ok = true;
   out(`config ${configPath}: ok`);
   for (const w of await configWarnings(configPath, env)) err(`warning: ${w}`);
+  if (!(await checkCertificates(ctx.config, new Date(), out, err))) ok = false;
 
   const store = openStore(ctx.config, ctx.logger);
   try {
@@ -28,6 +34,52 @@ export async function check(ctx: CommandContext, configPath: string, env: NodeJS
     else {
       ok = false;
       err(`${where}: FAILED: ${result.reason}`);
+    }
+  }
+  return ok;
+}
+
+/** A certificate that expires sooner than this is worth a warning: certbot renews 30 days ahead. */
+export const CERTIFICATE_WARNING_DAYS = 14;
+
+/**
+ * One line per HTTPS listener: ok, a warning when its certificate expires within
+ * CERTIFICATE_WARNING_DAYS, FAILED when the pair cannot be used or has expired.
+ */
+export async function checkCertificates(
+  config: Pick<Config, 'listen'>,
+  now: Date,
+  out: Out,
+  err: Out,
+): Promise<boolean> {
+  let ok = true;
+  for (const [i, l] of config.listen.entries()) {
+    if (!l.tls) continue;
+    const setting = `listen[${i}].tls`;
+    const where = `https ${l.host.includes(':') ? `[${l.host}]` : l.host}:${l.port} (${setting})`;
+    let pair;
+    try {
+      pair = await readTlsPair({ ...l.tls, setting });
+    } catch (e) {
+      ok = false;
+      err(`${where}: FAILED: ${(e as Error).message}`);
+      continue;
+    }
+    const { subject, notAfter } = summarize(pair.leaf);
+    const certificate = `the certificate in ${l.tls.certFile} (${subject})`;
+    const days = daysLeft(pair.leaf, now);
+    if (new Date(pair.leaf.validFrom) > now) {
+      ok = false;
+      err(`${where}: FAILED: ${certificate} is not valid before ${new Date(pair.leaf.validFrom).toISOString()}`);
+    } else if (new Date(pair.leaf.validTo) <= now) {
+      ok = false;
+      err(`${where}: FAILED: ${certificate} expired at ${notAfter}`);
+    } else if (days < CERTIFICATE_WARNING_DAYS) {
+      out(`${where}: ok, ${subject}, valid until ${notAfter}`);
+      const advice = 'renew it, then reload the service (SIGHUP)';
+      err(`warning: ${setting}.certFile: ${certificate} expires in ${days} day(s), at ${notAfter}; ${advice}`);
+    } else {
+      out(`${where}: ok, ${subject}, valid until ${notAfter}`);
     }
   }
   return ok;

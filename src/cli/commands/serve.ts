@@ -8,6 +8,9 @@
  * validated (workerContext). The primary logs `listening` once every worker listens,
  * restarts a worker that dies (at most MAX_RESTARTS_PER_MINUTE, then it stops with status 1
  * so a supervisor sees the crash loop), and on SIGTERM/SIGINT stops the workers gracefully.
+ *
+ * SIGHUP reloads (see reload): every process that serves reads its HTTPS listeners'
+ * certificates and keys again; the primary passes the request on to its workers.
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import cluster, { type Worker } from 'node:cluster';
@@ -15,7 +18,8 @@ import os from 'node:os';
 import { DEFAULT_PARALLEL_HASHES } from '../../auth/index.js';
 import { deepFreeze } from '../../config/load.js';
 import type { Config } from '../../config/schema.js';
-import type { BridgeOptions } from '../compose.js';
+import { readTlsPair, type TlsListenerFiles } from '../../http/tls.js';
+import type { Bridge, BridgeOptions } from '../compose.js';
 import { contextOf, UsageError, type CommandContext } from '../context.js';
 
 export interface ServeOptions {
@@ -117,16 +121,28 @@ export async function serve(ctx: CommandContext, opts: ServeOptions): Promise<vo
   portOverride(opts.port);
   const bridgeOptions = { parallelHashes: hashesPerWorker(workers, cpus) };
   if (cluster.isWorker) return serveWorker(ctx, opts, bridgeOptions);
+  // Before anything starts: a certificate that cannot be used is a config error (exit 2), named
+  // by its setting, not a worker that fails to start.
+  for (const l of listenersOf(ctx, opts)) if (l.tls) await readTlsPair(l.tls);
   for (const w of updateQuotaWarnings(ctx.config, workers)) ctx.logger.warn(w);
   if (workers === 1) return serveSingle(ctx, opts, bridgeOptions);
   return servePrimary(ctx, workers);
 }
 
-export type Listener = { host: string; port: number };
+export type Listener = { host: string; port: number; tls?: TlsListenerFiles };
 
 function listenersOf(ctx: CommandContext, opts: ServeOptions): Listener[] {
   const port = portOverride(opts.port);
-  return ctx.config.listen.map((l) => ({ host: l.host, port: port ?? l.port }));
+  return ctx.config.listen.map((l, i) => ({
+    host: l.host,
+    port: port ?? l.port,
+    ...(l.tls ? { tls: { ...l.tls, setting: `listen[${i}].tls` } } : {}),
+  }));
+}
+
+/** Log fields that tell an HTTPS listener from a plain one. */
+function transportOf(l: Listener): { tls?: true } {
+  return l.tls ? { tls: true } : {};
 }
 
 /**
@@ -158,9 +174,16 @@ async function startBridge(ctx: CommandContext, opts: ServeOptions, bridgeOption
     const listeners = listenersOf(ctx, opts);
     for (const l of listeners) {
       // One server object can listen once: extra addresses get their own frontend.
-      const port = await bridge.http.listen(l.host, l.port, { ipv6Only: needsIpv6Only(l, listeners) });
-      bound.push({ host: l.host, port });
-      logger.info(listeningMsg, { host: l.host, port, zones: config.zones.map((z) => z.name), pid: process.pid, parallelHashes: bridgeOptions.parallelHashes });
+      const port = await bridge.http.listen(l.host, l.port, { ipv6Only: needsIpv6Only(l, listeners), tls: l.tls });
+      bound.push({ ...l, port });
+      logger.info(listeningMsg, {
+        host: l.host,
+        port,
+        ...transportOf(l),
+        zones: config.zones.map((z) => z.name),
+        pid: process.pid,
+        parallelHashes: bridgeOptions.parallelHashes,
+      });
     }
   } catch (err) {
     logger.error('cannot listen', { error: (err as Error).message });
@@ -183,10 +206,56 @@ function stopSignal(): Promise<string> {
   });
 }
 
+/**
+ * SIGHUP in a process that serves: the reloads asked for, one after another. One asked for
+ * while the listeners still start is done once they listen (they may have read the files
+ * before it came).
+ */
+class Reloads {
+  private run: ((why: string) => Promise<void>) | undefined;
+  private pending: string | undefined;
+  private chain: Promise<void> = Promise.resolve();
+
+  request(why: string): void {
+    if (this.run === undefined) this.pending = why;
+    else this.enqueue(this.run, why);
+  }
+
+  /** From now on a request runs `run`; one that came earlier runs now. */
+  attach(run: (why: string) => Promise<void>): void {
+    this.run = run;
+    if (this.pending !== undefined) this.enqueue(run, this.pending);
+    this.pending = undefined;
+  }
+
+  private enqueue(run: (why: string) => Promise<void>, why: string): void {
+    this.chain = this.chain.then(() => run(why));
+  }
+}
+
+/**
+ * What a reload does in a process that serves: every HTTPS listener's certificate and key are
+ * read again (the ones that fail keep the pair they had). Never throws: a failed reload leaves
+ * the process serving as before.
+ */
+async function reload(bridge: Bridge, logger: CommandContext['logger'], why: string): Promise<void> {
+  try {
+    const outcomes = await bridge.http.reloadTls();
+    const kept = outcomes.filter((o) => !o.ok).map((o) => o.setting);
+    const certificates = outcomes.length - kept.length;
+    logger.info('reloaded', { reason: why, certificates, ...(kept.length ? { kept } : {}), pid: process.pid });
+  } catch (err) {
+    logger.error('reload failed', { reason: why, error: (err as Error).message, pid: process.pid });
+  }
+}
+
 async function serveSingle(ctx: CommandContext, opts: ServeOptions, bridgeOptions: BridgeOptions): Promise<void> {
   const { logger } = ctx;
+  const reloads = new Reloads();
+  process.on('SIGHUP', () => reloads.request('SIGHUP'));
   const started = await startBridge(ctx, opts, bridgeOptions, 'listening');
   if (!started) return;
+  reloads.attach((why) => reload(started.bridge, logger, why));
   const { whenFatal } = await import('../../store/redis.js');
   // Redis refusing the database later (restarted with fewer databases) ends the service too.
   const why = await Promise.race([stopSignal().then((signal) => ({ signal })), whenFatal(started.bridge.store.redis).then((error) => ({ error }))]);
@@ -200,8 +269,15 @@ async function serveSingle(ctx: CommandContext, opts: ServeOptions, bridgeOption
 
 /** Messages from a worker to the primary. */
 type WorkerMessage = { kind: 'ready'; bound: Listener[] } | { kind: 'config?' };
-/** The primary's answer to 'config?'. */
-type PrimaryMessage = { kind: 'config'; config: Config };
+/** The primary's answer to 'config?', and the SIGHUP it passes on. */
+type PrimaryMessage = { kind: 'config'; config: Config } | { kind: 'reload' };
+
+/**
+ * A worker's reloads, asked for from its start (workerContext): by the primary (a message: a
+ * signal would end a worker that has no handler yet) or by a SIGHUP of its own (a closed
+ * terminal reaches every process of the group).
+ */
+const workerReloads = new Reloads();
 
 /** Whether this process is a worker of `serve --workers N`. */
 export function isClusterWorker(): boolean {
@@ -222,6 +298,10 @@ export function workerContext(): Promise<CommandContext> {
   // grace: a worker still starting waits for a listen handle only the primary could give, and
   // its Redis client would keep it alive for good.
   cluster.worker!.exitedAfterDisconnect = true;
+  process.on('SIGHUP', () => workerReloads.request('SIGHUP'));
+  process.on('message', (m: PrimaryMessage) => {
+    if (m?.kind === 'reload') workerReloads.request('SIGHUP to the primary');
+  });
   process.once('disconnect', () => setTimeout(() => process.exit(process.exitCode ?? 1), WORKER_STOP_GRACE_MS).unref());
   return new Promise((resolve, reject) => {
     // A primary that never answers (one of an older version, still running after the code
@@ -263,6 +343,7 @@ async function serveWorker(ctx: CommandContext, opts: ServeOptions, bridgeOption
     if (process.connected) process.disconnect();
     return;
   }
+  workerReloads.attach((why) => reload(started.bridge, logger, why));
   process.send?.({ kind: 'ready', bound: started.bound } satisfies WorkerMessage);
   const { whenFatal } = await import('../../store/redis.js');
   // As in serveSingle: the primary restarts the worker (each start fails the same way) and gives up.
@@ -345,6 +426,12 @@ async function servePrimary(ctx: CommandContext, count: number): Promise<void> {
   });
 
   void stopSignal().then((signal) => stopAll(signal, 0));
+  // The workers hold the listeners: each reads its certificates again.
+  process.on('SIGHUP', () => {
+    if (stopping) return;
+    logger.info('reloading', { signal: 'SIGHUP', workers: alive.size });
+    for (const w of alive) if (w.isConnected()) w.send({ kind: 'reload' } satisfies PrimaryMessage);
+  });
   useKernelScheduling();
   // 'advanced': the config holds Buffers (the TSIG secrets), which JSON would not carry.
   cluster.setupPrimary({ execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS), serialization: 'advanced' });
@@ -357,7 +444,14 @@ async function servePrimary(ctx: CommandContext, count: number): Promise<void> {
   }
   ready = true;
   for (const l of outcome.bound) {
-    logger.info('listening', { host: l.host, port: l.port, zones: ctx.config.zones.map((z) => z.name), workers: count, pid: process.pid });
+    logger.info('listening', {
+      host: l.host,
+      port: l.port,
+      ...transportOf(l),
+      zones: ctx.config.zones.map((z) => z.name),
+      workers: count,
+      pid: process.pid,
+    });
   }
   const code = await done;
   if (code !== 0) process.exitCode = code;
