@@ -119,6 +119,8 @@ export interface InadynOptions {
   /** How inadyn learns the address: a fixed one (via checkip-command), or our /checkip. */
   address: { fixed: string } | { checkip: '/checkip' | '/ip' | '/nic/checkip' };
   allowIpv6?: boolean;
+  /** The update path with inadyn's %h/%i (default: hostname and myip). */
+  ddnsPath?: string;
 }
 
 /** The exact inadyn.conf the tests use (the README snippet). */
@@ -137,7 +139,7 @@ export function inadynConfig(o: InadynOptions): string {
     `    username = ${o.username}`,
     `    password = ${o.password}`,
     `    ddns-server = 127.0.0.1:${o.port}`,
-    '    ddns-path = "/dyndns/update?hostname=%h&myip=%i"',
+    `    ddns-path = "${o.ddnsPath ?? '/dyndns/update?hostname=%h&myip=%i'}"`,
     ...detect,
     `    hostname = ${names}`,
     '}',
