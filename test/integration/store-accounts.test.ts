@@ -1,6 +1,7 @@
 /** AccountStore, FailureCounter and the authenticator on them, against a real redis-server. */
 import { expect } from 'chai';
 import { PasswordAuthenticator, hashPassword } from '../../src/auth/index.js';
+import { hashDigest } from '../../src/auth/credential-cache.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../../src/core/errors.js';
 import type { StoreConfig } from '../../src/store/index.js';
 import { storeTestConfig, useRedisStore } from '../support/store-server.js';
@@ -131,16 +132,19 @@ describe('store: accounts and failed logins (real redis-server)', function () {
   describe('authenticator on the Redis store', () => {
     it('logs in, counts wrong passwords, and throttles past the limit', async () => {
       const cost = { ln: 10, r: 8, p: 1 };
-      await lab.store.accounts.create({ name: 'alice', passwordHash: await hashPassword('right', cost), donator: false, createdAt: 1 });
+      const passwordHash = await hashPassword('right', cost);
+      await lab.store.accounts.create({ name: 'alice', passwordHash, donator: false, createdAt: 1 });
       const auth = new PasswordAuthenticator(
         lab.store.accounts,
         lab.store.failures,
         { cacheTtlMs: 1000, cacheSize: 10 },
         { dummyCost: cost },
       );
+      const account = { name: 'alice', donator: false };
       expect(await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1')).to.deep.equal({
         ok: true,
-        account: { name: 'alice', donator: false },
+        account,
+        login: { account, hashDigest: hashDigest(passwordHash) },
       });
       expect((await auth.authenticate({ user: 'alice', password: 'wrong' }, '192.0.2.7')).ok).to.equal(false);
       expect(await auth.authenticate({ user: 'ghost', password: 'x' }, '192.0.2.7')).to.deep.equal({ ok: false, reason: 'unknown-user' });
