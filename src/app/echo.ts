@@ -7,7 +7,7 @@ import { StoreUnavailableError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { normalizeHostname } from '../core/names.js';
 import { hostnameList } from '../core/params.js';
-import type { Authenticator, Credentials, EchoGate, HostGate } from './ports.js';
+import type { AccountView, AdmitGuard, Authenticator, Credentials, EchoGate, HostGate, TokenAuthenticator } from './ports.js';
 
 export interface EchoRequest {
   clientIp: string;
@@ -32,12 +32,29 @@ export class EchoService {
     private readonly deps: {
       echoGate: EchoGate;
       authenticator: Authenticator;
+      tokens: TokenAuthenticator;
       hosts: HostGate;
       settings: EchoSettings;
       leaseMs: number;
       logger: Logger;
     },
   ) {}
+
+  /**
+   * The account these credentials log in to, with the guard its admissions carry (the login
+   * checks again in Redis: a password changed or a token revoked since stops them). A token
+   * counts for its own host `only`.
+   */
+  private async login(
+    credentials: Credentials,
+    sourceIp: string,
+    userAgent: string,
+  ): Promise<{ account: AccountView; guard: AdmitGuard; only?: string } | undefined> {
+    const token = await this.deps.tokens.login(credentials, sourceIp);
+    if (token !== undefined) return { account: token.account, guard: { sourceIp, userAgent, token }, only: token.fqdn };
+    const auth = await this.deps.authenticator.authenticate(credentials, sourceIp);
+    return auth.ok ? { account: auth.account, guard: { sourceIp, userAgent, login: auth.login } } : undefined;
+  }
 
   async echo(req: EchoRequest): Promise<EchoReply> {
     const { settings } = this.deps;
@@ -52,21 +69,20 @@ export class EchoService {
       // The distinct valid names, as an update of the same list would count them (none past its limit).
       const names = [...new Set((hostnameList(req.hostname ?? '') ?? []).map(normalizeHostname).filter((n) => n !== undefined))];
       if (typeof req.credentials === 'object' && names.length > 0) {
-        const auth = await this.deps.authenticator.authenticate(req.credentials, req.clientIp);
-        if (auth.ok) {
-          // The login checks again at each admission: a password changed since stops it.
-          const guard = { sourceIp: req.clientIp, userAgent: req.userAgent?.trim() ?? '', login: auth.login };
-          // Every name of the list is counted (SPEC §7: per host name as in §5).
+        const login = await this.login(req.credentials, req.clientIp, req.userAgent?.trim() ?? '');
+        if (login !== undefined) {
+          // Every name of the list the login may update is counted (per host name, as an update is).
+          const counted = login.only === undefined ? names : names.filter((n) => n === login.only);
           const admissions = await Promise.all(
-            names.map((fqdn) =>
+            counted.map((fqdn) =>
               this.deps.hosts.admit({
                 fqdn,
-                account: auth.account.name,
-                minIntervalMs: auth.account.donator ? settings.donatorMinIntervalMs : settings.minIntervalMs,
+                account: login.account.name,
+                minIntervalMs: login.account.donator ? settings.donatorMinIntervalMs : settings.minIntervalMs,
                 maxFrequent: settings.maxFrequent,
                 expect: null,
                 leaseMs: this.deps.leaseMs,
-                guard,
+                guard: login.guard,
               }),
             ),
           );

@@ -46,6 +46,43 @@ export interface Authenticator {
   recall(credentials: Credentials): VerifiedLogin | undefined;
 }
 
+/**
+ * A scoped update token's login as the update path sees it: from the token cache, or one
+ * Redis read. It updates `fqdn` only, for `account`.
+ */
+export interface TokenLogin {
+  id: string;
+  /** The token's keyed hash: the store finds the token by it (the token is never kept). */
+  hash: string;
+  fqdn: string;
+  account: AccountView;
+  /** CIDR blocks it may be used from; empty: anywhere. */
+  from: readonly string[];
+}
+
+export interface TokenAuthenticator {
+  /**
+   * These credentials as a token login: the password is shaped like a token, the token exists
+   * and has not expired, the user is its host or that host's account, and `sourceIp` lies in
+   * its `from`. From memory, or one Redis read. Not a verdict: the admission's TokenGuard makes
+   * the login checks. undefined: not a token login; the password path decides (nothing is
+   * counted here, so a wrong token costs what a wrong password costs).
+   */
+  login(credentials: Credentials, sourceIp: string): Promise<TokenLogin | undefined>;
+  /** The TokenGuard's checks alone, for a reply or a lookup that must follow them (an mx, badsys). */
+  check(guard: TokenGuard): Promise<'ok' | GuardCheck>;
+  /** The token was revoked or has expired, or its account changed: look it up afresh. */
+  forget(login: TokenLogin): void;
+}
+
+/** Update tokens in the store, as the login sees them. */
+export interface TokenLookup {
+  /** The token with this hash, unless unknown or expired (Redis clock): one round trip. */
+  find(hash: string): Promise<TokenLogin | undefined>;
+  /** The TokenGuard's checks alone (before work that must follow them, e.g. an mx lookup). */
+  check(guard: TokenGuard): Promise<'ok' | GuardCheck>;
+}
+
 /** Account records (used by the authenticator and the CLI). */
 export interface AccountStore {
   get(name: string): Promise<Account | undefined>;
@@ -138,15 +175,31 @@ export interface AdmitRequest {
 export type GuardCheck = 'agent' | 'login' | 'stale';
 
 /**
- * Every login check, made again in the admission's atomic step: no junk block on (sourceIp,
- * userAgent), no login cool-down of the source or the account, and the account still holds
- * `login`'s hash and donator flag. The fast path relies on it instead of its own reads; the
- * full path uses it so that a password changed after its check stops the request at once.
+ * Every login check, made again in the admission's atomic step, for a password or a token.
+ * The fast path relies on it instead of its own reads; the full path uses it so that a
+ * password changed after its check stops the request at once.
  */
-export interface AdmitGuard {
+export type AdmitGuard = PasswordGuard | TokenGuard;
+
+/**
+ * No junk block on (sourceIp, userAgent), no login cool-down of the source or the account,
+ * and the account still holds `login`'s hash and donator flag.
+ */
+export interface PasswordGuard {
   sourceIp: string;
   userAgent: string;
   login: VerifiedLogin;
+}
+
+/**
+ * No junk block on (sourceIp, userAgent), no login cool-down of the source (the account's does
+ * not apply to tokens), the token still stands (not revoked, not expired) and its account's
+ * donator flag is still `token.account.donator`. The admission records the token's last use.
+ */
+export interface TokenGuard {
+  sourceIp: string;
+  userAgent: string;
+  token: TokenLogin;
 }
 
 /** What commit found: see HostGate.commit. */

@@ -8,6 +8,8 @@ import { formatAddresses, parseUpdateParams, type ParamMap, type UpdateParams } 
 import { tokenIsJunk, type HostToken, type RequestToken } from '../core/tokens.js';
 import { emptyDnsState, expectationsFor, familiesToLeave, targetState, type RequestedSettings, type ResolvedMx } from '../core/types.js';
 import { parseAddress, type AddressPair } from '../core/addresses.js';
+import { normalizeHostname } from '../core/names.js';
+import { looksLikeToken } from '../core/update-tokens.js';
 import type {
   AccountView,
   AdmitGuard,
@@ -22,6 +24,9 @@ import type {
   HostGate,
   MxResolver,
   Publisher,
+  TokenAuthenticator,
+  TokenGuard,
+  TokenLogin,
 } from './ports.js';
 
 export interface UpdateRequest {
@@ -49,6 +54,7 @@ export interface FrequencySettings {
 
 export interface UpdateServiceDeps {
   authenticator: Authenticator;
+  tokens: TokenAuthenticator;
   clientPolicy: ClientPolicy;
   hosts: HostGate;
   registry: Pick<HostAdmin, 'get'>;
@@ -77,6 +83,13 @@ class HostStayedBusy extends ServiceFault {}
 class LoginRefused extends Error {
   constructor(readonly token: 'badauth' | 'badagent') {
     super(`login refused at admission: ${token}`);
+  }
+}
+
+/** A token's login check failed at its host's admission. */
+class TokenRefused extends Error {
+  constructor(readonly check: GuardCheck) {
+    super(`token refused at admission: ${check}`);
   }
 }
 
@@ -127,7 +140,7 @@ export class UpdateService {
     // Parsed once, when first needed: a fast path that falls back hands it on (with its MX check).
     let parsed: AskedChange | undefined;
     const asked = (): AskedChange => (parsed ??= new AskedChange(parseUpdateParams(req.params), req.clientIp, this.deps.mxResolver));
-    const fast = await this.fastPath(req, ua, asked);
+    const fast = (await this.tokenPath(req, ua, asked)) ?? (await this.fastPath(req, ua, asked));
     if (fast !== undefined) return fast;
 
     // The agent check and the account lookup go to Redis together; the authenticator
@@ -205,6 +218,61 @@ export class UpdateService {
     const line = await this.updateHost(fqdn, zone, login.account, asked(), guard);
     if (!('refused' in line)) return { kind: 'hosts', lines: [line] };
     return line.refused === 'stale' ? undefined : { kind: 'request', token: refusalToken(line.refused) };
+  }
+
+  /**
+   * A login with an update token (docs/security.md, "Update tokens"): one Redis round trip
+   * once the process knows the token, like the fast path. The token updates its own host;
+   * another name gets `!yours`; no `hostname` with the host as user means that host. Every
+   * reply passes the token's login checks first: in the admission, or on their own (check)
+   * when the reply or a lookup (mx) would come before it. undefined: not a token login (or
+   * a token revoked meanwhile): the full path decides, as for a wrong password.
+   */
+  private async tokenPath(req: UpdateRequest, ua: string, asked: () => AskedChange): Promise<UpdateReply | undefined> {
+    const { credentials } = req;
+    if (typeof credentials !== 'object' || !looksLikeToken(credentials.password)) return undefined;
+    const { clientPolicy, tokens } = this.deps;
+    const verdict = clientPolicy.listVerdict(ua);
+    if (verdict === 'blocked' || (verdict === 'unknown' && (await clientPolicy.isBlocked(ua, req.clientIp)))) {
+      return { kind: 'request', token: 'badagent' };
+    }
+    const token = await tokens.login(credentials, req.clientIp);
+    if (token === undefined) return undefined;
+    const guard: TokenGuard = { sourceIp: req.clientIp, userAgent: ua, token };
+    const { params, mx } = asked();
+    const names = params.hosts.length > 0 || normalizeHostname(credentials.user) !== token.fqdn ? params.hosts : [{ fqdn: token.fqdn }];
+    const zone = this.deps.publisher.zoneFor(token.fqdn);
+    const ownAsked = names.some((h) => h.fqdn === token.fqdn);
+    if (params.tooManyHosts || !ownAsked || zone === undefined || !params.systemSupported || mx.needsLookup) {
+      const check = await tokens.check(guard);
+      if (check !== 'ok') return this.tokenRefused(token, check);
+      if (params.tooManyHosts) return { kind: 'request', token: 'numhost' };
+    }
+    if (names.length === 0) return { kind: 'hosts', lines: [{ token: 'notfqdn' }] };
+    const update = async (): Promise<HostLine> => {
+      if (zone === undefined) return { token: 'nohost' };
+      const line = await this.updateHost(token.fqdn, zone, token.account, asked(), guard);
+      if ('refused' in line) throw new TokenRefused(line.refused);
+      return line;
+    };
+    let own: Promise<HostLine> | undefined; // a name repeated is one admission, as on the full path
+    const settled = await Promise.allSettled(
+      names.map(({ fqdn }): Promise<HostLine> => {
+        if (fqdn === undefined) return Promise.resolve({ token: 'notfqdn' });
+        if (fqdn !== token.fqdn) return Promise.resolve({ token: '!yours' });
+        return (own ??= update());
+      }),
+    );
+    const refused = settled.find((r) => r.status === 'rejected' && r.reason instanceof TokenRefused);
+    if (refused !== undefined) return this.tokenRefused(token, ((refused as PromiseRejectedResult).reason as TokenRefused).check);
+    return { kind: 'hosts', lines: hostLines(settled, this.deps.logger) };
+  }
+
+  /** A token's login check failed: the reply the full path gives, or (revoked, expired) the full path itself. */
+  private tokenRefused(token: TokenLogin, check: GuardCheck): UpdateReply | undefined {
+    if (check !== 'stale') return { kind: 'request', token: refusalToken(check) };
+    this.deps.tokens.forget(token);
+    return undefined;
   }
 
   private async updateHost(

@@ -9,28 +9,17 @@
  */
 import { hash, randomBytes } from 'node:crypto';
 import type { AccountView, VerifiedLogin } from '../app/ports.js';
+import { LruTtlMap, type LruTtlOptions } from './lru-ttl-map.js';
 
-export interface CredentialCacheOptions {
-  ttlMs: number;
-  /** Most entries kept; the least recently used goes first. 0 disables the cache. */
-  maxEntries: number;
-  /** Milliseconds clock (tests inject one). */
-  clock?: () => number;
-}
-
-interface Entry {
-  login: VerifiedLogin;
-  expiresAt: number;
-}
+export type CredentialCacheOptions = LruTtlOptions;
 
 export class CredentialCache {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: LruTtlMap<VerifiedLogin>;
   /** Random per process: the keys mean nothing outside it. */
   private readonly secret = randomBytes(32).toString('base64');
-  private readonly clock: () => number;
 
-  constructor(private readonly opts: CredentialCacheOptions) {
-    this.clock = opts.clock ?? Date.now;
+  constructor(opts: CredentialCacheOptions) {
+    this.entries = new LruTtlMap(opts);
   }
 
   get size(): number {
@@ -45,30 +34,11 @@ export class CredentialCache {
 
   /** What these credentials were last verified as (account view, stored-hash digest), if fresh. */
   recall(user: string, password: string): VerifiedLogin | undefined {
-    if (!this.enabled()) return undefined;
-    const key = this.keyOf(user, password);
-    const entry = this.entries.get(key);
-    if (entry === undefined) return undefined;
-    if (entry.expiresAt <= this.clock()) {
-      this.entries.delete(key);
-      return undefined;
-    }
-    // Map keeps insertion order: re-inserting marks the entry most recently used.
-    this.entries.delete(key);
-    this.entries.set(key, entry);
-    return entry.login;
+    return this.entries.get(this.keyOf(user, password));
   }
 
   set(user: string, password: string, storedHash: string, account: AccountView): void {
-    if (!this.enabled()) return;
-    const key = this.keyOf(user, password);
-    this.entries.delete(key);
-    const login = { account: { ...account }, hashDigest: hashDigest(storedHash) };
-    this.entries.set(key, { login, expiresAt: this.clock() + this.opts.ttlMs });
-    while (this.entries.size > this.opts.maxEntries) {
-      const oldest = this.entries.keys().next().value as string;
-      this.entries.delete(oldest);
-    }
+    this.entries.set(this.keyOf(user, password), { account: { ...account }, hashDigest: hashDigest(storedHash) });
   }
 
   forget(user: string, password: string): void {
@@ -77,10 +47,6 @@ export class CredentialCache {
 
   clear(): void {
     this.entries.clear();
-  }
-
-  private enabled(): boolean {
-    return this.opts.ttlMs > 0 && this.opts.maxEntries > 0;
   }
 
   /**

@@ -9,3 +9,5 @@ export {
 } from './password.js';
 export { CredentialCache, type CredentialCacheOptions } from './credential-cache.js';
 export { PasswordAuthenticator, DEFAULT_PARALLEL_HASHES, type AuthenticatorOptions } from './authenticator.js';
+export { CachedTokenAuthenticator } from './token-authenticator.js';
+export { newToken, newTokenId, tokenHash } from './update-token.js';

@@ -8,7 +8,7 @@ import { UpdateService } from '../app/update.js';
 import { EchoService } from '../app/echo.js';
 import { Reconciler } from '../app/reconcile.js';
 import { openStore, type Store } from '../store/index.js';
-import { PasswordAuthenticator } from '../auth/index.js';
+import { CachedTokenAuthenticator, PasswordAuthenticator } from '../auth/index.js';
 import { DnsMxResolver, DnsPublisher } from '../dns/index.js';
 import { HttpFrontend } from '../http/server.js';
 
@@ -36,6 +36,7 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
   const publisher = new DnsPublisher(config.zones, config.dns, logger);
   const mxResolver = new DnsMxResolver(config.mx, config.zones);
   const authenticator = new PasswordAuthenticator(store.accounts, store.failures, config.credentials, { parallelHashes: options.parallelHashes });
+  const tokens = new CachedTokenAuthenticator(store.tokens, { ttlMs: config.credentials.cacheTtlMs, maxEntries: config.credentials.cacheSize });
   const frequency = {
     minIntervalMs: config.frequency.minIntervalMs,
     donatorMinIntervalMs: config.frequency.donatorMinIntervalMs,
@@ -43,6 +44,7 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
   };
   const update = new UpdateService({
     authenticator,
+    tokens,
     clientPolicy: store.clientPolicy,
     hosts: store.hosts,
     registry: store.hosts,
@@ -55,6 +57,7 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
   const echo = new EchoService({
     echoGate: store.echoGate,
     authenticator,
+    tokens,
     hosts: store.hosts,
     settings: { ...frequency, echoMinIntervalMs: config.frequency.echoMinIntervalMs, echoCooldownMs: config.frequency.echoCooldownMs },
     leaseMs: leaseMs(config),

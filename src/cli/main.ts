@@ -11,6 +11,7 @@ import { configPathFrom, loadContext, UsageError } from './context.js';
 const commands = {
   serve: () => import('./commands/serve.js'),
   admin: () => import('./commands/admin.js'),
+  tokens: () => import('./commands/tokens.js'),
   check: () => import('./commands/check.js'),
   hostImport: () => import('./commands/import.js'),
 };
@@ -110,7 +111,7 @@ const cli = yargs(hideBin(process.argv))
       )
       .command(
         'remove <name>',
-        'remove an account (it must own no hosts)',
+        'remove an account (it must own no hosts and no tokens)',
         (a) => a.positional('name', { type: 'string', demandOption: true }),
         async (argv) => (await commands.admin()).accountRemove(await ctx(argv), argv.name, out),
       )
@@ -152,7 +153,7 @@ const cli = yargs(hideBin(process.argv))
       )
       .command(
         'remove <fqdn>',
-        'delete its records from DNS, then the host name',
+        'delete its records from DNS, then the host name and its update tokens',
         (a) => a.positional('fqdn', { type: 'string', demandOption: true }).option('keep-dns', { type: 'boolean', default: false }),
         async (argv) => (await commands.admin()).hostRemove(await ctx(argv), argv.fqdn, argv.keepDns, out),
       )
@@ -193,6 +194,34 @@ const cli = yargs(hideBin(process.argv))
         async (argv) => (await commands.admin()).hostSetState(await ctx(argv), argv.fqdn, 'reopen', out),
       )
       .demandCommand(1, 'name a host command'),
+  )
+  .command('token', 'manage scoped update tokens (one host each; for routers and ACME clients)', (y) =>
+    withConfig(y)
+      .command(
+        'add <fqdn>',
+        'make an update token for a host (printed once, alone on the last line)',
+        (a) =>
+          a
+            .positional('fqdn', { type: 'string', demandOption: true })
+            .option('expires', { type: 'string', describe: 'valid for this long: 90m, 12h, 30d, 8w (default: never expires)' })
+            .option('from', { type: 'string', describe: 'usable only from these CIDR blocks: 192.0.2.0/24,2001:db8::/48' })
+            .option('note', { type: 'string', describe: 'a note shown by token list' }),
+        async (argv) =>
+          (await commands.tokens()).tokenAdd(await ctx(argv), argv.fqdn, { expires: argv.expires, from: argv.from, note: argv.note }, out),
+      )
+      .command(
+        'list [fqdn]',
+        'list update tokens (never the tokens themselves)',
+        (a) => a.positional('fqdn', { type: 'string' }).option('json', { type: 'boolean', default: false }),
+        async (argv) => (await commands.tokens()).tokenList(await ctx(argv), argv.fqdn, argv.json, out),
+      )
+      .command(
+        'remove <id>',
+        'revoke an update token at once',
+        (a) => a.positional('id', { type: 'string', demandOption: true }),
+        async (argv) => (await commands.tokens()).tokenRemove(await ctx(argv), argv.id, out),
+      )
+      .demandCommand(1, 'name a token command'),
   )
   .command('agent', 'manage the User-Agent block list', (y) =>
     withConfig(y)

@@ -81,6 +81,7 @@ export class RedisAccountStore implements AccountStore {
       this.scripts.accountRemove(this.keys.account(name), this.keys.accountSet(), name),
     );
     if (result === 'gone') throw new NotFoundError(`no such account: ${name}`);
+    if (result === 'owns tokens') throw new ConflictError(`account ${name} still owns update tokens; remove them first (token list)`);
     if (result !== 'ok') throw new ConflictError(`account ${name} still owns hosts; remove them first`);
   }
 

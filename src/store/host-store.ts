@@ -4,13 +4,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { Admission, AdmitRequest, CommitOutcome, DnsRepair, HostAdmin, HostGate, Lease, Reclaimed } from '../app/ports.js';
+import type { Admission, AdmitRequest, CommitOutcome, DnsRepair, HostAdmin, HostGate, Lease, Reclaimed, TokenGuard } from '../app/ports.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { normalizeHostname } from '../core/names.js';
 import { HOST_TYPES, flag, type HostRecord, type HostType, type TargetState } from '../core/types.js';
 import { decodeFamilies, decodeHost, encodeExpectations, encodeWrittenFamilies, fieldsFromFlat } from './codec.js';
-import { HOST_FIELDS, Keys } from './keys.js';
+import { HOST_FIELDS, Keys, TOKEN_FIELDS } from './keys.js';
 import { scriptsFor, type StoreScripts } from './lua.js';
 import { execPipeline, storeCall } from './redis.js';
 
@@ -72,6 +72,13 @@ export class RedisHostStore implements HostGate, HostAdmin {
       const reply = await storeCall('admit', () => this.scripts.admit(hostKey, this.keys.pendingChanges(), args));
       return this.admissionFromReply(req.fqdn, reply, token);
     }
+    if ('token' in guard) {
+      const tokenArgs = [guard.token.hash, flag(guard.token.account.donator), ...args];
+      const reply = await storeCall('admit', () =>
+        this.scripts.admitToken(hostKey, this.keys.pendingChanges(), tokenGuardKeys(this.keys, guard), tokenArgs),
+      );
+      return this.admissionFromReply(req.fqdn, reply, token);
+    }
     const { account, hashDigest } = guard.login;
     const guardKeys = [
       this.keys.junkBlock(guard.sourceIp, guard.userAgent),
@@ -80,7 +87,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
       this.keys.account(account.name),
     ] as const;
     const reply = await storeCall('admit', () =>
-      this.scripts.admitGuarded(hostKey, this.keys.pendingChanges(), guardKeys, [hashDigest, account.donator ? '1' : '0', ...args]),
+      this.scripts.admitGuarded(hostKey, this.keys.pendingChanges(), guardKeys, [hashDigest, flag(account.donator), ...args]),
     );
     return this.admissionFromReply(req.fqdn, reply, token);
   }
@@ -224,19 +231,31 @@ export class RedisHostStore implements HostGate, HostAdmin {
   async remove(fqdn: string, lease?: Lease): Promise<void> {
     const name = lookupName(fqdn);
     const hostKey = this.keys.host(name);
-    // The owner's host count lives in the account hash: read the owner, then remove
-    // atomically if it is still the owner (it never changes today; retry if it did).
+    const tokensKey = this.keys.hostTokens(name);
+    // The owner's host count lives in the account hash, and the host's tokens go with it: read
+    // the owner and the tokens, then remove atomically if both are still those (retry if not).
     for (let attempt = 0; attempt < 5; attempt++) {
       const owner = await storeCall('host remove', () => this.redis.hget(hostKey, HOST_FIELDS.owner));
       if (owner === null) throw new NotFoundError(`no such host: ${name}`);
-      const result = await storeCall('host remove', () =>
-        this.scripts.hostRemove(hostKey, this.keys.account(owner), this.keys.pendingChanges(), owner, lease?.token ?? ''),
-      );
+      const tokens = await this.tokensOf(tokensKey);
+      const hostKeys = [hostKey, this.keys.account(owner), this.keys.pendingChanges(), tokensKey] as const;
+      const result = await storeCall('host remove', () => this.scripts.hostRemove(hostKeys, owner, lease?.token ?? '', tokens));
       if (result === 'ok') return;
       if (result === 'gone') throw new NotFoundError(`no such host: ${name}`);
       if (result === 'lost') throw new ConflictError(`host ${name}: the claim on it ended before the removal (a slow Redis?); try again`);
     }
     throw new ConflictError(`host ${name} changed owner while being removed; try again`);
+  }
+
+  /** The host's tokens, each with the keys of its record and index (for the removal). */
+  private async tokensOf(tokensKey: string): Promise<{ id: string; keys: readonly [string, string] }[]> {
+    const ids = await storeCall('host tokens', () => this.redis.smembers(tokensKey));
+    if (ids.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hget(this.keys.token(id), TOKEN_FIELDS.hash);
+    const hashes = await execPipeline('host tokens', pipeline);
+    // A record already gone leaves its index key to nobody: only the set entry goes.
+    return ids.map((id, i) => ({ id, keys: [this.keys.token(id), this.keys.tokenIndex(String(hashes[i] ?? ''))] as const }));
   }
 
   async list(account?: string): Promise<HostRecord[]> {
@@ -306,6 +325,16 @@ export class RedisHostStore implements HostGate, HostAdmin {
         throw new Error(`unexpected admit reply kind: ${kind}`);
     }
   }
+}
+
+/** The keys of a token login's checks (TOKEN_CHECKS in lua.ts). */
+export function tokenGuardKeys(keys: Keys, guard: TokenGuard): readonly [string, string, string, string] {
+  return [
+    keys.junkBlock(guard.sourceIp, guard.userAgent),
+    keys.cooldownBySource(guard.sourceIp),
+    keys.token(guard.token.id),
+    keys.account(guard.token.account.name),
+  ];
 }
 
 function asHostLease(lease: Lease): HostLease | undefined {

@@ -1,4 +1,4 @@
-/** The Redis adapters: accounts, hosts, client policy, failure counting, the echo gate. */
+/** The Redis adapters: accounts, hosts, update tokens, client policy, failure counting, the echo gate. */
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../core/log.js';
@@ -8,6 +8,7 @@ import { RedisEchoGate } from './echo-gate.js';
 import { RedisFailureCounter } from './failure-counter.js';
 import { RedisHostStore } from './host-store.js';
 import { Keys } from './keys.js';
+import { RedisTokenStore } from './token-store.js';
 import { closeRedis, createRedis, storeCall } from './redis.js';
 
 export { RedisAccountStore, type LoginRecord } from './account-store.js';
@@ -15,8 +16,9 @@ export { AgentAdmin, RedisClientPolicy, AGENT_LIST_CACHE_MS, type ClientPolicyOp
 export { RedisEchoGate } from './echo-gate.js';
 export { RedisFailureCounter } from './failure-counter.js';
 export { HostLease, RedisHostStore } from './host-store.js';
+export { RedisTokenStore, type NewToken } from './token-store.js';
 export { BulkHostImporter, type BulkImportOptions, type ImportEntry, type ImportOutcome } from './host-import.js';
-export { ACCOUNT_FIELDS, HOST_FIELDS, Keys, addressBucket, agentDigest } from './keys.js';
+export { ACCOUNT_FIELDS, HOST_FIELDS, TOKEN_FIELDS, Keys, addressBucket, agentDigest } from './keys.js';
 export { asStoreError, closeRedis, createRedis, execPipeline, storeCall } from './redis.js';
 
 export type StoreConfig = Pick<Config, 'redis' | 'agents' | 'junk' | 'credentials'>;
@@ -28,6 +30,8 @@ export interface Store {
   readonly accounts: RedisAccountStore;
   /** HostGate for the update path and HostAdmin for the CLI. */
   readonly hosts: RedisHostStore;
+  /** Update tokens: the login's lookup and checks, and the CLI's add, list, remove. */
+  readonly tokens: RedisTokenStore;
   readonly failures: RedisFailureCounter;
   readonly clientPolicy: RedisClientPolicy;
   readonly agents: AgentAdmin;
@@ -51,6 +55,7 @@ export function storeOn(redis: Redis, config: StoreConfig, logger: Logger): Stor
     keys,
     accounts: new RedisAccountStore(redis, keys),
     hosts: new RedisHostStore(redis, keys, logger),
+    tokens: new RedisTokenStore(redis, keys),
     failures: new RedisFailureCounter(redis, keys, config.credentials),
     clientPolicy,
     agents: new AgentAdmin(redis, keys),

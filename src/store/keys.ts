@@ -2,7 +2,7 @@
  * Every Redis key name the service uses, in one place. Short names and short hash fields
  * on purpose: at a million hosts each host must stay within a few hundred bytes.
  *
- *   {p}a:{name}        account hash     h=password hash, d=1 donator, c=created ms, n=hosts owned
+ *   {p}a:{name}        account hash     h=password hash, d=1 donator, c=created ms, n=hosts owned, k=tokens
  *   {p}accounts        set of account names
  *   {p}h:{fqdn}        host hash        see HOST_FIELDS
  *   {p}ag              set of blocked User-Agent patterns (CLI `agent block`)
@@ -13,6 +13,9 @@
  *   {p}ti:{ip}         login cool-down per source (TTL = cool-down)
  *   {p}ta:{account}    login cool-down per account (TTL = cool-down)
  *   {p}e:{ip}          address-echo frequency hash: fl, fc, bu=blocked until ms
+ *   {p}t:{id}          update token hash  see TOKEN_FIELDS
+ *   {p}tk:{hash}       the id of the token with this hash (the login's lookup)
+ *   {p}ht:{fqdn}       set of the host's token ids
  *
  * `{ip}` is the address bucket (see addressBucket): IPv6 clients are counted per /64.
  */
@@ -51,6 +54,21 @@ export const ACCOUNT_FIELDS = {
   donator: 'd',
   createdAt: 'c',
   hostCount: 'n',
+  tokenCount: 'k',
+} as const;
+
+/** Short field names of an update token's hash. Absent: never expires, never used, anywhere, no note. */
+export const TOKEN_FIELDS = {
+  fqdn: 'f',
+  account: 'a',
+  /** The token's keyed hash (auth/update-token): the token itself is never stored. */
+  hash: 'k',
+  createdAt: 'c',
+  expiresAt: 'e',
+  lastUsedAt: 'l',
+  /** Comma-separated CIDR blocks. */
+  from: 'r',
+  note: 'n',
 } as const;
 
 export class Keys {
@@ -85,6 +103,28 @@ export class Keys {
   /** The FQDN of a host key, or undefined for a key that is not one. */
   fqdnOfHostKey(key: string): string | undefined {
     return key.startsWith(this.hostPrefix) ? key.slice(this.hostPrefix.length) : undefined;
+  }
+
+  token(id: string): string {
+    return `${this.prefix}t:${id}`;
+  }
+
+  tokenIndex(hash: string): string {
+    return `${this.prefix}tk:${hash}`;
+  }
+
+  hostTokens(fqdn: string): string {
+    return `${this.prefix}ht:${fqdn}`;
+  }
+
+  /** SCAN MATCH pattern for every token record. */
+  tokenScanPattern(): string {
+    return `${escapeGlob(this.prefix)}t:*`;
+  }
+
+  idOfTokenKey(key: string): string | undefined {
+    const head = `${this.prefix}t:`;
+    return key.startsWith(head) ? key.slice(head.length) : undefined;
   }
 
   blockedAgents(): string {

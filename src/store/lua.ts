@@ -155,6 +155,92 @@ local A = {unpack(ARGV, 3)}
 const ADMIT_GUARDED = `${NOW}${FAMILIES}${GUARD}${ADMIT_BODY}`;
 
 /**
+ * The login checks of an update token (docs/security.md, "Update tokens"): KEYS 3–6: the junk
+ * block of the (source, User-Agent) pair, the login cool-down of the source (not the
+ * account's: nobody can lock a token out), the token record, the owner account; ARGV 1–2: the
+ * token's hash and the donator flag it was looked up with. A failing check → {'refused',
+ * check}, nothing written: 'stale' when the token was revoked, has expired (Redis clock) or
+ * its account's donator flag changed.
+ */
+const TOKEN_CHECKS = `
+if redis.call('EXISTS', KEYS[3]) > 0 then return {'refused', 'agent'} end
+if redis.call('EXISTS', KEYS[4]) > 0 then return {'refused', 'login'} end
+local token = redis.call('HMGET', KEYS[5], 'k', 'e')
+if token[1] ~= ARGV[1] or (token[2] and tonumber(token[2]) <= now) then return {'refused', 'stale'} end
+local donator = '0'
+if redis.call('HGET', KEYS[6], 'd') == '1' then donator = '1' end
+if donator ~= ARGV[2] then return {'refused', 'stale'} end
+`;
+
+/** admit for a token login: its checks, the time it was last used, then admit (ARGV from 3). */
+const ADMIT_TOKEN = `${NOW}${FAMILIES}${TOKEN_CHECKS}
+redis.call('HSET', KEYS[5], 'l', ms(now))
+local A = {unpack(ARGV, 3)}
+${ADMIT_BODY}`;
+
+/** tokenCheck(KEYS, ARGV: as ADMIT_TOKEN's first six and two) → {'ok'} | {'refused', check}. */
+const TOKEN_CHECK = `${NOW}${TOKEN_CHECKS}
+return {'ok'}
+`;
+
+/**
+ * tokenFind(KEYS: token index (by hash); ARGV: key prefix, hash) → false (unknown or expired)
+ * | {id, fqdn, account, donator '1'/'0', from}. The record's and the account's keys are
+ * derived here from the index: a login costs one round trip.
+ */
+const TOKEN_FIND = `${NOW}
+local id = redis.call('GET', KEYS[1])
+if not id then return false end
+local t = redis.call('HMGET', ARGV[1] .. 't:' .. id, 'k', 'f', 'a', 'e', 'r')
+if t[1] ~= ARGV[2] or not t[2] or not t[3] then return false end
+if t[4] and tonumber(t[4]) <= now then return false end
+local donator = '0'
+if redis.call('HGET', ARGV[1] .. 'a:' .. t[3], 'd') == '1' then donator = '1' end
+return {id, t[2], t[3], donator, t[5] or ''}
+`;
+
+/**
+ * tokenAdd(KEYS: host, account, token, token index, host's token set; ARGV: owner, id, fqdn,
+ * hash, expiresInMs ('' = never), from, note) → {'ok', createdAt, expiresAt|''} | {'changed'}
+ * (the host is gone or has another owner) | {'exists'} (the id or hash is taken).
+ */
+const TOKEN_ADD = `${NOW}
+if redis.call('HGET', KEYS[1], 'o') ~= ARGV[1] then return {'changed'} end
+if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then return {'exists'} end
+local expires = ''
+if ARGV[5] ~= '' then expires = ms(now + tonumber(ARGV[5])) end
+redis.call('HSET', KEYS[3], 'f', ARGV[3], 'a', ARGV[1], 'k', ARGV[4], 'c', ms(now))
+if expires ~= '' then redis.call('HSET', KEYS[3], 'e', expires) end
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[3], 'r', ARGV[6]) end
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[3], 'n', ARGV[7]) end
+redis.call('SET', KEYS[4], ARGV[2])
+redis.call('SADD', KEYS[5], ARGV[2])
+redis.call('HINCRBY', KEYS[2], 'k', 1)
+return {'ok', ms(now), expires}
+`;
+
+/** Count one token less on the account hash KEYS[i] (the field goes at zero). */
+const DROP_TOKEN_COUNT = `
+local function dropTokenCount(accountKey, n)
+  if n > 0 and redis.call('HEXISTS', accountKey, 'h') == 1 then
+    if redis.call('HINCRBY', accountKey, 'k', -n) <= 0 then redis.call('HDEL', accountKey, 'k') end
+  end
+end
+`;
+
+/**
+ * tokenRemove(KEYS: token, token index, host's token set, account; ARGV: id, hash) → 'ok' |
+ * 'changed' (the record is no longer the one read).
+ */
+const TOKEN_REMOVE = `${DROP_TOKEN_COUNT}
+if redis.call('HGET', KEYS[1], 'k') ~= ARGV[2] then return 'changed' end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[1])
+dropTokenCount(KEYS[4], 1)
+return 'ok'
+`;
+
+/**
  * Leave the host's lease expired now (KEYS[1]: host) and due in the pending set (KEYS[2])
  * `inMs` later, for reclaim to publish the stored state again; `token` also sets the lease
  * token (`r:lost`: the lease had been dropped by the newer holder).
@@ -372,14 +458,24 @@ return {'claimed', takeLease('46'), stale and '1' or '', takenOver}
 `;
 
 /**
- * hostRemove(KEYS: host, owner account, pending; ARGV: owner, token) → 'ok' | 'gone' | 'changed' |
- * 'lost' (token given and the lease is no longer that one).
+ * hostRemove(KEYS: host, owner account, pending, host's token set, then each token's record and
+ * index; ARGV: owner, lease token, then the token ids) → 'ok' | 'gone' | 'changed' (another
+ * owner, or other tokens than those read) | 'lost' (lease token given and the lease is no
+ * longer that one). The host's update tokens go with it.
  */
-const HOST_REMOVE = `
+const HOST_REMOVE = `${DROP_TOKEN_COUNT}
 local owner = redis.call('HGET', KEYS[1], 'o')
 if not owner then return 'gone' end
 if owner ~= ARGV[1] then return 'changed' end
 if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'lk') ~= ARGV[2] then return 'lost' end
+local tokens = #ARGV - 2
+if redis.call('SCARD', KEYS[4]) ~= tokens then return 'changed' end
+for i = 1, tokens do
+  if redis.call('SISMEMBER', KEYS[4], ARGV[i + 2]) == 0 then return 'changed' end
+end
+for i = 5, #KEYS do redis.call('DEL', KEYS[i]) end
+redis.call('DEL', KEYS[4])
+dropTokenCount(KEYS[2], tokens)
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[3], KEYS[1])
 if redis.call('HEXISTS', KEYS[2], 'h') == 1 then
@@ -422,6 +518,7 @@ return 1
 const ACCOUNT_REMOVE = `
 if redis.call('HEXISTS', KEYS[1], 'h') == 0 then return 'gone' end
 if (tonumber(redis.call('HGET', KEYS[1], 'n')) or 0) > 0 then return 'owns hosts' end
+if (tonumber(redis.call('HGET', KEYS[1], 'k')) or 0) > 0 then return 'owns tokens' end
 redis.call('DEL', KEYS[1])
 redis.call('SREM', KEYS[2], ARGV[1])
 return 'ok'
@@ -476,6 +573,11 @@ return 'ok'
 const DEFINITIONS = {
   ddnsAdmit: { numberOfKeys: 2, lua: ADMIT },
   ddnsAdmitGuarded: { numberOfKeys: 6, lua: ADMIT_GUARDED },
+  ddnsAdmitToken: { numberOfKeys: 6, lua: ADMIT_TOKEN },
+  ddnsTokenCheck: { numberOfKeys: 6, lua: TOKEN_CHECK },
+  ddnsTokenFind: { numberOfKeys: 1, lua: TOKEN_FIND },
+  ddnsTokenAdd: { numberOfKeys: 5, lua: TOKEN_ADD },
+  ddnsTokenRemove: { numberOfKeys: 4, lua: TOKEN_REMOVE },
   ddnsCommit: { numberOfKeys: 2, lua: COMMIT },
   ddnsRelease: { numberOfKeys: 2, lua: RELEASE },
   ddnsReclaim: { numberOfKeys: 2, lua: RECLAIM },
@@ -483,7 +585,7 @@ const DEFINITIONS = {
   ddnsPostpone: { numberOfKeys: 1, lua: POSTPONE },
   ddnsHostAdd: { numberOfKeys: 2, lua: HOST_ADD },
   ddnsHostClaim: { numberOfKeys: 2, lua: HOST_CLAIM },
-  ddnsHostRemove: { numberOfKeys: 3, lua: HOST_REMOVE },
+
   ddnsHostSetState: { numberOfKeys: 1, lua: HOST_SET_STATE },
   ddnsAccountCreate: { numberOfKeys: 2, lua: ACCOUNT_CREATE },
   ddnsAccountSet: { numberOfKeys: 1, lua: ACCOUNT_SET },
@@ -491,7 +593,9 @@ const DEFINITIONS = {
   ddnsEcho: { numberOfKeys: 1, lua: ECHO },
 } as const;
 
-type ScriptName = keyof typeof DEFINITIONS | 'ddnsStrike';
+type ScriptName = keyof typeof DEFINITIONS | 'ddnsStrike' | 'ddnsHostRemove';
+/** Scripts whose number of keys varies: the caller passes the count first. */
+const VARIADIC = { ddnsStrike: STRIKE, ddnsHostRemove: HOST_REMOVE } as const;
 type ScriptArg = string | number;
 
 /** Typed access to the scripts on one client. */
@@ -501,6 +605,23 @@ export class StoreScripts {
   // The lease scripts also keep `pendingKey` (changes in flight) up to date.
   admit(hostKey: string, pendingKey: string, args: ScriptArg[]): Promise<unknown> {
     return this.run('ddnsAdmit', [hostKey, pendingKey], args);
+  }
+  /** `tokenKeys`: junk block, source cool-down, token record, account (see TOKEN_CHECKS). */
+  admitToken(hostKey: string, pendingKey: string, tokenKeys: readonly [string, string, string, string], args: ScriptArg[]): Promise<unknown> {
+    return this.run('ddnsAdmitToken', [hostKey, pendingKey, ...tokenKeys], args);
+  }
+  tokenCheck(hostKey: string, pendingKey: string, tokenKeys: readonly [string, string, string, string], args: ScriptArg[]): Promise<unknown> {
+    return this.run('ddnsTokenCheck', [hostKey, pendingKey, ...tokenKeys], args);
+  }
+  tokenFind(indexKey: string, keyPrefix: string, hash: string): Promise<unknown> {
+    return this.run('ddnsTokenFind', [indexKey], [keyPrefix, hash]);
+  }
+  /** `keys`: host, account, token record, token index, the host's token set (see TOKEN_ADD). */
+  tokenAdd(keys: readonly [string, string, string, string, string], args: ScriptArg[]): Promise<unknown> {
+    return this.run('ddnsTokenAdd', keys, args);
+  }
+  tokenRemove(keys: readonly [string, string, string, string], id: string, hash: string): Promise<unknown> {
+    return this.run('ddnsTokenRemove', keys, [id, hash]);
   }
   /** `guardKeys`: junk block, source cool-down, account cool-down, account (see GUARD). */
   admitGuarded(hostKey: string, pendingKey: string, guardKeys: readonly [string, string, string, string], args: ScriptArg[]): Promise<unknown> {
@@ -527,8 +648,14 @@ export class StoreScripts {
   hostClaim(hostKey: string, pendingKey: string, token: string, leaseMs: number): Promise<unknown> {
     return this.run('ddnsHostClaim', [hostKey, pendingKey], [token, leaseMs]);
   }
-  hostRemove(hostKey: string, accountKey: string, pendingKey: string, owner: string, token: string): Promise<unknown> {
-    return this.run('ddnsHostRemove', [hostKey, accountKey, pendingKey], [owner, token]);
+  /** `tokens`: the host's token ids, with the keys of each one's record and index. */
+  hostRemove(
+    hostKeys: readonly [string, string, string, string],
+    owner: string,
+    lease: string,
+    tokens: readonly { id: string; keys: readonly [string, string] }[],
+  ): Promise<unknown> {
+    return this.run('ddnsHostRemove', [...hostKeys, ...tokens.flatMap((t) => t.keys)], [owner, lease, ...tokens.map((t) => t.id)]);
   }
   hostSetState(hostKey: string, state: string): Promise<unknown> {
     return this.run('ddnsHostSetState', [hostKey], [state]);
@@ -553,8 +680,7 @@ export class StoreScripts {
   private run(name: ScriptName, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
     const command = (this.redis as unknown as Record<string, (...a: ScriptArg[]) => Promise<unknown>>)[name];
     if (typeof command !== 'function') throw new Error(`redis script ${name} is not defined`);
-    // ddnsStrike takes a variable number of keys: the count goes first.
-    if (name === 'ddnsStrike') return command.call(this.redis, keys.length, ...keys, ...args);
+    if (name in VARIADIC) return command.call(this.redis, keys.length, ...keys, ...args);
     return command.call(this.redis, ...keys, ...args);
   }
 }
@@ -567,7 +693,7 @@ export function scriptsFor(redis: Redis): StoreScripts {
   if (scripts === undefined) {
     for (const [name, def] of Object.entries(DEFINITIONS)) redis.defineCommand(name, def);
     // numberOfKeys omitted: the caller passes the key count as the first argument.
-    redis.defineCommand('ddnsStrike', { lua: STRIKE });
+    for (const [name, lua] of Object.entries(VARIADIC)) redis.defineCommand(name, { lua });
     scripts = new StoreScripts(redis);
     loaded.set(redis, scripts);
   }

@@ -10,7 +10,7 @@ import { BridgeEnv, ZONE, expectedReply, sleep } from '../support/bridge.js';
 import { requireBinariesOrSkip } from '../../src/lab/index.js';
 import { AGENT_LIST_CACHE_MS } from '../../src/store/client-policy.js';
 import { Keys } from '../../src/store/keys.js';
-import { RedisMonitor } from '../support/redis-monitor.js';
+import { BridgeCommands, isCommitOf, isGuardedAdmitOf } from '../support/bridge-commands.js';
 
 const OK = (body: string) => expectedReply(200, 'OK', body);
 const BADAUTH = expectedReply(401, 'Unauthorized', 'badauth\n', ['WWW-Authenticate: Basic realm="ddns-bridge"']);
@@ -25,77 +25,6 @@ const uniq = (label: string) => `${label}-${process.pid}-${++seq}.${ZONE}`;
 /** The agent of the credential-less requests that refresh the bridge's block list (see prime). */
 const PRIMER = `FastPath-primer/${process.pid} tests@example.test`;
 const agent = (label: string) => `FastPath-${label}/${process.pid}.${++seq} tests@example.test`;
-
-interface Seen {
-  args: string[];
-  source: string;
-  /** When this process received it (ms): the bridge sent it a little earlier. */
-  at: number;
-}
-
-/**
- * A MONITOR connection that keeps what the bridge's own connection sent. Commands a script
- * runs show with source 'lua', other clients (this test, the CLI) by their own address.
- */
-class BridgeCommands {
-  private readonly seen: Seen[] = [];
-  private monitor!: RedisMonitor;
-  private constructor(readonly bridgeAddr: string) {}
-
-  static async start(url: string, bridgeAddr: string): Promise<BridgeCommands> {
-    const commands = new BridgeCommands(bridgeAddr);
-    commands.monitor = await RedisMonitor.open(url, ({ args, source }) => commands.seen.push({ args, source, at: Date.now() }));
-    // MONITOR is live once a command of ours shows up in it.
-    const probe = new Redis(url);
-    const marker = `fast-path-monitor-ready-${process.pid}`;
-    for (let i = 0; i < 50 && !commands.seen.some((s) => s.args.includes(marker)); i++) {
-      await probe.echo(marker);
-      await sleep(20);
-    }
-    probe.disconnect();
-    if (!commands.seen.some((s) => s.args.includes(marker))) throw new Error('MONITOR never saw our probe');
-    return commands;
-  }
-
-  mark(): number {
-    return this.seen.length;
-  }
-
-  /**
-   * The commands the bridge sent since `mark`: its connection only (not 'lua': a script's
-   * inner calls are part of the one EVAL/EVALSHA), without what timers send, not requests:
-   * the reconciler's sweep of the pending set and the agent block list's background refresh.
-   */
-  since(mark: number): string[][] {
-    return this.seen
-      .slice(mark)
-      .filter((s) => s.source === this.bridgeAddr)
-      .map((s) => s.args)
-      // The sweep's scripts (stale leases, postpone) take the pending set as their one key.
-      .filter((a) => !(['evalsha', 'eval'].includes(a[0]!.toLowerCase()) && a[2] === '1' && a[3] === PENDING))
-      .filter((a) => !(a[0]!.toLowerCase() === 'smembers' && a[1] === KEYS.blockedAgents()));
-  }
-
-  /** When the bridge last fetched the shared agent block list (SMEMBERS), as seen here. */
-  lastListFetch(): number | undefined {
-    for (let i = this.seen.length - 1; i >= 0; i--) {
-      const s = this.seen[i]!;
-      if (s.source === this.bridgeAddr && s.args[0]!.toLowerCase() === 'smembers' && s.args[1] === KEYS.blockedAgents()) return s.at;
-    }
-    return undefined;
-  }
-
-  close(): void {
-    this.monitor.close();
-  }
-}
-
-const isScript = (cmd: string[]) => ['eval', 'evalsha'].includes(cmd[0]!.toLowerCase());
-/** The guarded admit is the only script with 6 keys; KEYS[1] is the host. */
-const isGuardedAdmitOf = (fqdn: string) => (cmd: string[]) => isScript(cmd) && cmd[2] === '6' && cmd[3] === KEYS.host(fqdn);
-/** commit: 2 keys (host, pending), ARGV[1] the lease token. */
-const isCommitOf = (fqdn: string, token: string) => (cmd: string[]) =>
-  isScript(cmd) && cmd[2] === '2' && cmd[3] === KEYS.host(fqdn) && cmd[4] === PENDING && cmd[5] === token;
 
 describe('fast path: one Redis round trip for verified credentials (knot)', function () {
   this.timeout(60000);
@@ -116,20 +45,7 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
       records: [`mail.${ZONE}. 60 IN A 192.0.2.25`],
     });
     raw = new Redis(env.redis.url, { connectionName: 'fast-path-test' });
-    // Before any CLI run, the serve process holds the only connection named ddns-bridge.
-    let bridges: string[] = [];
-    for (let i = 0; i < 100; i++) {
-      const list = (await raw.client('LIST')) as string;
-      bridges = list
-        .split('\n')
-        .filter((l) => / name=ddns-bridge( |$)/.test(l))
-        .map((l) => /(?:^| )addr=(\S+)/.exec(l)![1]!);
-      if (bridges.length > 0) break;
-      if (i === 10) await env.raw('GET /checkip HTTP/1.0\r\n\r\n'); // make it talk to Redis
-      await sleep(50);
-    }
-    expect(bridges, 'the serve process\'s Redis connection').to.have.length(1);
-    commands = await BridgeCommands.start(env.redis.url, bridges[0]!);
+    commands = await BridgeCommands.attach(env, raw, KEYS);
   });
 
   after(async () => {
@@ -200,32 +116,32 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     expect(first.reply).to.equal(OK('good 192.0.2.1\n'));
     expect(first.sent.length).to.be.above(2);
     // The full path admits with the guard too: a password changed after its check stops it.
-    expect(first.sent.filter(isGuardedAdmitOf(h!))).to.have.length(1);
+    expect(first.sent.filter(isGuardedAdmitOf(KEYS, h!))).to.have.length(1);
 
     // Repeated: one guarded admit and nothing else.
     const again = await measured(`hostname=${h}&myip=192.0.2.1`, creds, ua);
     expect(again.reply).to.equal(OK('nochg 192.0.2.1\n'));
     expect(again.sent, JSON.stringify(again.sent)).to.have.length(1);
-    expect(isGuardedAdmitOf(h!)(again.sent[0]!)).to.equal(true);
+    expect(isGuardedAdmitOf(KEYS, h!)(again.sent[0]!)).to.equal(true);
 
     // Once the script is known on the connection it goes as EVALSHA.
     const third = await measured(`hostname=${h}&myip=192.0.2.1`, creds, ua);
     expect(third.reply).to.equal(OK('nochg 192.0.2.1\n'));
     expect(third.sent, JSON.stringify(third.sent)).to.have.length(1);
     expect(third.sent[0]![0]!.toLowerCase()).to.equal('evalsha');
-    expect(isGuardedAdmitOf(h!)(third.sent[0]!)).to.equal(true);
+    expect(isGuardedAdmitOf(KEYS, h!)(third.sent[0]!)).to.equal(true);
 
     // A change on the fast path: the guarded admit, then the commit of the same lease.
     const change = await measured(`hostname=${h}&myip=192.0.2.2`, creds, ua);
     expect(change.reply).to.equal(OK('good 192.0.2.2\n'));
     expect(change.sent, JSON.stringify(change.sent)).to.have.length(2);
     const [admit, commit] = change.sent as [string[], string[]];
-    expect(isGuardedAdmitOf(h!)(admit)).to.equal(true);
+    expect(isGuardedAdmitOf(KEYS, h!)(admit)).to.equal(true);
     // guarded ARGV: digest, donator, account, minInterval, maxFrequent, leaseMs, token, …
     expect(admit.slice(9, 12)).to.deep.equal([admit[9]!, '0', 'una']);
     expect(admit[9]).to.match(/^[0-9a-f]{40}$/);
     const token = admit[15]!;
-    expect(isCommitOf(h!, token)(commit), JSON.stringify(commit)).to.equal(true);
+    expect(isCommitOf(KEYS, h!, token)(commit), JSON.stringify(commit)).to.equal(true);
 
     expect(await env.ns.query(h!, 'A')).to.deep.equal(['192.0.2.2']);
     expect(await env.hostJson(h!)).to.include({ ipv4: '192.0.2.2', state: 'active' });
@@ -245,7 +161,7 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     expect(r.raw.toString()).to.equal(OK('nochg 192.0.2.9\n'));
     const sent = commands.since(mark);
     expect(sent, JSON.stringify(sent)).to.have.length(1);
-    expect(isGuardedAdmitOf(h!)(sent[0]!)).to.equal(true);
+    expect(isGuardedAdmitOf(KEYS, h!)(sent[0]!)).to.equal(true);
   });
 
   it('a password change takes effect at once: the old password gets badauth, nothing changes; the new one works', async () => {
@@ -261,7 +177,7 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     const old = await measured(`hostname=${h}&myip=192.0.2.11`, creds, ua);
     expect(old.reply).to.equal(BADAUTH);
     // The fast path was tried (and refused by the guard), then the full path said why.
-    expect(old.sent.some(isGuardedAdmitOf(h!))).to.equal(true);
+    expect(old.sent.some(isGuardedAdmitOf(KEYS, h!))).to.equal(true);
     expect(old.sent.length).to.be.above(1);
     expect(await raw.hgetall(KEYS.host(h!))).to.deep.equal(hostBefore);
     expect(await env.hostJson(h!)).to.include({ ipv4: '192.0.2.10', state: 'active' });
@@ -293,7 +209,7 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     await env.addHost(h!, 'rex');
     const old = await measured(`hostname=${h}&myip=192.0.2.22`, creds, ua);
     expect(old.reply).to.equal(BADAUTH);
-    expect(old.sent.some(isGuardedAdmitOf(h!)), 'the fast path was tried and refused by its guard').to.equal(true);
+    expect(old.sent.some(isGuardedAdmitOf(KEYS, h!)), 'the fast path was tried and refused by its guard').to.equal(true);
     expect(await raw.hgetall(KEYS.host(h!))).to.not.have.property('fl');
     expect(await env.ns.query(h!, 'A')).to.deep.equal([]);
     expect((await update(`hostname=${h}&myip=192.0.2.22`, ['rex', 'rex-other-pw'], ua)).raw.toString()).to.equal(OK('good 192.0.2.22\n'));
@@ -309,10 +225,10 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     await env.cliOk(['account', 'remove', 'rox']);
     const first = await measured(`hostname=${h}&myip=192.0.2.31`, creds, ua);
     expect(first.reply).to.equal(BADAUTH);
-    expect(first.sent.some(isGuardedAdmitOf(h!)), 'still cached: the guard refused it').to.equal(true);
+    expect(first.sent.some(isGuardedAdmitOf(KEYS, h!)), 'still cached: the guard refused it').to.equal(true);
     const second = await measured(`hostname=${h}&myip=192.0.2.31`, creds, ua);
     expect(second.reply).to.equal(BADAUTH);
-    expect(second.sent.some(isGuardedAdmitOf(h!)), 'forgotten: no fast path any more').to.equal(false);
+    expect(second.sent.some(isGuardedAdmitOf(KEYS, h!)), 'forgotten: no fast path any more').to.equal(false);
   });
 
   it('the login cool-down applies on the fast path: the right password gets badauth, the host is unchanged', async () => {
@@ -328,7 +244,7 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     const hostBefore = await raw.hgetall(KEYS.host(h!));
     const refused = await measured(`hostname=${h}&myip=192.0.2.21`, creds, ua);
     expect(refused.reply).to.equal(BADAUTH);
-    expect(refused.sent.some(isGuardedAdmitOf(h!))).to.equal(true);
+    expect(refused.sent.some(isGuardedAdmitOf(KEYS, h!))).to.equal(true);
     expect(await raw.hgetall(KEYS.host(h!))).to.deep.equal(hostBefore);
     expect((await env.hostJson(h!)).ipv4).to.equal('192.0.2.20');
     expect(await env.ns.query(h!, 'A')).to.deep.equal(['192.0.2.20']);
@@ -352,7 +268,7 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     const hostBefore = await raw.hgetall(KEYS.host(h!));
     const blocked = await measured(`hostname=${h}&myip=192.0.2.31`, creds, ua);
     expect(blocked.reply).to.equal(OK('badagent\n'));
-    expect(blocked.sent.some(isGuardedAdmitOf(h!))).to.equal(true);
+    expect(blocked.sent.some(isGuardedAdmitOf(KEYS, h!))).to.equal(true);
     expect(await raw.hgetall(KEYS.host(h!))).to.deep.equal(hostBefore);
     expect((await env.hostJson(h!)).ipv4).to.equal('192.0.2.30');
     expect(await env.ns.query(h!, 'A')).to.deep.equal(['192.0.2.30']);
@@ -376,7 +292,7 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     // The cached view says non-donator: the guard fails, the full path reads the new flag.
     const honoured = await measured(`hostname=${h}&myip=192.0.2.40&offline=YES`, creds, ua);
     expect(honoured.reply).to.equal(OK('good 192.0.2.40\n'));
-    expect(honoured.sent.some(isGuardedAdmitOf(h!))).to.equal(true);
+    expect(honoured.sent.some(isGuardedAdmitOf(KEYS, h!))).to.equal(true);
     expect((await env.hostJson(h!)).state).to.equal('offline');
     expect(await env.ns.query(h!, 'A')).to.deep.equal([]);
 
@@ -434,12 +350,12 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     const mx = await measured(`hostname=${a}&myip=192.0.2.61&mx=mail.${ZONE}`, creds, ua);
     expect(mx.reply).to.equal(OK('good 192.0.2.61\n'));
     expect(mx.sent.length, JSON.stringify(mx.sent)).to.be.above(2);
-    expect(isGuardedAdmitOf(a!)(mx.sent.at(-2)!)).to.equal(true);
+    expect(isGuardedAdmitOf(KEYS, a!)(mx.sent.at(-2)!)).to.equal(true);
     expect(await env.ns.query(a!, 'MX')).to.deep.equal([`10 mail.${ZONE}.`]);
     expect(await env.hostJson(a!)).to.include({ mx: `mail.${ZONE}`, ipv4: '192.0.2.61' });
     const mxAgain = await measured(`hostname=${a}&myip=192.0.2.61&mx=mail.${ZONE}`, creds, ua);
     expect(mxAgain.reply).to.equal(OK('nochg 192.0.2.61\n'));
-    expect(isGuardedAdmitOf(a!)(mxAgain.sent.at(-1)!)).to.equal(true);
+    expect(isGuardedAdmitOf(KEYS, a!)(mxAgain.sent.at(-1)!)).to.equal(true);
     // An unresolvable mx removes the MX, also on the fast path.
     const gone = await update(`hostname=${a}&myip=192.0.2.61&mx=no-such-name.${ZONE}`, creds, ua);
     expect(gone.raw.toString()).to.equal(OK('good 192.0.2.61\n'));

@@ -115,6 +115,20 @@ describe('no password oracle during a login cool-down (knot)', function () {
     expect(await raw.hgetall(KEYS.host(host))).to.deep.equal(before);
   });
 
+  it('an update token: the right one (cached or not) and wrong ones get the same bytes; no mx query', async () => {
+    const token = (await env.cliOk(['token', 'add', host])).trimEnd().split('\n').at(-1)!;
+    const before = await raw.hgetall(KEYS.host(host));
+    const wrong = 'W'.repeat(32);
+    for (const pw of [token, wrong, token]) {
+      for (const query of [`hostname=${host}&myip=192.0.2.14&mx=probe-token.oob.attacker.example`, `myip=192.0.2.14`]) {
+        expect((await env.get(`/nic/update?${query}`, { auth: [host, pw], ua: UA })).raw.toString(), query).to.equal(BADAUTH);
+      }
+    }
+    await sleep(200);
+    expect(resolver.names).to.deep.equal([]);
+    expect(await raw.hgetall(KEYS.host(host))).to.deep.equal(before);
+  });
+
   it('the address echo with credentials: the same reply, and no frequency count for the host', async () => {
     const before = await raw.hgetall(KEYS.host(host));
     const bodies: string[] = [];

@@ -13,7 +13,7 @@ import { readPassword } from '../password-input.js';
 
 export type Out = (line: string) => void;
 
-async function withStore<T>(ctx: CommandContext, fn: (store: Store) => Promise<T>): Promise<T> {
+export async function withStore<T>(ctx: CommandContext, fn: (store: Store) => Promise<T>): Promise<T> {
   const store = openStore(ctx.config, ctx.logger);
   try {
     return await fn(store);
@@ -30,7 +30,7 @@ function accountName(raw: string): string {
   return name;
 }
 
-function hostName(raw: string): string {
+export function hostName(raw: string): string {
   const fqdn = normalizeHostname(raw);
   if (!fqdn) throw new InvalidInputError(`invalid host name "${raw}"`);
   return fqdn;

@@ -1,0 +1,46 @@
+/**
+ * Token logins: a token-shaped password is looked up by its keyed hash (one Redis read, then
+ * kept in memory like verified passwords), and matched against the user and the source. The
+ * login checks themselves (junk block, source cool-down, revoked, expired) are made by the
+ * admission in Redis (TokenGuard), so a cached token costs the request nothing extra.
+ */
+import type { Credentials, GuardCheck, TokenAuthenticator, TokenGuard, TokenLogin, TokenLookup } from '../app/ports.js';
+import { normalizeHostname } from '../core/names.js';
+import { looksLikeToken, sourceAllowed } from '../core/update-tokens.js';
+import { LruTtlMap, type LruTtlOptions } from './lru-ttl-map.js';
+import { tokenHash } from './update-token.js';
+
+export class CachedTokenAuthenticator implements TokenAuthenticator {
+  /** By token hash: records are immutable; only revocation and expiry matter (checked in Redis). */
+  private readonly cache: LruTtlMap<TokenLogin>;
+
+  constructor(
+    private readonly tokens: TokenLookup,
+    cache: LruTtlOptions,
+  ) {
+    this.cache = new LruTtlMap(cache);
+  }
+
+  async login(credentials: Credentials, sourceIp: string): Promise<TokenLogin | undefined> {
+    if (!looksLikeToken(credentials.password)) return undefined;
+    const hash = tokenHash(credentials.password);
+    let login = this.cache.get(hash);
+    if (login === undefined) {
+      login = await this.tokens.find(hash);
+      if (login === undefined) return undefined;
+      this.cache.set(hash, login);
+    }
+    // The user names the token's host or that host's account (routers often have no hostname field).
+    const user = credentials.user.trim();
+    if (user !== login.account.name && normalizeHostname(user) !== login.fqdn) return undefined;
+    return sourceAllowed(login.from, sourceIp) ? login : undefined;
+  }
+
+  check(guard: TokenGuard): Promise<'ok' | GuardCheck> {
+    return this.tokens.check(guard);
+  }
+
+  forget(login: TokenLogin): void {
+    this.cache.delete(login.hash);
+  }
+}

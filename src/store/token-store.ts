@@ -1,0 +1,152 @@
+/**
+ * Update tokens in Redis: the login's lookup and checks (one Lua call each) and the
+ * operator's add, list and remove. Only the token's keyed hash is stored.
+ */
+import type { Redis } from 'ioredis';
+import type { GuardCheck, TokenGuard, TokenLogin, TokenLookup } from '../app/ports.js';
+import { ConflictError, NotFoundError } from '../core/errors.js';
+import type { TokenRecord } from '../core/update-tokens.js';
+import { tokenGuardKeys } from './host-store.js';
+import { HOST_FIELDS, Keys, TOKEN_FIELDS } from './keys.js';
+import { scriptsFor, type StoreScripts } from './lua.js';
+import { execPipeline, storeCall } from './redis.js';
+
+/** A new token as the store records it; the id and hash are made by the caller (auth). */
+export interface NewToken {
+  id: string;
+  hash: string;
+  fqdn: string;
+  expiresInMs?: number;
+  from: readonly string[];
+  note: string;
+}
+
+const SCAN_BATCH = 1000;
+
+export class RedisTokenStore implements TokenLookup {
+  private readonly scripts: StoreScripts;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+  ) {
+    this.scripts = scriptsFor(redis);
+  }
+
+  async find(hash: string): Promise<TokenLogin | undefined> {
+    const reply = await storeCall('token find', () => this.scripts.tokenFind(this.keys.tokenIndex(hash), this.keys.prefix, hash));
+    if (!Array.isArray(reply)) return undefined;
+    const [id, fqdn, account, donator, from] = reply.map(String) as [string, string, string, string, string];
+    return { id, hash, fqdn, account: { name: account, donator: donator === '1' }, from: splitList(from) };
+  }
+
+  async check(guard: TokenGuard): Promise<'ok' | GuardCheck> {
+    const host = this.keys.host(guard.token.fqdn);
+    const args = [guard.token.hash, guard.token.account.donator ? '1' : '0'];
+    const reply = await storeCall('token check', () =>
+      this.scripts.tokenCheck(host, this.keys.pendingChanges(), tokenGuardKeys(this.keys, guard), args),
+    );
+    if (!Array.isArray(reply)) throw new Error(`unexpected token check reply: ${JSON.stringify(reply)}`);
+    if (reply[0] === 'ok') return 'ok';
+    const check = reply[1];
+    if (check !== 'agent' && check !== 'login' && check !== 'stale') throw new Error(`unexpected guard check: ${String(check)}`);
+    return check;
+  }
+
+  /** Record a token for a registered host: NotFoundError without one, ConflictError if the id is taken. */
+  async add(token: NewToken): Promise<TokenRecord> {
+    const hostKey = this.keys.host(token.fqdn);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const owner = await storeCall('token add', () => this.redis.hget(hostKey, HOST_FIELDS.owner));
+      if (owner === null) throw new NotFoundError(`no such host: ${token.fqdn}`);
+      const keys = [
+        hostKey,
+        this.keys.account(owner),
+        this.keys.token(token.id),
+        this.keys.tokenIndex(token.hash),
+        this.keys.hostTokens(token.fqdn),
+      ] as const;
+      const args = [owner, token.id, token.fqdn, token.hash, token.expiresInMs ?? '', token.from.join(','), token.note];
+      const reply = await storeCall('token add', () => this.scripts.tokenAdd(keys, args));
+      if (!Array.isArray(reply)) throw new Error(`unexpected token add reply: ${JSON.stringify(reply)}`);
+      if (reply[0] === 'exists') throw new ConflictError(`token id ${token.id} is taken; try again`);
+      if (reply[0] === 'ok') {
+        const expiresAt = String(reply[2]);
+        return {
+          id: token.id,
+          fqdn: token.fqdn,
+          account: owner,
+          createdAt: Number(reply[1]),
+          expiresAt: expiresAt === '' ? null : Number(expiresAt),
+          lastUsedAt: null,
+          from: [...token.from],
+          note: token.note,
+        };
+      }
+      // 'changed': removed or given to another account meanwhile; read the owner again.
+    }
+    throw new ConflictError(`host ${token.fqdn} changed while its token was added; try again`);
+  }
+
+  /** Every token, or the tokens of one host; sorted by host, then creation. */
+  async list(fqdn?: string): Promise<TokenRecord[]> {
+    const ids = fqdn === undefined ? await this.allIds() : await storeCall('token list', () => this.redis.smembers(this.keys.hostTokens(fqdn)));
+    if (ids.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hgetall(this.keys.token(id));
+    const records = (await execPipeline('token list', pipeline)) as Record<string, string>[];
+    const tokens = ids.flatMap((id, i) => {
+      const fields = records[i] ?? {};
+      return fields[TOKEN_FIELDS.fqdn] === undefined ? [] : [decodeToken(id, fields)];
+    });
+    return tokens.sort((a, b) => (a.fqdn === b.fqdn ? a.createdAt - b.createdAt : a.fqdn < b.fqdn ? -1 : 1));
+  }
+
+  /** Revoke a token at once (every frontend: the login checks read the record). NotFoundError. */
+  async remove(id: string): Promise<TokenRecord> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const fields = await storeCall('token remove', () => this.redis.hgetall(this.keys.token(id)));
+      if (fields[TOKEN_FIELDS.fqdn] === undefined) throw new NotFoundError(`no such token: ${id}`);
+      const record = decodeToken(id, fields);
+      const hash = fields[TOKEN_FIELDS.hash] ?? '';
+      const keys = [this.keys.token(id), this.keys.tokenIndex(hash), this.keys.hostTokens(record.fqdn), this.keys.account(record.account)] as const;
+      const result = await storeCall('token remove', () => this.scripts.tokenRemove(keys, id, hash));
+      if (result === 'ok') return record;
+    }
+    throw new ConflictError(`token ${id} changed while being removed; try again`);
+  }
+
+  private async allIds(): Promise<string[]> {
+    const ids: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, keys] = await storeCall('token list', () =>
+        this.redis.scan(cursor, 'MATCH', this.keys.tokenScanPattern(), 'COUNT', SCAN_BATCH),
+      );
+      cursor = next;
+      for (const key of keys) {
+        const id = this.keys.idOfTokenKey(key);
+        if (id !== undefined) ids.push(id);
+      }
+    } while (cursor !== '0');
+    return [...new Set(ids)];
+  }
+}
+
+function decodeToken(id: string, fields: Record<string, string>): TokenRecord {
+  const time = (field: string) => (fields[field] === undefined ? null : Number(fields[field]));
+  return {
+    id,
+    fqdn: fields[TOKEN_FIELDS.fqdn] ?? '',
+    account: fields[TOKEN_FIELDS.account] ?? '',
+    createdAt: Number(fields[TOKEN_FIELDS.createdAt] ?? 0),
+    expiresAt: time(TOKEN_FIELDS.expiresAt),
+    lastUsedAt: time(TOKEN_FIELDS.lastUsedAt),
+    from: splitList(fields[TOKEN_FIELDS.from] ?? ''),
+    note: fields[TOKEN_FIELDS.note] ?? '',
+  };
+}
+
+function splitList(text: string): string[] {
+  return text === '' ? [] : text.split(',');
+}
