@@ -102,9 +102,6 @@ export class HttpFrontend {
           ...tls,
           // A client that never finishes its TLS handshake is cut off like one that never sends its headers.
           handshakeTimeout: settings.headersTimeoutMs,
-          // As node:http has it (and httpAllowHalfOpen below needs it): a client that half-closes
-          // after its request still gets the reply.
-          allowHalfOpen: true,
         })
       : http.createServer(options);
     server.maxConnections = settings.maxConnections;
@@ -118,6 +115,10 @@ export class HttpFrontend {
     // requests come on the TLS socket, handed over once the handshake is done.
     server.on(tls ? 'secureConnection' : 'connection', (socket: Socket) => {
       (socket as TrackedSocket)[CONNECTION] = { peer: socket.remoteAddress, answering: undefined };
+      // Half-open as a plain connection is (httpAllowHalfOpen above needs it), but only once the
+      // handshake is done: node 20's TLS server with allowHalfOpen leaks a connection whose client
+      // closes during the handshake (never counted down: maxConnections fills up, close() hangs).
+      if (tls) socket.allowHalfOpen = true;
     });
     server.on('request', (req, res) => this.onRequest(req, res));
     // Handled as any request: node would otherwise answer `HTTP/1.1 100 Continue` itself (the
@@ -245,7 +246,8 @@ export class HttpFrontend {
     const params = paramsOf(query, body);
 
     if (route === 'echo') {
-      const reply = await this.services.echo.echo({ clientIp, credentials, hostname: params.get('hostname')?.[0] });
+      const userAgent = req.headers['user-agent'];
+      const reply = await this.services.echo.echo({ clientIp, credentials, userAgent, hostname: params.get('hostname')?.[0] });
       return echoReply(reply, this.settings.realm);
     }
     const reply = await this.services.update.update({ credentials, userAgent: req.headers['user-agent'], clientIp, params });

@@ -8,6 +8,7 @@
 import { expect } from 'chai';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import tls from 'node:tls';
 import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { requireBinariesOrSkip } from '../../src/lab/index.js';
@@ -292,6 +293,38 @@ describe('HTTPS beside plain HTTP (one serve process, Knot)', function () {
       expect(r.code).to.equal(2);
       expect(r.stderr).to.match(/^ddns-bridge: config: listen\[1\]\.tls\.keyFile: \S+serve-other\.key is not the/m);
     });
+  });
+});
+
+describe('HTTPS: clients that give up during the handshake leave nothing behind', function () {
+  this.timeout(60000);
+  let b: TlsBridge;
+
+  before(async function () {
+    requireBinariesOrSkip(this, BINARIES);
+    b = await TlsBridge.start({ config: { http: { maxConnections: 2 } } });
+  });
+  after(async () => b?.stop());
+
+  /** A client that does not trust the certificate: it closes mid-handshake (as inadyn without its CA does). */
+  const distrust = (): Promise<void> =>
+    new Promise((resolve) => {
+      const socket = tls.connect({ host: '127.0.0.1', port: b.tlsPort });
+      socket.once('error', () => undefined);
+      socket.once('close', () => resolve());
+    });
+
+  it('more of them than maxConnections: requests are still answered, and SIGTERM stops serve (exit 0)', async () => {
+    for (let i = 0; i < 5; i++) await distrust();
+    // Each one ended on the server too: the next connections are not over the limit of 2.
+    for (let i = 0; i < 3; i++) {
+      expect((await b.request(NOT_FOUND)).reply.toString()).to.match(/^HTTP\/1\.0 404 Not Found\r\n/);
+      expect((await b.request(NOT_FOUND, { halfClose: true })).reply.toString()).to.match(/^HTTP\/1\.0 404 /);
+    }
+    const exited = new Promise<number | null>((resolve) => b.serve.once('exit', (code) => resolve(code)));
+    b.serve.kill('SIGTERM');
+    expect(await exited).to.equal(0);
+    expect(b.log().map((l) => l.msg)).to.include('stopped');
   });
 });
 

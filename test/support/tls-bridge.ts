@@ -133,13 +133,18 @@ export class TlsBridge {
     return tlsExchange(this.tlsPort, this.caPem, request, opts);
   }
 
-  /** SIGTERM, and wait for the process (and with it its workers) to end. */
+  /**
+   * SIGTERM, and wait for the process (and with it its workers) to end; one that has not ended
+   * 10 s later (a test failed with a stop that hangs) is killed, so the suite still ends.
+   */
   async stopServe(): Promise<void> {
     const child = this.serve;
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       child.kill('SIGTERM');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 10000);
       await exited;
+      clearTimeout(killer);
     }
   }
 
