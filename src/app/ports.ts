@@ -277,7 +277,11 @@ export interface HostAdmin {
    * is (a client's change in flight is not one).
    */
   repairOf(fqdn: string): Promise<DnsRepair | undefined>;
-  add(fqdn: string, account: string, type: HostType): Promise<void>; // ConflictError, NotFoundError (account)
+  /**
+   * `between`: the names between it and its zone's apex. ConflictError when it exists, or lies
+   * below or above a host of another account (docs/security.md, "No shadowing"); NotFoundError (account).
+   */
+  add(fqdn: string, account: string, type: HostType, between?: readonly string[]): Promise<void>;
   /**
    * Hold the host's lease for an operator's change: 'busy' while a change is in flight,
    * undefined when there is no such host. Give it back with HostGate.release, or to remove().

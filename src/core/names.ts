@@ -57,3 +57,27 @@ export function zoneOf(name: string, zones: readonly string[]): string | undefin
   }
   return best;
 }
+
+/**
+ * The names strictly between `name` and its zone's apex, nearest first: where a host of
+ * another account would sit above it (its wildcard answers for `name`). Empty for a name
+ * directly below the apex, and for one outside `zone`.
+ */
+export function namesBetween(name: string, zone: string): string[] {
+  if (!name.endsWith(`.${zone}`)) return [];
+  const between: string[] = [];
+  for (let at = name.indexOf('.'); at >= 0 && name.length - at - 1 > zone.length; at = name.indexOf('.', at + 1)) {
+    between.push(name.slice(at + 1));
+  }
+  return between;
+}
+
+/** Every proper ancestor of `name` with at least two labels, nearest first. */
+export function ancestorsOf(name: string): string[] {
+  const out: string[] = [];
+  for (let at = name.indexOf('.'); at >= 0; at = name.indexOf('.', at + 1)) {
+    const rest = name.slice(at + 1);
+    if (rest.includes('.')) out.push(rest);
+  }
+  return out;
+}

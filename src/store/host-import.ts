@@ -7,6 +7,7 @@
 import type { Redis } from 'ioredis';
 import type { HostType } from '../core/types.js';
 import { Keys } from './keys.js';
+import { NESTING } from './lua.js';
 import { storeCall } from './redis.js';
 
 /** One host to register; `fqdn` already normalised and validated by the caller. */
@@ -14,13 +15,21 @@ export interface ImportEntry {
   fqdn: string;
   account: string;
   type: HostType;
+  /** The names between it and its zone's apex (core namesBetween): none for a flat name. */
+  between?: readonly string[];
 }
 
 /**
  * 'ok' = registered; 'same' = registered already with this owner and type (a re-run of an
  * import); 'exists' = a host of that name with another owner or type (left as is); 'noaccount'.
  */
-export type ImportOutcome = { kind: 'ok' } | { kind: 'same' } | { kind: 'exists'; owner: string; type: string } | { kind: 'noaccount' };
+export type ImportOutcome =
+  | { kind: 'ok' }
+  | { kind: 'same' }
+  | { kind: 'exists'; owner: string; type: string }
+  | { kind: 'noaccount' }
+  /** It would lie below or above `other`, a host of another account (NESTING in lua.ts). */
+  | { kind: 'shadowing'; relation: 'below' | 'above'; other: string; owner: string };
 
 export interface BulkImportOptions {
   /** Hosts per script call (default 500: ~1 ms of Redis time, short enough not to stall other clients). */
@@ -30,11 +39,14 @@ export interface BulkImportOptions {
 }
 
 /**
- * KEYS: the batch's distinct account keys, then its host keys.
- * ARGV: accountCount, account names…, then per host: account index (1-based), type.
- * → per host: 'ok' | 'noaccount' | 'same' | '=' .. existing type .. ':' .. existing owner.
+ * KEYS: the batch's distinct account keys, then per host: its host key, its nest index, and
+ * the host key and nest index of each name between it and its zone's apex.
+ * ARGV: accountCount, account names…, then per host: account index (1-based), type, fqdn,
+ * the number of names between, those names.
+ * → per host: 'ok' | 'noaccount' | 'same' | '=' .. existing type .. ':' .. existing owner |
+ * '<' (below) or '>' (above) .. other name .. ' ' .. its owner.
  */
-const HOST_IMPORT = `
+const HOST_IMPORT = `${NESTING}
 local k = tonumber(ARGV[1])
 local live = {}
 local added = {}
@@ -44,22 +56,34 @@ for i = 1, k do
 end
 local out = {}
 local arg = k + 2
-for j = k + 1, #KEYS do
+local key = k + 1
+while arg <= #ARGV do
   local a = tonumber(ARGV[arg])
   local t = ARGV[arg + 1]
-  arg = arg + 2
+  local fqdn = ARGV[arg + 2]
+  local nb = tonumber(ARGV[arg + 3])
+  local names = {unpack(ARGV, arg + 4, arg + 3 + nb)}
+  local hostKey = KEYS[key]
+  arg = arg + 4 + nb
   if not live[a] then
     out[#out + 1] = 'noaccount'
-  elseif redis.call('EXISTS', KEYS[j]) == 1 then
-    local o = redis.call('HGET', KEYS[j], 'o') or ''
-    local ht = redis.call('HGET', KEYS[j], 't') or ''
+  elseif redis.call('EXISTS', hostKey) == 1 then
+    local o = redis.call('HGET', hostKey, 'o') or ''
+    local ht = redis.call('HGET', hostKey, 't') or ''
     if o == ARGV[1 + a] and ht == t then out[#out + 1] = 'same'
     else out[#out + 1] = '=' .. ht .. ':' .. o end
   else
-    redis.call('HSET', KEYS[j], 'o', ARGV[1 + a], 't', t, 's', 'active')
-    added[a] = added[a] + 1
-    out[#out + 1] = 'ok'
+    local conflict = nestingConflict(ARGV[1 + a], key + 1, key + 2, names)
+    if conflict then
+      out[#out + 1] = (conflict[1] == 'below' and '<' or '>') .. conflict[2] .. ' ' .. conflict[3]
+    else
+      redis.call('HSET', hostKey, 'o', ARGV[1 + a], 't', t, 's', 'active')
+      nest(fqdn, ARGV[1 + a], key + 2, nb)
+      added[a] = added[a] + 1
+      out[#out + 1] = 'ok'
+    end
   end
+  key = key + 2 + 2 * nb
 end
 for i = 1, k do
   if added[i] > 0 then redis.call('HINCRBY', KEYS[i], 'n', added[i]) end
@@ -139,9 +163,9 @@ export class BulkHostImporter {
     const accountIndex = new Map<string, number>();
     const accountKeys: string[] = [];
     const accountNames: string[] = [];
-    const hostKeys: string[] = new Array<string>(batch.length);
-    const perHost: (string | number)[] = new Array<string | number>(batch.length * 2);
-    batch.forEach(({ entry }, i) => {
+    const hostKeys: string[] = [];
+    const perHost: (string | number)[] = [];
+    for (const { entry } of batch) {
       let index = accountIndex.get(entry.account);
       if (index === undefined) {
         index = accountNames.length + 1;
@@ -149,10 +173,11 @@ export class BulkHostImporter {
         accountNames.push(entry.account);
         accountKeys.push(this.keys.account(entry.account));
       }
-      hostKeys[i] = this.keys.host(entry.fqdn);
-      perHost[2 * i] = index;
-      perHost[2 * i + 1] = entry.type;
-    });
+      const between = entry.between ?? [];
+      hostKeys.push(this.keys.host(entry.fqdn), this.keys.nestIndex(entry.fqdn));
+      for (const name of between) hostKeys.push(this.keys.host(name), this.keys.nestIndex(name));
+      perHost.push(index, entry.type, entry.fqdn, between.length, ...between);
+    }
     const command = (this.redis as unknown as Record<string, ImportCommand>)[SCRIPT_NAME]!.bind(this.redis);
     const reply = await storeCall('host import', () =>
       command(accountKeys.length + hostKeys.length, ...accountKeys, ...hostKeys, accountNames.length, ...accountNames, ...perHost),
@@ -170,6 +195,10 @@ function outcomeOf(reply: string): ImportOutcome {
   if (reply === 'ok') return { kind: 'ok' };
   if (reply === 'noaccount') return { kind: 'noaccount' };
   if (reply === 'same') return { kind: 'same' };
+  if (reply.startsWith('<') || reply.startsWith('>')) {
+    const space = reply.indexOf(' ');
+    return { kind: 'shadowing', relation: reply[0] === '<' ? 'below' : 'above', other: reply.slice(1, space), owner: reply.slice(space + 1) };
+  }
   if (reply.startsWith('=')) {
     const colon = reply.indexOf(':');
     return { kind: 'exists', type: reply.slice(1, colon), owner: reply.slice(colon + 1) };

@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis';
 import type { Admission, AdmitRequest, CommitOutcome, DnsRepair, HostAdmin, HostGate, Lease, Reclaimed, TokenGuard } from '../app/ports.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { normalizeHostname } from '../core/names.js';
+import { ancestorsOf, namesBetween, normalizeHostname, zoneOf } from '../core/names.js';
 import { HOST_TYPES, flag, type HostRecord, type HostType, type TargetState } from '../core/types.js';
 import { decodeFamilies, decodeHost, encodeExpectations, encodeWrittenFamilies, fieldsFromFlat } from './codec.js';
 import { HOST_FIELDS, Keys, TOKEN_FIELDS } from './keys.js';
@@ -202,17 +202,79 @@ export class RedisHostStore implements HostGate, HostAdmin {
     return { dueAt: due === null ? now : Number(due), failedRepublishes, inProgress: false };
   }
 
-  async add(fqdn: string, account: string, type: HostType): Promise<void> {
+  async add(fqdn: string, account: string, type: HostType, between: readonly string[] = []): Promise<void> {
     const name = normalizeHostname(fqdn);
     if (name === undefined) throw new InvalidInputError(`not a valid host name: ${JSON.stringify(fqdn)}`);
     if (!(HOST_TYPES as readonly string[]).includes(type)) {
       throw new InvalidInputError(`unknown host type '${type}' (expected one of ${HOST_TYPES.join(', ')})`);
     }
-    const result = await storeCall('host add', () =>
-      this.scripts.hostAdd(this.keys.host(name), this.keys.account(account), account, type),
-    );
+    const keys = [this.keys.host(name), this.keys.account(account), this.keys.nestIndex(name)] as const;
+    const above = between.map((b) => ({ name: b, keys: [this.keys.host(b), this.keys.nestIndex(b)] as const }));
+    const reply = await storeCall('host add', () => this.scripts.hostAdd(keys, above, account, type, name));
+    if (!Array.isArray(reply)) throw new Error(`unexpected host add reply: ${JSON.stringify(reply)}`);
+    const [result, other, owner] = reply.map(String);
     if (result === 'noaccount') throw new NotFoundError(`no such account: ${account}`);
     if (result === 'exists') throw new ConflictError(`host ${name} already exists`);
+    if (result === 'below' || result === 'above') throw new ConflictError(shadowingMessage(name, result, other!, owner!));
+  }
+
+  /**
+   * Record every host in the nest index of the names between it and its zone's apex (NESTING in
+   * lua.ts), once per keyspace: hosts registered before the index existed. Idempotent.
+   * Returns how many hosts it recorded (0 when it was done already).
+   */
+  async indexNesting(zones: readonly string[]): Promise<number> {
+    if ((await storeCall('schema', () => this.redis.hget(this.keys.schema(), 'nesting'))) === '1') return 0;
+    let recorded = 0;
+    for await (const batch of this.scanHosts()) {
+      const pipeline = this.redis.pipeline();
+      for (const { fqdn, owner } of batch) {
+        const zone = zoneOf(fqdn, zones);
+        for (const name of zone === undefined ? [] : namesBetween(fqdn, zone)) pipeline.hset(this.keys.nestIndex(name), fqdn, owner);
+      }
+      if (pipeline.length > 0) {
+        await execPipeline('nest index', pipeline);
+        recorded += batch.length;
+      }
+    }
+    await storeCall('schema', () => this.redis.hset(this.keys.schema(), 'nesting', '1'));
+    return recorded;
+  }
+
+  /** Every host name and owner, a SCAN batch at a time. */
+  private async *scanHosts(): AsyncGenerator<{ fqdn: string; owner: string }[]> {
+    let cursor = '0';
+    do {
+      const [next, keys] = await storeCall('host scan', () => this.redis.scan(cursor, 'MATCH', this.keys.hostScanPattern(), 'COUNT', SCAN_BATCH));
+      cursor = next;
+      if (keys.length === 0) continue;
+      const pipeline = this.redis.pipeline();
+      for (const key of keys) pipeline.hget(key, HOST_FIELDS.owner);
+      const owners = await execPipeline('host scan', pipeline);
+      const batch = keys.flatMap((key, i) => {
+        const fqdn = this.keys.fqdnOfHostKey(key);
+        const owner = owners[i];
+        return fqdn === undefined || typeof owner !== 'string' ? [] : [{ fqdn, owner }];
+      });
+      if (batch.length > 0) yield batch;
+    } while (cursor !== '0');
+  }
+
+  /**
+   * Pairs of hosts of different accounts where one lies below the other (registered before
+   * `host add` refused them): the upper one's wildcard can answer for the lower one's name.
+   */
+  async shadowingPairs(): Promise<{ upper: string; upperOwner: string; lower: string; lowerOwner: string }[]> {
+    const owners = new Map<string, string>();
+    for await (const batch of this.scanHosts()) for (const { fqdn, owner } of batch) owners.set(fqdn, owner);
+    const pairs: { upper: string; upperOwner: string; lower: string; lowerOwner: string }[] = [];
+    for (const [lower, lowerOwner] of owners) {
+      for (const upper of ancestorsOf(lower)) {
+        const upperOwner = owners.get(upper);
+        if (upperOwner !== undefined && upperOwner !== lowerOwner) pairs.push({ upper, upperOwner, lower, lowerOwner });
+      }
+    }
+    return pairs.sort((a, b) => (a.lower < b.lower ? -1 : a.lower > b.lower ? 1 : 0));
   }
 
   async claim(fqdn: string, leaseMs: number): Promise<{ host: HostRecord; lease: Lease; repairDue: boolean } | 'busy' | undefined> {
@@ -239,7 +301,9 @@ export class RedisHostStore implements HostGate, HostAdmin {
       if (owner === null) throw new NotFoundError(`no such host: ${name}`);
       const tokens = await this.tokensOf(tokensKey);
       const hostKeys = [hostKey, this.keys.account(owner), this.keys.pendingChanges(), tokensKey] as const;
-      const result = await storeCall('host remove', () => this.scripts.hostRemove(hostKeys, owner, lease?.token ?? '', tokens));
+      const nestIndexes = ancestorsOf(name).map((a) => this.keys.nestIndex(a));
+      const args = { owner, lease: lease?.token ?? '', fqdn: name };
+      const result = await storeCall('host remove', () => this.scripts.hostRemove(hostKeys, nestIndexes, args, tokens));
       if (result === 'ok') return;
       if (result === 'gone') throw new NotFoundError(`no such host: ${name}`);
       if (result === 'lost') throw new ConflictError(`host ${name}: the claim on it ended before the removal (a slow Redis?); try again`);
@@ -335,6 +399,13 @@ export function tokenGuardKeys(keys: Keys, guard: TokenGuard): readonly [string,
     keys.token(guard.token.id),
     keys.account(guard.token.account.name),
   ];
+}
+
+/** Why a name cannot be registered beside a host of another account. */
+export function shadowingMessage(name: string, relation: 'below' | 'above', other: string, owner: string): string {
+  return relation === 'below'
+    ? `host ${name} would lie below ${other} of account ${owner}: that host's wildcard would answer for it`
+    : `host ${name} would lie above ${other} of account ${owner}: its wildcard would answer for that host`;
 }
 
 function asHostLease(lease: Lease): HostLease | undefined {

@@ -15,7 +15,7 @@ export { RedisAccountStore, type LoginRecord } from './account-store.js';
 export { AgentAdmin, RedisClientPolicy, AGENT_LIST_CACHE_MS, type ClientPolicyOptions } from './client-policy.js';
 export { RedisEchoGate } from './echo-gate.js';
 export { RedisFailureCounter } from './failure-counter.js';
-export { HostLease, RedisHostStore } from './host-store.js';
+export { HostLease, RedisHostStore, shadowingMessage } from './host-store.js';
 export { RedisTokenStore, type NewToken } from './token-store.js';
 export { BulkHostImporter, type BulkImportOptions, type ImportEntry, type ImportOutcome } from './host-import.js';
 export { ACCOUNT_FIELDS, HOST_FIELDS, TOKEN_FIELDS, Keys, addressBucket, agentDigest } from './keys.js';

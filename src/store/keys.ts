@@ -16,6 +16,8 @@
  *   {p}t:{id}          update token hash  see TOKEN_FIELDS
  *   {p}tk:{hash}       the id of the token with this hash (the login's lookup)
  *   {p}ht:{fqdn}       set of the host's token ids
+ *   {p}d:{name}        nest index: the hosts below a name that lies between them and their zone's apex → owner
+ *   {p}schema          hash of data migrations done (field nesting=1: the nest index covers every host)
  *
  * `{ip}` is the address bucket (see addressBucket): IPv6 clients are counted per /64.
  */
@@ -103,6 +105,15 @@ export class Keys {
   /** The FQDN of a host key, or undefined for a key that is not one. */
   fqdnOfHostKey(key: string): string | undefined {
     return key.startsWith(this.hostPrefix) ? key.slice(this.hostPrefix.length) : undefined;
+  }
+
+  /** The hosts registered below `name` (when `name` lies between them and their zone's apex) → owner. */
+  nestIndex(name: string): string {
+    return `${this.prefix}d:${name}`;
+  }
+
+  schema(): string {
+    return `${this.prefix}schema`;
   }
 
   token(id: string): string {

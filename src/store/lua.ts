@@ -430,13 +430,46 @@ for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', 'GT', due, ARGV[i]) end
 return #ARGV - 1
 `;
 
-/** hostAdd(KEYS: host, account; ARGV: owner, type) → 'ok' | 'noaccount' | 'exists'. */
-const HOST_ADD = `
-if redis.call('EXISTS', KEYS[2]) == 0 then return 'noaccount' end
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
+/**
+ * No shadowing across accounts (docs/security.md): a host must not sit below or above a host of
+ * another account, or one's wildcard answers for the other's name. Each host is recorded in the
+ * nest index (`{p}d:{name}`: fqdn → owner) of every name between it and its zone's apex; flat
+ * names (directly below the apex) record nothing.
+ * nestingConflict: for a host `owner` would register, with its own nest index at KEYS[own]
+ * and, from KEYS[first], the host key and nest index of each name in `names` (those between it
+ * and the apex): {'below', name, owner} | {'above', name, owner} | false.
+ */
+export const NESTING = `
+local function nestingConflict(owner, own, first, names)
+  for i, name in ipairs(names) do
+    local o = redis.call('HGET', KEYS[first + 2 * (i - 1)], 'o')
+    if o and o ~= owner then return {'below', name, o} end
+  end
+  local below = redis.call('HGETALL', KEYS[own])
+  for i = 1, #below, 2 do
+    if below[i + 1] ~= owner then return {'above', below[i], below[i + 1]} end
+  end
+  return false
+end
+local function nest(fqdn, owner, first, count)
+  for i = 1, count do redis.call('HSET', KEYS[first + 2 * i - 1], fqdn, owner) end
+end
+`;
+
+/**
+ * hostAdd(KEYS: host, account, its nest index, then per name between it and its zone's apex:
+ * that name's host key and nest index; ARGV: owner, type, fqdn, then those names) → {'ok'} |
+ * {'noaccount'} | {'exists'} | {'below'|'above', name, owner} (see NESTING).
+ */
+const HOST_ADD = `${NESTING}
+if redis.call('EXISTS', KEYS[2]) == 0 then return {'noaccount'} end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists'} end
+local conflict = nestingConflict(ARGV[1], 3, 4, {unpack(ARGV, 4)})
+if conflict then return conflict end
 redis.call('HSET', KEYS[1], 'o', ARGV[1], 't', ARGV[2], 's', 'active')
 redis.call('HINCRBY', KEYS[2], 'n', 1)
-return 'ok'
+nest(ARGV[3], ARGV[1], 4, #ARGV - 3)
+return {'ok'}
 `;
 
 /**
@@ -458,22 +491,25 @@ return {'claimed', takeLease('46'), stale and '1' or '', takenOver}
 `;
 
 /**
- * hostRemove(KEYS: host, owner account, pending, host's token set, then each token's record and
- * index; ARGV: owner, lease token, then the token ids) → 'ok' | 'gone' | 'changed' (another
- * owner, or other tokens than those read) | 'lost' (lease token given and the lease is no
- * longer that one). The host's update tokens go with it.
+ * hostRemove(KEYS: host, owner account, pending, host's token set, the nest index of each of
+ * its ancestors (NESTING), then each token's record and index; ARGV: owner, lease token,
+ * fqdn, number of ancestors, then the token ids) → 'ok' | 'gone' | 'changed' (another owner,
+ * or other tokens than those read) | 'lost' (lease token given and the lease is no longer
+ * that one). The host's update tokens go with it.
  */
 const HOST_REMOVE = `${DROP_TOKEN_COUNT}
 local owner = redis.call('HGET', KEYS[1], 'o')
 if not owner then return 'gone' end
 if owner ~= ARGV[1] then return 'changed' end
 if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'lk') ~= ARGV[2] then return 'lost' end
-local tokens = #ARGV - 2
+local ancestors = tonumber(ARGV[4])
+local tokens = #ARGV - 4
 if redis.call('SCARD', KEYS[4]) ~= tokens then return 'changed' end
 for i = 1, tokens do
-  if redis.call('SISMEMBER', KEYS[4], ARGV[i + 2]) == 0 then return 'changed' end
+  if redis.call('SISMEMBER', KEYS[4], ARGV[i + 4]) == 0 then return 'changed' end
 end
-for i = 5, #KEYS do redis.call('DEL', KEYS[i]) end
+for i = 5, 4 + ancestors do redis.call('HDEL', KEYS[i], ARGV[3]) end
+for i = 5 + ancestors, #KEYS do redis.call('DEL', KEYS[i]) end
 redis.call('DEL', KEYS[4])
 dropTokenCount(KEYS[2], tokens)
 redis.call('DEL', KEYS[1])
@@ -583,7 +619,7 @@ const DEFINITIONS = {
   ddnsReclaim: { numberOfKeys: 2, lua: RECLAIM },
   ddnsStale: { numberOfKeys: 1, lua: STALE },
   ddnsPostpone: { numberOfKeys: 1, lua: POSTPONE },
-  ddnsHostAdd: { numberOfKeys: 2, lua: HOST_ADD },
+
   ddnsHostClaim: { numberOfKeys: 2, lua: HOST_CLAIM },
 
   ddnsHostSetState: { numberOfKeys: 1, lua: HOST_SET_STATE },
@@ -593,9 +629,9 @@ const DEFINITIONS = {
   ddnsEcho: { numberOfKeys: 1, lua: ECHO },
 } as const;
 
-type ScriptName = keyof typeof DEFINITIONS | 'ddnsStrike' | 'ddnsHostRemove';
+type ScriptName = keyof typeof DEFINITIONS | keyof typeof VARIADIC;
 /** Scripts whose number of keys varies: the caller passes the count first. */
-const VARIADIC = { ddnsStrike: STRIKE, ddnsHostRemove: HOST_REMOVE } as const;
+const VARIADIC = { ddnsStrike: STRIKE, ddnsHostRemove: HOST_REMOVE, ddnsHostAdd: HOST_ADD } as const;
 type ScriptArg = string | number;
 
 /** Typed access to the scripts on one client. */
@@ -642,20 +678,28 @@ export class StoreScripts {
   postpone(pendingKey: string, ms: number, hostKeys: readonly string[]): Promise<unknown> {
     return this.run('ddnsPostpone', [pendingKey], [ms, ...hostKeys]);
   }
-  hostAdd(hostKey: string, accountKey: string, owner: string, type: string): Promise<unknown> {
-    return this.run('ddnsHostAdd', [hostKey, accountKey], [owner, type]);
+  /** `between`: the names between the host and its zone's apex, with their host keys and nest indexes. */
+  hostAdd(
+    keys: readonly [string, string, string],
+    between: readonly { name: string; keys: readonly [string, string] }[],
+    owner: string,
+    type: string,
+    fqdn: string,
+  ): Promise<unknown> {
+    return this.run('ddnsHostAdd', [...keys, ...between.flatMap((b) => b.keys)], [owner, type, fqdn, ...between.map((b) => b.name)]);
   }
   hostClaim(hostKey: string, pendingKey: string, token: string, leaseMs: number): Promise<unknown> {
     return this.run('ddnsHostClaim', [hostKey, pendingKey], [token, leaseMs]);
   }
-  /** `tokens`: the host's token ids, with the keys of each one's record and index. */
+  /** `nestIndexes`: those of the host's ancestors; `tokens`: its token ids, with the keys of each one's record and index. */
   hostRemove(
     hostKeys: readonly [string, string, string, string],
-    owner: string,
-    lease: string,
+    nestIndexes: readonly string[],
+    args: { owner: string; lease: string; fqdn: string },
     tokens: readonly { id: string; keys: readonly [string, string] }[],
   ): Promise<unknown> {
-    return this.run('ddnsHostRemove', [...hostKeys, ...tokens.flatMap((t) => t.keys)], [owner, lease, ...tokens.map((t) => t.id)]);
+    const keys = [...hostKeys, ...nestIndexes, ...tokens.flatMap((t) => t.keys)];
+    return this.run('ddnsHostRemove', keys, [args.owner, args.lease, args.fqdn, nestIndexes.length, ...tokens.map((t) => t.id)]);
   }
   hostSetState(hostKey: string, state: string): Promise<unknown> {
     return this.run('ddnsHostSetState', [hostKey], [state]);

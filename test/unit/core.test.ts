@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { normalizeHostname, zoneOf } from '../../src/core/names.js';
+import { ancestorsOf, namesBetween, normalizeHostname, zoneOf } from '../../src/core/names.js';
 import { parseAddress, parseAddressList, parseCidr, cidrContains } from '../../src/core/addresses.js';
 import { parseUpdateParams, formatAddresses } from '../../src/core/params.js';
 import { httpStatusForToken, tokenIsJunk } from '../../src/core/tokens.js';
@@ -37,6 +37,21 @@ describe('core/names', () => {
     expect(zoneOf('dyn.example.org', ['example.org'])).to.equal('example.org');
     expect(zoneOf('example.org', zones)).to.equal(undefined);
     expect(zoneOf('hexample.org', zones)).to.equal(undefined);
+  });
+});
+
+describe('core/names: nesting', () => {
+  it('namesBetween: the names strictly between a host and its zone apex, nearest first', () => {
+    expect(namesBetween('a.dyn.example.org', 'dyn.example.org')).to.deep.equal([]);
+    expect(namesBetween('b.a.dyn.example.org', 'dyn.example.org')).to.deep.equal(['a.dyn.example.org']);
+    expect(namesBetween('c.b.a.dyn.example.org', 'dyn.example.org')).to.deep.equal(['b.a.dyn.example.org', 'a.dyn.example.org']);
+    expect(namesBetween('a.other.org', 'dyn.example.org')).to.deep.equal([]);
+    expect(namesBetween('xdyn.example.org', 'dyn.example.org')).to.deep.equal([]);
+  });
+
+  it('ancestorsOf: every proper ancestor of two labels or more', () => {
+    expect(ancestorsOf('b.a.dyn.example.org')).to.deep.equal(['a.dyn.example.org', 'dyn.example.org', 'example.org']);
+    expect(ancestorsOf('example.org')).to.deep.equal([]);
   });
 });
 

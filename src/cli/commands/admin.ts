@@ -109,7 +109,10 @@ function hostView(h: HostRecord) {
 export async function hostAdd(ctx: CommandContext, name: string, account: string, type: string, out: Out): Promise<void> {
   const checked = checkRegistration(name, type, ctx.config.zones.map((z) => z.name));
   if ('problem' in checked) throw new InvalidInputError(checked.problem);
-  await withStore(ctx, (s) => s.hosts.add(checked.fqdn, accountName(account), checked.type));
+  await withStore(ctx, async (s) => {
+    await s.hosts.indexNesting(ctx.config.zones.map((z) => z.name));
+    await s.hosts.add(checked.fqdn, accountName(account), checked.type, checked.between);
+  });
   out(`host ${checked.fqdn} added to ${account} (${checked.type})`);
 }
 

@@ -1,6 +1,6 @@
 /**
  * `ddns-bridge check`: config valid, each HTTPS certificate usable and not about to expire,
- * Redis reachable, each zone's key accepted by its primary.
+ * Redis reachable, no host below a host of another account, each zone's key accepted by its primary.
  */
 import { configWarnings } from '../../config/load.js';
 import type { Config } from '../../config/schema.js';
@@ -20,6 +20,15 @@ export async function check(ctx: CommandContext, configPath: string, env: NodeJS
   try {
     await store.ping();
     out(`redis ${redactUrl(ctx.config.redis.url)}: ok`);
+    // Registered before host add refused them (docs/security.md, "No shadowing").
+    const pairs = await store.hosts.shadowingPairs();
+    if (pairs.length === 0) out('hosts: none lies below a host of another account');
+    for (const p of pairs) {
+      err(
+        `warning: host ${p.lower} (account ${p.lowerOwner}) lies below ${p.upper} (account ${p.upperOwner}): ` +
+          `the wildcard of ${p.upper} can answer for it; remove one of them`,
+      );
+    }
   } catch (e) {
     ok = false;
     err(`redis ${redactUrl(ctx.config.redis.url)}: FAILED: ${(e as Error).message}`);

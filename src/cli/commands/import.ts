@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { type HostType } from '../../core/types.js';
 import { checkRegistration } from '../../core/registration.js';
-import { BulkHostImporter, openStore, type BulkImportOptions, type ImportOutcome } from '../../store/index.js';
+import { BulkHostImporter, openStore, shadowingMessage, type BulkImportOptions, type ImportOutcome } from '../../store/index.js';
 import type { CommandContext } from '../context.js';
 
 export interface ImportSummary {
@@ -77,18 +77,26 @@ export function outcomeHandler(summary: ImportSummary, onReject: (r: Rejection) 
       return;
     }
     summary.rejected++;
-    onReject({
-      line,
-      reason:
-        outcome.kind === 'exists'
-          ? `host ${entry.fqdn} already exists (owner ${outcome.owner || '?'}, type ${outcome.type || '?'}); left unchanged`
-          : `no such account: ${entry.account}`,
-    });
+    onReject({ line, reason: rejectionReason(entry, outcome) });
   };
 }
 
+function rejectionReason(entry: { fqdn: string; account: string }, outcome: ImportOutcome): string {
+  switch (outcome.kind) {
+    case 'exists':
+      return `host ${entry.fqdn} already exists (owner ${outcome.owner || '?'}, type ${outcome.type || '?'}); left unchanged`;
+    case 'shadowing':
+      return shadowingMessage(entry.fqdn, outcome.relation, outcome.other, outcome.owner);
+    default:
+      return `no such account: ${entry.account}`;
+  }
+}
+
 /** undefined = blank or comment; a string = why the line is rejected. */
-export function parseLine(raw: string, zones: readonly string[]): { fqdn: string; account: string; type: HostType } | string | undefined {
+export function parseLine(
+  raw: string,
+  zones: readonly string[],
+): { fqdn: string; account: string; type: HostType; between: string[] } | string | undefined {
   const hash = raw.search(/(^|\s)#/);
   const text = (hash >= 0 ? raw.slice(0, hash) : raw).trim();
   if (text === '') return undefined;
@@ -126,9 +134,11 @@ export async function hostImport(
   const onReject = (r: Rejection) => rejections.push(r);
   let completed = false;
   try {
+    const zones = ctx.config.zones.map((z) => z.name);
+    await store.hosts.indexNesting(zones);
     const importer = new BulkHostImporter(store.redis, store.keys, outcomeHandler(summary, onReject), opts);
     const lines = createInterface({ input, crlfDelay: Infinity });
-    await importLines(lines, { importer, zones: ctx.config.zones.map((z) => z.name) }, onReject, summary);
+    await importLines(lines, { importer, zones }, onReject, summary);
     completed = true;
   } finally {
     await store.close();
