@@ -13,7 +13,7 @@ export interface EchoRequest {
   clientIp: string;
   credentials: Credentials | 'missing' | 'malformed';
   /** For the junk-block check of the admission's guard (the echo itself never answers badagent). */
-  userAgent?: string;
+  userAgent: string | undefined;
   hostname: string | undefined;
 }
 
