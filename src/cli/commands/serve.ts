@@ -121,12 +121,15 @@ export async function serve(ctx: CommandContext, opts: ServeOptions): Promise<vo
   portOverride(opts.port);
   const bridgeOptions = { parallelHashes: hashesPerWorker(workers, cpus) };
   if (cluster.isWorker) return serveWorker(ctx, opts, bridgeOptions);
+  // From here on SIGHUP reloads, never ends the process (node's default), also while it starts.
+  const reloads = new Reloads();
+  process.on('SIGHUP', () => reloads.request('SIGHUP'));
   // Before anything starts: a certificate that cannot be used is a config error (exit 2), named
   // by its setting, not a worker that fails to start.
   for (const l of listenersOf(ctx, opts)) if (l.tls) await readTlsPair(l.tls);
   for (const w of updateQuotaWarnings(ctx.config, workers)) ctx.logger.warn(w);
-  if (workers === 1) return serveSingle(ctx, opts, bridgeOptions);
-  return servePrimary(ctx, workers);
+  if (workers === 1) return serveSingle(ctx, opts, bridgeOptions, reloads);
+  return servePrimary(ctx, workers, reloads);
 }
 
 export type Listener = { host: string; port: number; tls?: TlsListenerFiles };
@@ -207,9 +210,8 @@ function stopSignal(): Promise<string> {
 }
 
 /**
- * SIGHUP in a process that serves: the reloads asked for, one after another. One asked for
- * while the listeners still start is done once they listen (they may have read the files
- * before it came).
+ * SIGHUP: the reloads asked for, one after another. One asked for while the process still
+ * starts is done once it listens (its listeners may have read the files before it came).
  */
 class Reloads {
   private run: ((why: string) => Promise<void>) | undefined;
@@ -249,10 +251,13 @@ async function reload(bridge: Bridge, logger: CommandContext['logger'], why: str
   }
 }
 
-async function serveSingle(ctx: CommandContext, opts: ServeOptions, bridgeOptions: BridgeOptions): Promise<void> {
+async function serveSingle(
+  ctx: CommandContext,
+  opts: ServeOptions,
+  bridgeOptions: BridgeOptions,
+  reloads: Reloads,
+): Promise<void> {
   const { logger } = ctx;
-  const reloads = new Reloads();
-  process.on('SIGHUP', () => reloads.request('SIGHUP'));
   const started = await startBridge(ctx, opts, bridgeOptions, 'listening');
   if (!started) return;
   reloads.attach((why) => reload(started.bridge, logger, why));
@@ -360,7 +365,7 @@ async function serveWorker(ctx: CommandContext, opts: ServeOptions, bridgeOption
   if (process.connected) process.disconnect();
 }
 
-async function servePrimary(ctx: CommandContext, count: number): Promise<void> {
+async function servePrimary(ctx: CommandContext, count: number, reloads: Reloads): Promise<void> {
   const { logger } = ctx;
   const alive = new Set<Worker>();
   const restarts: number[] = [];
@@ -426,10 +431,11 @@ async function servePrimary(ctx: CommandContext, count: number): Promise<void> {
   });
 
   void stopSignal().then((signal) => stopAll(signal, 0));
-  // The workers hold the listeners: each reads its certificates again.
-  process.on('SIGHUP', () => {
+  // The workers hold the listeners: each reads its certificates again. (One that starts later
+  // reads them when it listens.)
+  reloads.attach(async (why) => {
     if (stopping) return;
-    logger.info('reloading', { signal: 'SIGHUP', workers: alive.size });
+    logger.info('reloading', { reason: why, workers: alive.size });
     for (const w of alive) if (w.isConnected()) w.send({ kind: 'reload' } satisfies PrimaryMessage);
   });
   useKernelScheduling();
