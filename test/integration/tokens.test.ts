@@ -71,12 +71,21 @@ for (const { kind, binaries } of NAMESERVERS) {
       const stdout = await env.cliOk(['token', 'add', host, ...args]);
       const lines = stdout.trimEnd().split('\n');
       const token = lines.at(-1)!;
+      made.push(token);
       const id = /^token ([0-9a-f]{12}) for /.exec(lines[0]!)![1]!;
       return { token, id, stdout };
     }
 
     const send = (query: string, user: string, password: string, ua = 'TokenTest/1.0') =>
       env.get(`/nic/update?${query}`, { auth: [user, password], ua });
+
+    /** Every token this suite made: none may appear in the serve process's log (debug level). */
+    const made: string[] = [];
+    after(() => {
+      const log = env?.logs.join('') ?? '';
+      expect(log.length, 'the serve log was captured').to.be.above(0);
+      for (const t of made) expect(log.includes(t), 'a token in the serve log').to.equal(false);
+    });
 
     it('token add prints the token alone on the last line, once; Redis keeps only its keyed hash', async () => {
       const host = uniq('shown');
