@@ -4,6 +4,7 @@
  * credentials and a hostname.
  */
 import { StoreUnavailableError } from '../core/errors.js';
+import type { EchoOutcome } from '../core/outcomes.js';
 import type { Logger } from '../core/log.js';
 import { normalizeHostname } from '../core/names.js';
 import { hostnameList } from '../core/params.js';
@@ -17,7 +18,7 @@ export interface EchoRequest {
   hostname: string | undefined;
 }
 
-export type EchoReply = { kind: 'address'; address: string } | { kind: 'token'; token: 'abuse' | '911' };
+export type EchoReply = { kind: 'address'; address: string } | { kind: 'refused'; outcome: EchoOutcome };
 
 export interface EchoSettings {
   echoMinIntervalMs: number;
@@ -65,7 +66,7 @@ export class EchoService {
         settings.maxFrequent,
         settings.echoCooldownMs,
       );
-      if (byAddress === 'abuse') return { kind: 'token', token: 'abuse' };
+      if (byAddress === 'abuse') return { kind: 'refused', outcome: 'abuse' };
       // The distinct valid names, as an update of the same list would count them (none past its limit).
       const names = [...new Set((hostnameList(req.hostname ?? '') ?? []).map(normalizeHostname).filter((n) => n !== undefined))];
       if (typeof req.credentials === 'object' && names.length > 0) {
@@ -86,14 +87,14 @@ export class EchoService {
               }),
             ),
           );
-          if (admissions.some((a) => a.kind === 'abuse')) return { kind: 'token', token: 'abuse' };
+          if (admissions.some((a) => a.kind === 'rejected' && a.outcome === 'abuse')) return { kind: 'refused', outcome: 'abuse' };
         }
       }
       return { kind: 'address', address: req.clientIp };
     } catch (err) {
       if (err instanceof StoreUnavailableError) {
         this.deps.logger.warn('state store unavailable', { error: err.message });
-        return { kind: 'token', token: '911' };
+        return { kind: 'refused', outcome: 'unavailable' };
       }
       throw err;
     }

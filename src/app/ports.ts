@@ -3,6 +3,7 @@
  * these; `cli/compose.ts` wires them. Every method may throw StoreUnavailableError (→ 911);
  * Publisher.publish may throw DnsUpdateError (→ dnserr).
  */
+import type { HostOutcome } from '../core/outcomes.js';
 import type { Account, AddressFamilies, HostDnsState, HostRecord, HostType, TargetState } from '../core/types.js';
 
 /** The authenticated account as the use cases see it. */
@@ -130,13 +131,15 @@ export interface Lease {
   readonly token: string;
 }
 
+/**
+ * Why admit refused a host: not registered, another account's, not dynamic, closed; abuse:
+ * already blocked, or this request crossed the frequency limit and blocked it.
+ */
+export const ADMIT_REJECTIONS = ['unknown-host', 'not-owner', 'not-dynamic', 'closed', 'abuse'] as const satisfies readonly HostOutcome[];
+export type AdmitRejection = (typeof ADMIT_REJECTIONS)[number];
+
 export type Admission =
-  | { kind: 'nohost' }
-  | { kind: 'notyours' }
-  | { kind: 'badsys' }
-  | { kind: 'closed' }
-  /** Already blocked, or this request crossed the frequency limit and blocked it. */
-  | { kind: 'abuse' }
+  | { kind: 'rejected'; outcome: AdmitRejection }
   /**
    * A login check of the guard did not hold; nothing was counted or changed. 'agent': the
    * (source, User-Agent) pair is junk-blocked; 'login': the source or the account is in

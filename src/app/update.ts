@@ -2,10 +2,10 @@
  * The update use case: agent → credentials → per host name: syntax, registry, ownership,
  * type, state, frequency → DNS → commit. Returns outcomes; the HTTP adapter writes bytes.
  */
-import { DnsUpdateError, StoreUnavailableError, tokenForError } from '../core/errors.js';
+import { DnsUpdateError, StoreUnavailableError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { formatAddresses, parseUpdateParams, type ParamMap, type UpdateParams } from '../core/params.js';
-import { tokenIsJunk, type HostToken, type RequestToken } from '../core/tokens.js';
+import { isJunk, outcomeOfError, type HostOutcome, type RequestOutcome } from '../core/outcomes.js';
 import { emptyDnsState, expectationsFor, familiesToLeave, targetState, type RequestedSettings, type ResolvedMx } from '../core/types.js';
 import { parseAddress, type AddressPair } from '../core/addresses.js';
 import { normalizeHostname } from '../core/names.js';
@@ -39,12 +39,12 @@ export interface UpdateRequest {
 }
 
 export interface HostLine {
-  token: HostToken;
-  /** For good/nochg: the address text after the token. */
+  outcome: HostOutcome;
+  /** For changed/unchanged: the addresses this request set, as the reply shows them. */
   addresses?: string;
 }
 
-export type UpdateReply = { kind: 'request'; token: RequestToken } | { kind: 'hosts'; lines: HostLine[] };
+export type UpdateReply = { kind: 'request'; outcome: RequestOutcome } | { kind: 'hosts'; lines: HostLine[] };
 
 export interface FrequencySettings {
   minIntervalMs: number;
@@ -81,8 +81,8 @@ class HostStayedBusy extends ServiceFault {}
  * changed, a cool-down or junk block that started meanwhile): the whole request is refused.
  */
 class LoginRefused extends Error {
-  constructor(readonly token: 'badauth' | 'badagent') {
-    super(`login refused at admission: ${token}`);
+  constructor(readonly outcome: 'bad-credentials' | 'bad-agent') {
+    super(`login refused at admission: ${outcome}`);
   }
 }
 
@@ -94,8 +94,8 @@ class TokenRefused extends Error {
 }
 
 /** What the full path answers when a login check fails at the admission. */
-function refusalToken(check: GuardCheck): 'badauth' | 'badagent' {
-  return check === 'agent' ? 'badagent' : 'badauth';
+function refusalOutcome(check: GuardCheck): 'bad-credentials' | 'bad-agent' {
+  return check === 'agent' ? 'bad-agent' : 'bad-credentials';
 }
 
 const defaultSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -120,14 +120,14 @@ export class UpdateService {
       }
       return reply;
     } catch (err) {
-      if (err instanceof LoginRefused) return { kind: 'request', token: err.token };
+      if (err instanceof LoginRefused) return { kind: 'request', outcome: err.outcome };
       if (err instanceof StoreUnavailableError) {
         this.deps.logger.warn('state store unavailable', { error: err.message });
-        return { kind: 'request', token: '911' };
+        return { kind: 'request', outcome: 'unavailable' };
       }
       if (err instanceof ServiceFault) {
         this.deps.logger.warn('answered 911', { error: err.message });
-        return { kind: 'request', token: '911' };
+        return { kind: 'request', outcome: 'unavailable' };
       }
       throw err;
     }
@@ -136,7 +136,7 @@ export class UpdateService {
   private async run(req: UpdateRequest): Promise<UpdateReply> {
     const { authenticator, clientPolicy } = this.deps;
     const ua = req.userAgent?.trim();
-    if (!ua) return { kind: 'request', token: 'badagent' };
+    if (!ua) return { kind: 'request', outcome: 'bad-agent' };
     // Parsed once, when first needed: a fast path that falls back hands it on (with its MX check).
     let parsed: AskedChange | undefined;
     const asked = (): AskedChange => (parsed ??= new AskedChange(parseUpdateParams(req.params), req.clientIp, this.deps.mxResolver));
@@ -151,35 +151,35 @@ export class UpdateService {
         ? authenticator.authenticate(req.credentials, req.clientIp, blocked.then((b) => !b, () => false))
         : undefined;
     login?.catch(() => undefined); // awaited below unless the agent is refused first
-    if (await blocked) return { kind: 'request', token: 'badagent' };
+    if (await blocked) return { kind: 'request', outcome: 'bad-agent' };
 
     // A missing header is the normal first step of challenge-driven clients (wget,
     // uclient-fetch): answer the challenge without counting it as a failure.
-    if (req.credentials === 'missing') return { kind: 'request', token: 'badauth' };
+    if (req.credentials === 'missing') return { kind: 'request', outcome: 'bad-credentials' };
     if (req.credentials === 'malformed') {
       await authenticator.recordMalformed(req.clientIp);
-      return { kind: 'request', token: 'badauth' };
+      return { kind: 'request', outcome: 'bad-credentials' };
     }
     const auth = await login!;
-    if (!auth.ok) return { kind: 'request', token: 'badauth' };
+    if (!auth.ok) return { kind: 'request', outcome: 'bad-credentials' };
     const guard: AdmitGuard = { sourceIp: req.clientIp, userAgent: ua, login: auth.login };
 
     const { params } = asked();
-    if (params.tooManyHosts) return { kind: 'request', token: 'numhost' };
-    if (params.hosts.length === 0) return { kind: 'hosts', lines: [{ token: 'notfqdn' }] };
+    if (params.tooManyHosts) return { kind: 'request', outcome: 'too-many-hosts' };
+    if (params.hosts.length === 0) return { kind: 'hosts', lines: [{ outcome: 'invalid-name' }] };
 
     // Distinct names run in parallel. A repeated name is the same request for that host: it
     // gets its first occurrence's line (one admission, counted once by the frequency rule).
     const byName = new Map<string, Promise<HostLine>>();
     const lines = params.hosts.map(({ fqdn }) => {
-      if (fqdn === undefined) return Promise.resolve<HostLine>({ token: 'notfqdn' });
+      if (fqdn === undefined) return Promise.resolve<HostLine>({ outcome: 'invalid-name' });
       let line = byName.get(fqdn);
       if (line === undefined) {
         line = (async () => {
           const zone = this.deps.publisher.zoneFor(fqdn);
-          if (zone === undefined) return { token: 'nohost' } as HostLine;
+          if (zone === undefined) return { outcome: 'unknown-host' } as HostLine;
           const line = await this.updateHost(fqdn, zone, auth.account, asked(), guard);
-          if ('refused' in line) throw new LoginRefused(refusalToken(line.refused));
+          if ('refused' in line) throw new LoginRefused(refusalOutcome(line.refused));
           return line;
         })();
         byName.set(fqdn, line);
@@ -205,7 +205,7 @@ export class UpdateService {
   private async fastPath(req: UpdateRequest, ua: string, asked: () => AskedChange): Promise<UpdateReply | undefined> {
     if (typeof req.credentials !== 'object') return undefined;
     const verdict = this.deps.clientPolicy.listVerdict(ua);
-    if (verdict === 'blocked') return { kind: 'request', token: 'badagent' };
+    if (verdict === 'blocked') return { kind: 'request', outcome: 'bad-agent' };
     if (verdict === 'unknown') return undefined;
     const login = this.deps.authenticator.recall(req.credentials);
     if (login === undefined) return undefined;
@@ -217,7 +217,7 @@ export class UpdateService {
     const guard: AdmitGuard = { sourceIp: req.clientIp, userAgent: ua, login };
     const line = await this.updateHost(fqdn, zone, login.account, asked(), guard);
     if (!('refused' in line)) return { kind: 'hosts', lines: [line] };
-    return line.refused === 'stale' ? undefined : { kind: 'request', token: refusalToken(line.refused) };
+    return line.refused === 'stale' ? undefined : { kind: 'request', outcome: refusalOutcome(line.refused) };
   }
 
   /**
@@ -234,7 +234,7 @@ export class UpdateService {
     const { clientPolicy, tokens } = this.deps;
     const verdict = clientPolicy.listVerdict(ua);
     if (verdict === 'blocked' || (verdict === 'unknown' && (await clientPolicy.isBlocked(ua, req.clientIp)))) {
-      return { kind: 'request', token: 'badagent' };
+      return { kind: 'request', outcome: 'bad-agent' };
     }
     const token = await tokens.login(credentials, req.clientIp);
     if (token === undefined) return undefined;
@@ -246,11 +246,11 @@ export class UpdateService {
     if (params.tooManyHosts || !ownAsked || zone === undefined || !params.systemSupported || mx.needsLookup) {
       const check = await tokens.check(guard);
       if (check !== 'ok') return this.tokenRefused(token, check);
-      if (params.tooManyHosts) return { kind: 'request', token: 'numhost' };
+      if (params.tooManyHosts) return { kind: 'request', outcome: 'too-many-hosts' };
     }
-    if (names.length === 0) return { kind: 'hosts', lines: [{ token: 'notfqdn' }] };
+    if (names.length === 0) return { kind: 'hosts', lines: [{ outcome: 'invalid-name' }] };
     const update = async (): Promise<HostLine> => {
-      if (zone === undefined) return { token: 'nohost' };
+      if (zone === undefined) return { outcome: 'unknown-host' };
       const line = await this.updateHost(token.fqdn, zone, token.account, asked(), guard);
       if ('refused' in line) throw new TokenRefused(line.refused);
       return line;
@@ -258,8 +258,8 @@ export class UpdateService {
     let own: Promise<HostLine> | undefined; // a name repeated is one admission, as on the full path
     const settled = await Promise.allSettled(
       names.map(({ fqdn }): Promise<HostLine> => {
-        if (fqdn === undefined) return Promise.resolve({ token: 'notfqdn' });
-        if (fqdn !== token.fqdn) return Promise.resolve({ token: '!yours' });
+        if (fqdn === undefined) return Promise.resolve({ outcome: 'invalid-name' });
+        if (fqdn !== token.fqdn) return Promise.resolve({ outcome: 'not-owner' });
         return (own ??= update());
       }),
     );
@@ -270,7 +270,7 @@ export class UpdateService {
 
   /** A token's login check failed: the reply the full path gives, or (revoked, expired) the full path itself. */
   private tokenRefused(token: TokenLogin, check: GuardCheck): UpdateReply | undefined {
-    if (check !== 'stale') return { kind: 'request', token: refusalToken(check) };
+    if (check !== 'stale') return { kind: 'request', outcome: refusalOutcome(check) };
     this.deps.tokens.forget(token);
     return undefined;
   }
@@ -286,8 +286,8 @@ export class UpdateService {
 
     if (!params.systemSupported) {
       const host = await this.deps.registry.get(fqdn);
-      if (!host) return { token: 'nohost' };
-      return { token: host.account === account.name ? 'badsys' : '!yours' };
+      if (!host) return { outcome: 'unknown-host' };
+      return { outcome: host.account === account.name ? 'not-dynamic' : 'not-owner' };
     }
 
     const forbiddenOffline = settings.offline && !account.donator;
@@ -303,13 +303,11 @@ export class UpdateService {
     // the abuse check) but never changes anything.
     const admission = await this.admit({ ...base, expect: forbiddenOffline ? null : expectationsFor(settings, resolvedMx), guard });
     if (admission.kind === 'refused') return { refused: admission.check };
-    const rejected = rejectionToken(admission);
-    if (rejected) return { token: rejected };
-    if (forbiddenOffline) return { token: '!donator' };
+    if (admission.kind === 'rejected') return { outcome: admission.outcome };
+    if (forbiddenOffline) return { outcome: 'offline-not-allowed' };
 
     const shown = formatAddresses(addresses);
-    if (admission.kind === 'nochg') return { token: 'nochg', addresses: shown };
-    if (admission.kind !== 'change') throw new Error(`unexpected admission ${admission.kind}`);
+    if (admission.kind === 'nochg') return { outcome: 'unchanged', addresses: shown };
 
     const target = targetState(admission.host, settings, resolvedMx);
     // A family nobody writes and the store does not know was not set by us (or is gone
@@ -329,7 +327,7 @@ export class UpdateService {
       await this.deps.hosts.release(admission.lease, republish).catch((releaseErr: unknown) => {
         throw new ServiceFault(`release failed: ${(releaseErr as Error).message}`);
       });
-      if (tokenForError(err) === 'dnserr') return { token: 'dnserr' };
+      if (outcomeOfError(err) === 'dns-failed') return { outcome: 'dns-failed' };
       throw err;
     }
     let committed: CommitOutcome;
@@ -350,13 +348,13 @@ export class UpdateService {
       await this.deps.publisher
         .publish({ fqdn, zone, previous: target, target: { ...emptyDnsState(), offline: false } })
         .catch((err: unknown) => this.deps.logger.error('could not delete the records of a removed host', { fqdn, error: (err as Error).message }));
-      return { token: 'nohost' };
+      return { outcome: 'unknown-host' };
     }
-    return { token: 'good', addresses: shown };
+    return { outcome: 'changed', addresses: shown };
   }
 
   /** admit, waiting while another request holds the host's lease. */
-  private async admit(req: AdmitRequest): Promise<Admission> {
+  private async admit(req: AdmitRequest): Promise<Exclude<Admission, { kind: 'busy' }>> {
     const deadline = Date.now() + req.leaseMs;
     for (let attempt = 0; ; attempt++) {
       const admission = await this.deps.hosts.admit(req);
@@ -364,23 +362,6 @@ export class UpdateService {
       if (Date.now() > deadline) throw new HostStayedBusy(`host ${req.fqdn} stayed busy`);
       await this.sleep(Math.min(2 + attempt * 2, 25) + Math.random() * 3);
     }
-  }
-}
-
-function rejectionToken(admission: Admission): HostToken | undefined {
-  switch (admission.kind) {
-    case 'nohost':
-      return 'nohost';
-    case 'notyours':
-      return '!yours';
-    case 'badsys':
-      return 'badsys';
-    case 'closed':
-      return '!active';
-    case 'abuse':
-      return 'abuse';
-    default:
-      return undefined;
   }
 }
 
@@ -444,13 +425,13 @@ function hostLines(settled: PromiseSettledResult<HostLine>[], logger: Logger): H
   if (unexpected !== undefined) throw unexpected;
   const lines = settled.map((r) => (r.status === 'fulfilled' ? r.value : undefined));
   const onlyHeld = faults.every((e) => e instanceof HostStayedBusy);
-  if (faults.length > 0 && !(onlyHeld && lines.some((l) => l?.token === 'good'))) throw faults[0];
+  if (faults.length > 0 && !(onlyHeld && lines.some((l) => l?.outcome === 'changed'))) throw faults[0];
   for (const e of faults) logger.warn('answered dnserr for a host held by another request', { error: (e as Error).message });
-  return lines.map((l) => l ?? { token: 'dnserr' });
+  return lines.map((l) => l ?? { outcome: 'dns-failed' });
 }
 
 function isJunkReply(reply: UpdateReply): boolean {
-  if (reply.kind === 'request') return tokenIsJunk(reply.token);
-  return reply.lines.some((l) => tokenIsJunk(l.token));
+  if (reply.kind === 'request') return isJunk(reply.outcome);
+  return reply.lines.some((l) => isJunk(l.outcome));
 }
 

@@ -1,9 +1,8 @@
 /**
  * The error hierarchy. Every error the service raises on purpose carries a stable
- * `code`; the mapping from code to reply token lives in `tokenForError` and nowhere else.
+ * `code`; which reply an error becomes is core/outcomes.ts (outcomeOfError) and nowhere else.
  * Messages never contain secrets (passwords, TSIG keys): callers pass names, not values.
  */
-import type { Token } from './tokens.js';
 
 export type ErrorCode =
   | 'ERR_CONFIG'
@@ -103,10 +102,4 @@ export class InvalidInputError extends BridgeError {
   constructor(message: string) {
     super('ERR_INVALID_INPUT', message);
   }
-}
-
-/** The one mapping from an error to a reply token. Unknown errors are our fault: `911`. */
-export function tokenForError(err: unknown): Token {
-  if (err instanceof DnsUpdateError) return 'dnserr';
-  return '911';
 }

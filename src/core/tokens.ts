@@ -1,8 +1,6 @@
 /**
- * The reply-token catalog: every token the service can answer, whether it is
- * per request (sent once) or per host name (one line each), and its HTTP status.
- * This is the only place that maps an outcome to the wire semantics; the HTTP
- * adapter turns these into bytes.
+ * The reply tokens on the wire: per host name (one line each) or per request (sent once).
+ * Which outcome is which token, with its HTTP status, is core/outcomes.ts.
  */
 
 export const HOST_TOKENS = [
@@ -29,28 +27,3 @@ export type Token = HostToken | RequestToken;
 export function tokenCarriesAddress(token: Token): token is 'good' | 'nochg' {
   return token === 'good' || token === 'nochg';
 }
-
-/** HTTP status for a token: 200 for every token except a credential failure (401 + challenge). */
-export function httpStatusForToken(token: Token): 200 | 401 {
-  return token === 'badauth' ? 401 : 200;
-}
-
-/**
- * Tokens that mean "the client sent something wrong or is not allowed": they count
- * towards the junk threshold of (source address, User-Agent). Our own failures
- * (911, dnserr) and successes never do.
- */
-export function tokenIsJunk(token: Token): boolean {
-  switch (token) {
-    case 'notfqdn':
-    case 'nohost':
-    case '!yours':
-    case 'badsys':
-    case 'numhost':
-    case 'badauth':
-      return true;
-    default:
-      return false;
-  }
-}
-

@@ -1,9 +1,10 @@
 /**
- * The one place that turns outcomes into bytes. Every reply: an HTTP/1.0 status line,
+ * The one place that turns outcomes into bytes (their tokens and statuses from core/outcomes). Every reply: an HTTP/1.0 status line,
  * text/plain, Content-Length, Connection: close, never chunked, and no header value that
  * looks like an IP address (ddclient scans headers for one).
  */
-import { httpStatusForToken, tokenCarriesAddress, type Token } from '../core/tokens.js';
+import { hostReply, requestReply, type EchoOutcome, type RequestOutcome } from '../core/outcomes.js';
+import { tokenCarriesAddress, type Token } from '../core/tokens.js';
 import type { HostLine, UpdateReply } from '../app/update.js';
 import type { EchoReply } from '../app/echo.js';
 
@@ -44,8 +45,9 @@ function line(token: Token, addresses?: string): string {
   return tokenCarriesAddress(token) && addresses ? `${token} ${addresses}\n` : `${token}\n`;
 }
 
-export function tokenReply(token: Token, realm: string): RawReply {
-  const status = httpStatusForToken(token);
+/** An outcome answered once for the whole request (or instead of the echo's address). */
+export function outcomeReply(outcome: RequestOutcome | EchoOutcome, realm: string): RawReply {
+  const { token, status } = requestReply(outcome);
   return {
     status,
     body: line(token),
@@ -54,12 +56,12 @@ export function tokenReply(token: Token, realm: string): RawReply {
 }
 
 export function updateReply(reply: UpdateReply, realm: string): RawReply {
-  if (reply.kind === 'request') return tokenReply(reply.token, realm);
-  return { status: 200, body: reply.lines.map((l: HostLine) => line(l.token, l.addresses)).join('') };
+  if (reply.kind === 'request') return outcomeReply(reply.outcome, realm);
+  return { status: 200, body: reply.lines.map((l: HostLine) => line(hostReply(l.outcome).token, l.addresses)).join('') };
 }
 
 export function echoReply(reply: EchoReply, realm: string): RawReply {
-  if (reply.kind === 'token') return tokenReply(reply.token, realm);
+  if (reply.kind === 'refused') return outcomeReply(reply.outcome, realm);
   return { status: 200, body: `Current IP Address: ${reply.address}\n` };
 }
 

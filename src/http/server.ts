@@ -6,12 +6,11 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
-import { tokenForError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { UpdateService } from '../app/update.js';
 import type { EchoService } from '../app/echo.js';
 import { ClientAddressResolver, paramsOf, parseBasicAuth } from './request.js';
-import { echoReply, encodeReply, errorReply, tokenReply, updateReply, type RawReply } from './reply.js';
+import { echoReply, encodeReply, errorReply, outcomeReply, updateReply, type RawReply } from './reply.js';
 import { readTlsPair, summarize, type TlsListenerFiles } from './tls.js';
 
 export interface HttpSettings {
@@ -216,7 +215,8 @@ export class HttpFrontend {
     this.handle(req, connection.peer)
       .catch((err: unknown) => {
         this.logger.error('request failed', { error: err instanceof Error ? err.message : String(err) });
-        return tokenReply(tokenForError(err), this.settings.realm);
+        // The use cases answer every failure they know of: anything else is our fault (911).
+        return outcomeReply('unavailable', this.settings.realm);
       })
       .then((reply) => this.write(req, res, reply))
       .finally(() => {

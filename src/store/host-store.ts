@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { ADMIT_REJECTIONS, type AdmitRejection } from '../app/ports.js';
 import type { Admission, AdmitRequest, CommitOutcome, DnsRepair, HostAdmin, HostGate, Lease, Reclaimed, TokenGuard } from '../app/ports.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
@@ -361,11 +362,11 @@ export class RedisHostStore implements HostGate, HostAdmin {
     }
     const kind = reply[0];
     switch (kind) {
-      case 'nohost':
-      case 'notyours':
-      case 'badsys':
-      case 'closed':
-      case 'abuse':
+      case 'rejected': {
+        const outcome = reply[1];
+        if (!(ADMIT_REJECTIONS as readonly unknown[]).includes(outcome)) throw new Error(`unexpected admit rejection: ${String(outcome)}`);
+        return { kind, outcome: outcome as AdmitRejection };
+      }
       case 'busy':
       case 'nochg':
         return { kind };

@@ -61,12 +61,12 @@ local key = KEYS[1]
 local flat = redis.call('HGETALL', key)
 local h = {}
 for i = 1, #flat, 2 do h[flat[i]] = flat[i + 1] end
-if h['o'] == nil then return {'nohost'} end
-if h['o'] ~= A[1] then return {'notyours'} end
-if h['t'] ~= 'dynamic' then return {'badsys'} end
+if h['o'] == nil then return {'rejected', 'unknown-host'} end
+if h['o'] ~= A[1] then return {'rejected', 'not-owner'} end
+if h['t'] ~= 'dynamic' then return {'rejected', 'not-dynamic'} end
 local state = h['s'] or 'active'
-if state == 'closed' then return {'closed'} end
-if state == 'blocked' then return {'abuse'} end
+if state == 'closed' then return {'rejected', 'closed'} end
+if state == 'blocked' then return {'rejected', 'abuse'} end
 if h['lk'] ~= nil and h['lk'] ~= '' and (tonumber(h['lu']) or 0) > now then return {'busy'} end
 -- An expired lease: its holder died between publishing and recording, so DNS may hold a
 -- change Redis does not know. Never nochg then: this request republishes it (see 'la').
@@ -87,7 +87,7 @@ h['fc'] = tostring(count)
 h['fs'] = tostring(seq)
 if count > maxFrequent then
   redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'], 's', 'blocked')
-  return {'abuse'}
+  return {'rejected', 'abuse'}
 end
 
 local function hostFlat()

@@ -57,24 +57,24 @@ describe('store: hosts (real redis-server)', function () {
 
   describe('admit outcomes', () => {
     it('nohost for a name that is not registered', async () => {
-      expect(await lab.store.hosts.admit(request({ fqdn: 'other.dyn.example.org' }))).to.deep.equal({ kind: 'nohost' });
+      expect(await lab.store.hosts.admit(request({ fqdn: 'other.dyn.example.org' }))).to.deep.equal({ kind: 'rejected', outcome: 'unknown-host' });
     });
 
     it('notyours for another account\'s host, without counting', async () => {
-      expect(await lab.store.hosts.admit(request({ account: 'bob' }))).to.deep.equal({ kind: 'notyours' });
+      expect(await lab.store.hosts.admit(request({ account: 'bob' }))).to.deep.equal({ kind: 'rejected', outcome: 'not-owner' });
       expect(await lab.raw.hmget(hostKey, 'fl', 'fc', 'fs')).to.deep.equal([null, null, null]);
     });
 
     it('badsys for a host that is not dynamic', async () => {
       await lab.store.hosts.add('static.dyn.example.org', 'alice', 'static');
-      expect(await lab.store.hosts.admit(request({ fqdn: 'static.dyn.example.org' }))).to.deep.equal({ kind: 'badsys' });
+      expect(await lab.store.hosts.admit(request({ fqdn: 'static.dyn.example.org' }))).to.deep.equal({ kind: 'rejected', outcome: 'not-dynamic' });
     });
 
     it('closed and abuse for closed and blocked hosts', async () => {
       await lab.store.hosts.setState(HOST, 'closed');
-      expect(await lab.store.hosts.admit(request())).to.deep.equal({ kind: 'closed' });
+      expect(await lab.store.hosts.admit(request())).to.deep.equal({ kind: 'rejected', outcome: 'closed' });
       await lab.store.hosts.setState(HOST, 'blocked');
-      expect(await lab.store.hosts.admit(request())).to.deep.equal({ kind: 'abuse' });
+      expect(await lab.store.hosts.admit(request())).to.deep.equal({ kind: 'rejected', outcome: 'abuse' });
     });
 
     it('change with a lease when something differs; busy while the lease is held', async () => {
@@ -156,12 +156,12 @@ describe('store: hosts (real redis-server)', function () {
         expect(await lab.raw.hget(hostKey, 'fc')).to.equal(String(i));
       }
       expect(kinds).to.deep.equal(['nochg', 'nochg', 'nochg', 'nochg']);
-      expect(await lab.store.hosts.admit(request({ expect: null }))).to.deep.equal({ kind: 'abuse' });
+      expect(await lab.store.hosts.admit(request({ expect: null }))).to.deep.equal({ kind: 'rejected', outcome: 'abuse' });
       expect(await lab.raw.hget(hostKey, 's')).to.equal('blocked');
       expect(await lab.raw.hget(hostKey, 'fc')).to.equal('4');
       expect((await lab.store.hosts.get(HOST))!.state).to.equal('blocked');
       // Blocked until an operator unblocks; then the rule starts afresh.
-      expect(await lab.store.hosts.admit(request())).to.deep.equal({ kind: 'abuse' });
+      expect(await lab.store.hosts.admit(request())).to.deep.equal({ kind: 'rejected', outcome: 'abuse' });
       await lab.store.hosts.setState(HOST, 'active');
       expect(await lab.raw.hmget(hostKey, 'fl', 'fc')).to.deep.equal([null, null]);
       expect((await lab.store.hosts.admit(request())).kind).to.equal('change');
@@ -179,7 +179,7 @@ describe('store: hosts (real redis-server)', function () {
       const now = await redisNow();
       await lab.raw.hset(hostKey, 'fl', String(now - 20_000), 'fc', '3');
       // 20 s after the last request: frequent for a 60 s interval → blocks (fc 4 > 3) ...
-      expect(await lab.store.hosts.admit(request({ expect: null, minIntervalMs: 60_000 }))).to.deep.equal({ kind: 'abuse' });
+      expect(await lab.store.hosts.admit(request({ expect: null, minIntervalMs: 60_000 }))).to.deep.equal({ kind: 'rejected', outcome: 'abuse' });
       await lab.store.hosts.setState(HOST, 'active');
       await lab.raw.hset(hostKey, 'fl', String(now - 20_000), 'fc', '3');
       // ... but not for a donator's 15 s interval.
@@ -709,8 +709,12 @@ describe('store: hosts (real redis-server)', function () {
     async function race(n: number, req: AdmitRequest): Promise<Admission[]> {
       return Promise.all(Array.from({ length: n }, (_, i) => (i % 2 === 0 ? lab.store : second).hosts.admit(req)));
     }
+    /** How many of each kind (a rejection by its outcome). */
     const tally = (results: Admission[]) =>
-      results.reduce<Record<string, number>>((acc, r) => ({ ...acc, [r.kind]: (acc[r.kind] ?? 0) + 1 }), {});
+      results.reduce<Record<string, number>>((acc, r) => {
+        const kind = r.kind === 'rejected' ? r.outcome : r.kind;
+        return { ...acc, [kind]: (acc[kind] ?? 0) + 1 };
+      }, {});
 
     it('50 concurrent counting admits through two clients count exactly', async () => {
       const results = await race(50, request({ expect: null, maxFrequent: 1000 }));
@@ -793,11 +797,14 @@ describe('store: hosts (real redis-server)', function () {
       expect((await lab.store.hosts.admit(ginaRequest({ expect: { ...WANT, ipv4: '192.0.2.99' } }))).kind).to.equal('change');
     });
 
-    it('a holding guard passes the other outcomes through (nohost, notyours, abuse) and the frequency rule', async () => {
-      expect(await lab.store.hosts.admit(ginaRequest({ fqdn: 'other.dyn.example.org' }))).to.deep.equal({ kind: 'nohost' });
-      expect(await lab.store.hosts.admit(ginaRequest({ fqdn: HOST }))).to.deep.equal({ kind: 'notyours' });
+    it('a holding guard passes the other outcomes through (unknown host, not owner, abuse) and the frequency rule', async () => {
+      expect(await lab.store.hosts.admit(ginaRequest({ fqdn: 'other.dyn.example.org' }))).to.deep.equal({ kind: 'rejected', outcome: 'unknown-host' });
+      expect(await lab.store.hosts.admit(ginaRequest({ fqdn: HOST }))).to.deep.equal({ kind: 'rejected', outcome: 'not-owner' });
       const kinds: string[] = [];
-      for (let i = 0; i < 5; i++) kinds.push((await lab.store.hosts.admit(ginaRequest({ expect: null }))).kind);
+      for (let i = 0; i < 5; i++) {
+        const a = await lab.store.hosts.admit(ginaRequest({ expect: null }));
+        kinds.push(a.kind === 'rejected' ? a.outcome : a.kind);
+      }
       expect(kinds).to.deep.equal(['nochg', 'nochg', 'nochg', 'nochg', 'abuse']);
       expect(await lab.raw.hget(ginaKey, 's')).to.equal('blocked');
     });

@@ -2,9 +2,10 @@ import { expect } from 'chai';
 import { ancestorsOf, namesBetween, normalizeHostname, zoneOf } from '../../src/core/names.js';
 import { parseAddress, parseAddressList, parseCidr, cidrContains } from '../../src/core/addresses.js';
 import { parseUpdateParams, formatAddresses } from '../../src/core/params.js';
-import { httpStatusForToken, tokenIsJunk } from '../../src/core/tokens.js';
+import { HOST_TOKENS, REQUEST_TOKENS } from '../../src/core/tokens.js';
+import { hostReply, isJunk, outcomeOfError, requestReply, type HostOutcome, type RequestOutcome } from '../../src/core/outcomes.js';
 import { expectationsFor, targetState, sameState, type HostRecord } from '../../src/core/types.js';
-import { tokenForError, DnsUpdateError, StoreUnavailableError } from '../../src/core/errors.js';
+import { DnsUpdateError, StoreUnavailableError } from '../../src/core/errors.js';
 
 const params = (q: string) => {
   const m = new Map<string, string[]>();
@@ -108,19 +109,28 @@ describe('core/params', () => {
   });
 });
 
-describe('core/tokens and errors', () => {
-  it('only badauth is not 200', () => {
-    expect(httpStatusForToken('badauth')).to.equal(401);
-    for (const t of ['good', 'nochg', 'badagent', 'numhost', '911', 'dnserr', 'abuse', '!donator'] as const) expect(httpStatusForToken(t)).to.equal(200);
+describe('core/outcomes: the one outcome → reply map', () => {
+  const hostOutcomes: HostOutcome[] = ['changed', 'unchanged', 'invalid-name', 'unknown-host', 'not-owner', 'not-dynamic', 'closed', 'abuse', 'offline-not-allowed', 'dns-failed'];
+  const requestOutcomes: RequestOutcome[] = ['bad-agent', 'bad-credentials', 'too-many-hosts', 'unavailable'];
+
+  it('every token of the catalog is some outcome\'s, once', () => {
+    expect(hostOutcomes.map((o) => hostReply(o).token).sort()).to.deep.equal([...HOST_TOKENS].sort());
+    expect(requestOutcomes.map((o) => requestReply(o).token).sort()).to.deep.equal([...REQUEST_TOKENS].sort());
   });
-  it('junk tokens are client mistakes, never our faults', () => {
-    expect(tokenIsJunk('notfqdn')).to.equal(true);
-    expect(tokenIsJunk('dnserr')).to.equal(false);
-    expect(tokenIsJunk('911')).to.equal(false);
+  it('only bad credentials are not 200', () => {
+    expect(requestReply('bad-credentials').status).to.equal(401);
+    for (const o of hostOutcomes) expect(hostReply(o).status, o).to.equal(200);
+    for (const o of requestOutcomes.filter((r) => r !== 'bad-credentials')) expect(requestReply(o).status, o).to.equal(200);
   });
-  it('maps errors to tokens in one place', () => {
-    expect(tokenForError(new DnsUpdateError('ERR_DNS_TIMEOUT', 'z', 'x'))).to.equal('dnserr');
-    expect(tokenForError(new StoreUnavailableError('x'))).to.equal('911');
+  it('junk is the client\'s mistake, never our fault', () => {
+    expect([...hostOutcomes, ...requestOutcomes].filter(isJunk).sort()).to.deep.equal(
+      ['bad-credentials', 'invalid-name', 'not-dynamic', 'not-owner', 'too-many-hosts', 'unknown-host'],
+    );
+  });
+  it('an error is a DNS failure or the service\'s own (911)', () => {
+    expect(outcomeOfError(new DnsUpdateError('ERR_DNS_TIMEOUT', 'z', 'x'))).to.equal('dns-failed');
+    expect(outcomeOfError(new StoreUnavailableError('x'))).to.equal('unavailable');
+    expect(outcomeOfError(new Error('x'))).to.equal('unavailable');
   });
 });
 

@@ -4,7 +4,7 @@ import { Duplex } from 'node:stream';
 import { parseAddressList } from '../../src/core/addresses.js';
 import { HttpFrontend } from '../../src/http/server.js';
 import { ClientAddressResolver, paramsOf, parseBasicAuth } from '../../src/http/request.js';
-import { encodeReply, tokenReply, updateReply } from '../../src/http/reply.js';
+import { encodeReply, outcomeReply, updateReply } from '../../src/http/reply.js';
 
 describe('http/request', () => {
   it('reads Basic credentials: case-insensitive scheme, first colon splits', () => {
@@ -60,13 +60,13 @@ describe('http/request', () => {
 
 describe('http/reply', () => {
   it('frames every reply as HTTP/1.0 with Content-Length and Connection: close', () => {
-    const bytes = encodeReply(updateReply({ kind: 'hosts', lines: [{ token: 'good', addresses: '192.0.2.1,2001:db8::1' }, { token: 'nohost' }] }, 'r'));
+    const bytes = encodeReply(updateReply({ kind: 'hosts', lines: [{ outcome: 'changed', addresses: '192.0.2.1,2001:db8::1' }, { outcome: 'unknown-host' }] }, 'r'));
     expect(bytes.toString()).to.equal(
       'HTTP/1.0 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 34\r\nConnection: close\r\n\r\ngood 192.0.2.1,2001:db8::1\nnohost\n',
     );
   });
   it('badauth is a 401 with a Basic challenge', () => {
-    expect(encodeReply(tokenReply('badauth', 'ddns')).toString()).to.equal(
+    expect(encodeReply(outcomeReply('bad-credentials', 'ddns')).toString()).to.equal(
       'HTTP/1.0 401 Unauthorized\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 8\r\nConnection: close\r\nWWW-Authenticate: Basic realm="ddns"\r\n\r\nbadauth\n',
     );
   });

@@ -1,0 +1,74 @@
+/**
+ * The one outcome → reply map (docs/architecture.md, "Where a reply token is chosen"). The
+ * store, the use cases and the HTTP adapter speak in outcomes; only this table says which
+ * token each one is on the wire, its HTTP status, and whether it counts as junk.
+ */
+import { DnsUpdateError } from './errors.js';
+import type { HostToken, RequestToken, Token } from './tokens.js';
+
+/** What happened to one host name of a request. */
+export type HostOutcome =
+  | 'changed'
+  | 'unchanged'
+  | 'invalid-name'
+  | 'unknown-host'
+  | 'not-owner'
+  | 'not-dynamic'
+  | 'closed'
+  | 'abuse'
+  | 'offline-not-allowed'
+  | 'dns-failed';
+
+/** What happened to the request as a whole (answered once, not per host). */
+export type RequestOutcome = 'bad-agent' | 'bad-credentials' | 'too-many-hosts' | 'unavailable';
+
+/** What the address echo can answer instead of the address. */
+export type EchoOutcome = 'abuse' | 'unavailable';
+
+export type Outcome = HostOutcome | RequestOutcome | EchoOutcome;
+
+interface Entry<T extends Token> {
+  token: T;
+  /** 401 comes with a Basic challenge. */
+  status: 200 | 401;
+  /** The client sent something wrong or is not allowed: counts towards its junk block. */
+  junk: boolean;
+}
+
+const HOST: { readonly [O in HostOutcome]: Entry<HostToken> } = {
+  changed: { token: 'good', status: 200, junk: false },
+  unchanged: { token: 'nochg', status: 200, junk: false },
+  'invalid-name': { token: 'notfqdn', status: 200, junk: true },
+  'unknown-host': { token: 'nohost', status: 200, junk: true },
+  'not-owner': { token: '!yours', status: 200, junk: true },
+  'not-dynamic': { token: 'badsys', status: 200, junk: true },
+  closed: { token: '!active', status: 200, junk: false },
+  abuse: { token: 'abuse', status: 200, junk: false },
+  'offline-not-allowed': { token: '!donator', status: 200, junk: false },
+  // Our fault (or the primary's): never the client's junk.
+  'dns-failed': { token: 'dnserr', status: 200, junk: false },
+};
+
+const REQUEST: { readonly [O in RequestOutcome]: Entry<RequestToken> } = {
+  'bad-agent': { token: 'badagent', status: 200, junk: false },
+  'bad-credentials': { token: 'badauth', status: 401, junk: true },
+  'too-many-hosts': { token: 'numhost', status: 200, junk: true },
+  unavailable: { token: '911', status: 200, junk: false },
+};
+
+export function hostReply(outcome: HostOutcome): Entry<HostToken> {
+  return HOST[outcome];
+}
+
+export function requestReply(outcome: RequestOutcome | EchoOutcome): Entry<Token> {
+  return outcome === 'abuse' ? HOST.abuse : REQUEST[outcome];
+}
+
+export function isJunk(outcome: Outcome): boolean {
+  return outcome in HOST ? HOST[outcome as HostOutcome].junk : REQUEST[outcome as RequestOutcome].junk;
+}
+
+/** The outcome of an error that reached a request: a DNS failure, else the service's own (911). */
+export function outcomeOfError(err: unknown): 'dns-failed' | 'unavailable' {
+  return err instanceof DnsUpdateError ? 'dns-failed' : 'unavailable';
+}
