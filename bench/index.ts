@@ -1,6 +1,6 @@
-/** `ddns-bridge bench`: run the benchmark, write JSON and a markdown table. */
+/** The benchmark as a command (bench/main.ts parses its options): run it, write JSON and a markdown table. */
 import { writeFile } from 'node:fs/promises';
-import type { LabKind } from '../lab/index.js';
+import type { LabKind } from '../src/lab/index.js';
 import { renderMarkdown } from './report.js';
 import type { BenchReport } from './report-types.js';
 import { runBench } from './run.js';

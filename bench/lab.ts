@@ -7,9 +7,9 @@ import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { hashPassword } from '../auth/index.js';
-import { loadConfig } from '../config/load.js';
-import type { Config } from '../config/schema.js';
+import { hashPassword } from '../src/auth/index.js';
+import { loadConfig } from '../src/config/load.js';
+import type { Config } from '../src/config/schema.js';
 import {
   generateTsigKey,
   makeTempDir,
@@ -22,9 +22,9 @@ import {
   type LabKind,
   type NameServer,
   type RedisServer,
-} from '../lab/index.js';
-import { openStore, type Store } from '../store/index.js';
-import { silentLogger } from '../core/log.js';
+} from '../src/lab/index.js';
+import { openStore, type Store } from '../src/store/index.js';
+import { silentLogger } from '../src/core/log.js';
 
 export const BENCH_ACCOUNT = 'bench';
 

@@ -3,7 +3,7 @@
  * after the other. The key goes in a 0600 file (`-k`), never in argv.
  */
 import { spawn } from 'node:child_process';
-import { requireBinary } from '../lab/index.js';
+import { requireBinary } from '../src/lab/index.js';
 import { nextAddress } from './raw-dns.js';
 import { summarize, type Measurement } from './stats.js';
 

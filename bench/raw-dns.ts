@@ -5,9 +5,9 @@
  * bridge sends for an address change (planChange), so the bridge's ratio to this figure is
  * its own overhead.
  */
-import type { ZoneConfig } from '../config/schema.js';
-import { planChange, signedExchange, TcpTransport, encodeUpdate, type HostPlan } from '../dns/index.js';
-import { emptyDnsState } from '../core/types.js';
+import type { ZoneConfig } from '../src/config/schema.js';
+import { planChange, signedExchange, TcpTransport, encodeUpdate, type HostPlan } from '../src/dns/index.js';
+import { emptyDnsState } from '../src/core/types.js';
 import { closedLoop, summarize, type Measurement } from './stats.js';
 
 export interface RawUpdateLoad {

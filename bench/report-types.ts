@@ -1,5 +1,5 @@
 /** The bench report (its JSON): what was measured, the ratios derived from it, the targets. */
-import type { LabKind } from '../lab/index.js';
+import type { LabKind } from '../src/lab/index.js';
 import type { BenchProfile } from './profile.js';
 import type { Measurement } from './stats.js';
 import type { BridgeMode } from './targets.js';

@@ -1,5 +1,5 @@
 /** The bench report as a markdown table (Knot and BIND side by side). */
-import type { LabKind } from '../lab/index.js';
+import type { LabKind } from '../src/lab/index.js';
 import type { BenchReport, ByConcurrency } from './report-types.js';
 import type { Measurement } from './stats.js';
 

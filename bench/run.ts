@@ -1,5 +1,5 @@
 /**
- * `ddns-bridge bench`: one run that starts private Redis, knotd and named, registers hosts
+ * `npm run bench`: one run that starts private Redis, knotd and named, registers hosts
  * through the bulk path, and measures side by side per nameserver: the raw UPDATE capacity
  * (one name per message and batched), one nsupdate process per update, the HTTP ceiling,
  * the bridge's change and nochg paths, its RSS, Redis memory per host, and the same at a
@@ -11,9 +11,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
-import type { LabKind } from '../lab/index.js';
-import { findBinary } from '../lab/index.js';
-import { JsonLogger } from '../cli/logger.js';
+import type { LabKind } from '../src/lab/index.js';
+import { findBinary } from '../src/lab/index.js';
+import { JsonLogger } from '../src/cli/logger.js';
 import { CEILING_BODY } from './ceiling-server.js';
 import { redisCommandCalls, redisUsedMemory, startLab, versionOf } from './lab.js';
 import { runHttpLoad, updateRequest } from './load.js';
@@ -323,7 +323,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
       profile: profile.name,
       startedAt: startedAt.toISOString(),
       durationSeconds: round((performance.now() - t0) / 1000, 1),
-      command: opts.quick ? 'ddns-bridge bench --quick' : 'npm run bench',
+      command: opts.quick ? 'npm run bench -- --quick' : 'npm run bench',
       machine: { ...machine, loadAverageAtEnd: loadAverageAtEnd.map((x) => round(x, 2)) },
       settings: {
         concurrencies: conc,

@@ -3,10 +3,10 @@
  * a run, the bulk registration, RSS sampling, the paired rounds and Redis round trips.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { hashPassword } from '../auth/index.js';
-import type { LabKind } from '../lab/index.js';
-import { importLines, outcomeHandler, type ImportSummary, type Rejection } from '../cli/commands/import.js';
-import { BulkHostImporter } from '../store/index.js';
+import { hashPassword } from '../src/auth/index.js';
+import type { LabKind } from '../src/lab/index.js';
+import { importLines, outcomeHandler, type ImportSummary, type Rejection } from '../src/cli/commands/import.js';
+import { BulkHostImporter } from '../src/store/index.js';
 import { CEILING_BODY } from './ceiling-server.js';
 import { BENCH_ACCOUNT, redisCommandCalls, redisCpuSeconds, type BenchLab, type BenchRegistry } from './lab.js';
 import { exchange, runHttpLoad, updateRequest, type HttpLoad } from './load.js';

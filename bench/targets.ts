@@ -6,9 +6,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import type { Config } from '../config/schema.js';
-import type { Logger } from '../core/log.js';
-import { buildBridge, type Bridge } from '../cli/compose.js';
+import type { Config } from '../src/config/schema.js';
+import type { Logger } from '../src/core/log.js';
+import { buildBridge, type Bridge } from '../src/cli/compose.js';
 import { CEILING_SCRIPT, startCeilingServer } from './ceiling-server.js';
 
 /** `in-process`, or `workers-N`: `serve --workers N` as child processes. */
@@ -27,7 +27,7 @@ export interface Target {
   stop(): Promise<void>;
 }
 
-const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 
 /** Children still running: killed if the bench exits early (Ctrl-C) so nothing is left behind. */
 const children = new Set<ChildProcess>();

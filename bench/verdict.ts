@@ -2,7 +2,7 @@
  * From measurements to verdicts: the ratios per nameserver and bridge layout (the paired,
  * registry and CPU-bound ones for the headline layout only), and the twelve targets.
  */
-import type { LabKind } from '../lab/index.js';
+import type { LabKind } from '../src/lab/index.js';
 import type { BenchReport, ByConcurrency, PairedRound, Ratios } from './report-types.js';
 import { round, type Measurement } from './stats.js';
 

@@ -265,27 +265,6 @@ const cli = yargs(hideBin(process.argv))
       await demo({ json: argv.json, nameserver: argv.nameserver, port: argv.port }, out, err);
     },
   )
-  .command(
-    'bench',
-    'benchmark: private Redis, knotd and named; raw UPDATE capacity, the bridge, the HTTP ceiling',
-    (y) =>
-      y
-        .option('quick', { type: 'boolean', default: false, describe: 'small counts (CI smoke, well under a minute)' })
-        .option('json', { type: 'string', describe: 'write the JSON report to FILE (- for stdout)' })
-        .option('markdown', { type: 'string', describe: 'write the markdown table to FILE (default: stdout)' })
-        .option('nameserver', { type: 'array', string: true, choices: ['knot', 'bind'], describe: 'only these nameservers (default: both)' })
-        .option('mode', { type: 'array', string: true, describe: 'bridge layouts: in-process, workers-N (default: in-process workers-2)' }),
-    async (argv) => {
-      // Loaded on demand: only the bench needs the lab and the load generators.
-      const { benchCommand } = await import('../bench/index.js');
-      const lines = (s: string) => s.replace(/\n$/, '');
-      await benchCommand(
-        { quick: argv.quick, json: argv.json, markdown: argv.markdown, nameservers: argv.nameserver as ('knot' | 'bind')[] | undefined, modes: argv.mode },
-        (s) => out(lines(s)),
-        (s) => err(lines(s)),
-      );
-    },
-  )
   .fail((msg, e, y) => {
     if (e) throw e;
     err(y.help().toString());

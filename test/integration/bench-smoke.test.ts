@@ -1,12 +1,27 @@
 /**
- * `ddns-bridge bench --quick`: the whole benchmark with small counts, as CI runs it. Asserts
+ * `npm run bench -- --quick`: the whole benchmark with small counts, as CI runs it. Asserts
  * that every section is there with positive figures and no errors — never a speed.
  */
 import { expect } from 'chai';
+import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { runCli } from '../support/bridge.js';
+import { ROOT, type CliResult } from '../support/bridge.js';
 import { findBinary, makeTempDir, removeDir } from '../../src/lab/index.js';
+
+/** What `npm run bench -- ARGS` runs once built: the bench's own entry point (not the product's CLI). */
+const BENCH = path.join(ROOT, 'dist/bench/main.js');
+
+function runBenchMain(args: string[]): Promise<CliResult> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BENCH, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
 
 interface M {
   ok: number;
@@ -62,7 +77,7 @@ describe('bench --quick (CI smoke)', function () {
   it('reports every section for Knot and BIND with positive numbers, as JSON and markdown', async () => {
     const json = path.join(dir, 'bench.json');
     const markdown = path.join(dir, 'bench.md');
-    const r = await runCli(['bench', '--quick', '--json', json, '--markdown', markdown]);
+    const r = await runBenchMain(['--quick', '--json', json, '--markdown', markdown]);
     expect(r.code, r.stderr.slice(-3000)).to.equal(0);
     const report = JSON.parse(await readFile(json, 'utf8'));
 

@@ -12,8 +12,8 @@ import { BridgeEnv, CLI, ZONE, sleep, writeRedisOnlyConfig } from '../support/br
 import { loadConfig } from '../../src/config/load.js';
 import { Redis } from 'ioredis';
 import { makeTempDir, removeDir, requireBinariesOrSkip, startRedis } from '../../src/lab/index.js';
-import { runHttpLoad } from '../../src/bench/load.js';
-import { procCpu } from '../../src/bench/targets.js';
+import { runHttpLoad } from '../../bench/load.js';
+import { procCpu } from '../../bench/targets.js';
 import { hashesPerWorker, WORKER_SEMI_SPACE_MIB } from '../../src/cli/commands/serve.js';
 
 const UA = 'ddns-bridge-tests/1.0 tests@example.test';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { median } from '../../src/bench/verdict.js';
+import { median } from '../../bench/verdict.js';
 
 describe('bench: verdict', () => {
   it('median: the middle value, the mean of the two middle ones for an even count, order-free', () => {
