@@ -5,9 +5,9 @@
  * the bridge's change and nochg paths, its RSS, Redis memory per host, and the same at a
  * large host count. Every measurement is bounded by a request count and a time limit.
  *
- * This file runs the sections in order; runs.ts holds the measurement procedures, verdict.ts
- * turns the measurements into ratios and targets, report-types.ts is the JSON's shape and
- * report.ts the markdown.
+ * This file runs the sections in order (runBench reads as the list of them); runs.ts holds the
+ * measurement procedures, verdict.ts turns the measurements into ratios and targets,
+ * report-types.ts is the JSON's shape and report.ts the markdown.
  */
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -15,10 +15,10 @@ import type { LabKind } from '../src/lab/index.js';
 import { findBinary } from '../src/lab/index.js';
 import { JsonLogger } from '../src/cli/logger.js';
 import { CEILING_BODY } from './ceiling-server.js';
-import { redisCommandCalls, redisUsedMemory, startLab, versionOf } from './lab.js';
+import { redisCommandCalls, redisUsedMemory, startLab, versionOf, type BenchLab, type BenchRegistry } from './lab.js';
 import { runHttpLoad, updateRequest } from './load.js';
 import { runNsupdate } from './nsupdate.js';
-import { FULL_PROFILE, QUICK_PROFILE } from './profile.js';
+import { FULL_PROFILE, QUICK_PROFILE, type BenchProfile } from './profile.js';
 import { runRawUpdates } from './raw-dns.js';
 import type { BenchReport, BridgeResult, ByConcurrency, NameserverResult, RedisRoundTrips, RegistryRound, RssResult } from './report-types.js';
 import {
@@ -37,7 +37,7 @@ import {
   type HostCursor,
 } from './runs.js';
 import { round, type Measurement } from './stats.js';
-import { startBridgeTarget, startCeilingTarget, workersOf, type BridgeMode } from './targets.js';
+import { startBridgeTarget, startCeilingTarget, workersOf, type BridgeMode, type Target } from './targets.js';
 import { mib, ratiosOf, targetsOf } from './verdict.js';
 
 export interface BenchOptions {
@@ -48,309 +48,63 @@ export interface BenchOptions {
   progress?: (line: string) => void;
 }
 
+/** What the run does, decided from the options before anything starts. */
+interface Plan {
+  quick: boolean;
+  profile: BenchProfile;
+  kinds: LabKind[];
+  modes: BridgeMode[];
+  progress: (line: string) => void;
+  /** The highest concurrency: the registry-size runs, the paired rounds, command counts, cold logins. */
+  top: number;
+  /** Hosts per zone in the small registry, and in the large one. */
+  perZoneSmall: number;
+  perZoneLarge: number;
+  /** The large runs change as many hosts as the small ones, spread over the whole large range. */
+  largeStride: number;
+  /** The layout the targets are judged on, and why. */
+  headline: { mode: BridgeMode; reason: string };
+}
+
+/** A plan and the lab it runs in: what every section below takes. */
+interface Bench extends Plan {
+  lab: BenchLab;
+}
+
+type SmallRegistry = BenchReport['redisMemory']['small'];
+type LargeRegistry = BenchReport['redisMemory']['large'];
+type Cursors = Map<LabKind, HostCursor>;
+
 export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
-  const profile = opts.quick ? QUICK_PROFILE : FULL_PROFILE;
-  const kinds = opts.nameservers ?? (['knot', 'bind'] as LabKind[]);
-  const modes = opts.modes ?? (['in-process', 'workers-2'] as BridgeMode[]);
-  const progress = opts.progress ?? (() => undefined);
+  const plan = planOf(opts);
   const startedAt = new Date();
   const t0 = performance.now();
   const loadAverageAtStart = os.loadavg();
-  const conc = profile.concurrencies;
-  const top = String(Math.max(...conc));
-
-  progress(`profile ${profile.name}; nameservers ${kinds.join(', ')}; bridge modes ${modes.join(', ')}`);
-  const lab = await startLab(kinds);
+  plan.progress(`profile ${plan.profile.name}; nameservers ${plan.kinds.join(', ')}; bridge modes ${plan.modes.join(', ')}`);
+  const lab = await startLab(plan.kinds);
   try {
+    const b: Bench = { ...plan, lab };
     const machine = await machineInfo(loadAverageAtStart);
-    const perZoneSmall = Math.floor(profile.smallHosts / kinds.length);
-    const perZoneLarge = Math.floor(profile.largeHosts / kinds.length);
-    // The large runs change as many hosts as the small ones, spread over the whole large range.
-    const largeStride = Math.floor((perZoneLarge - perZoneSmall) / perZoneSmall);
-
-    // Registration, small: memory per host from the delta.
-    const base = await redisUsedMemory(lab.store);
-    await importHosts(lab, lab, kinds, 0, perZoneSmall);
-    const smallBytes = (await redisUsedMemory(lab.store)) - base;
-    const small = { hosts: perZoneSmall * kinds.length, bytesPerHost: round(smallBytes / (perZoneSmall * kinds.length), 1) };
-    progress(`redis: ${small.bytesPerHost} bytes per host at ${small.hosts} hosts`);
-
+    const small = await registerSmall(b);
     const nameservers: Partial<Record<LabKind, NameserverResult>> = {};
-    for (const kind of kinds) {
-      const ns = lab.nameservers.get(kind)!;
-      const zone = lab.config.zones.find((z) => z.name === lab.zoneOf(kind))!;
-      const rawSingle: ByConcurrency = {};
-      const rawBatched: ByConcurrency = {};
-      for (const [names, into, label] of [
-        [1, rawSingle, '1 name/msg'],
-        [profile.namesPerMessage, rawBatched, `${profile.namesPerMessage} names/msg`],
-      ] as const) {
-        for (const c of conc) {
-          const load = () =>
-            runRawUpdates({
-              zone,
-              concurrency: c,
-              namesPerMessage: names,
-              messages: profile.rawMessages,
-              maxSeconds: profile.rawSeconds,
-              prefix: 'raw-',
-              namePool: profile.rawNamePool,
-            });
-          // CPU per name: the nameserver's, and the sender's (the bench process).
-          const m = await withCpu(lab, undefined, load, kind);
-          into[String(c)] = m;
-          progress(`${kind} raw UPDATE ${label} c=${c}: ${line(m)} (${m.messages} messages)`);
-        }
-      }
-      const rawIsolated = await runRawUpdates({
-        zone,
-        concurrency: 1,
-        namesPerMessage: 1,
-        messages: profile.isolatedMessages,
-        maxSeconds: profile.rawSeconds * 2,
-        prefix: 'raw-',
-        namePool: profile.rawNamePool,
-        pauseMs: profile.isolatedPauseMs,
-      });
-      progress(`${kind} raw UPDATE isolated (${profile.isolatedPauseMs} ms apart): ${line(rawIsolated)}`);
-      const nsupdate = await runNsupdate({
-        keyFile: lab.keyFile,
-        server: { host: ns.host, port: ns.port },
-        zone: zone.name,
-        count: profile.nsupdateCount,
-        maxSeconds: profile.nsupdateSeconds,
-        prefix: 'nsupdate-',
-      });
-      progress(`${kind} nsupdate process per update: ${line(nsupdate)}`);
-      nameservers[kind] = {
-        zone: zone.name,
-        rawSingle,
-        rawBatched,
-        rawIsolated,
-        nsupdate,
-        bridge: {},
-        large: undefined as unknown as NameserverResult['large'],
-        paired: undefined as unknown as NameserverResult['paired'],
-        ratios: {},
-      };
-    }
-
-    // The headline layout is the one operators deploy: `serve --workers N` (the most workers
-    // measured). In-process shares one event loop with the load generator: a diagnostic.
-    const workerModes = modes.filter((m) => m !== 'in-process').sort((a, b) => workersOf(b) - workersOf(a));
-    const headlineMode = workerModes[0] ?? modes[0]!;
-    const headlineReason =
-      headlineMode === 'in-process'
-        ? 'the only layout measured'
-        : `the deployable layout (\`serve --workers ${workersOf(headlineMode)}\`); in-process shares its event loop with the load generator`;
-    progress(`headline mode: ${headlineMode} (${headlineReason})`);
-
-    const redisRoundTrips: RedisRoundTrips = {
-      backToBack: await measureRedisRoundTrips(lab, profile.isolatedMessages, 0),
-      isolated: await measureRedisRoundTrips(lab, profile.isolatedMessages, profile.isolatedPauseMs),
-    };
-    progress(`redis round trip (PING) p50: back to back ${redisRoundTrips.backToBack.p50Ms} ms, after ${profile.isolatedPauseMs} ms idle ${redisRoundTrips.isolated.p50Ms} ms`);
-
+    for (const kind of b.kinds) nameservers[kind] = await measureReferences(b, kind);
+    b.progress(`headline mode: ${b.headline.mode} (${b.headline.reason})`);
+    const redisRoundTrips = await measureRedisLatency(b);
+    const cursors: Cursors = new Map(b.kinds.map((k) => [k, { next: 0, from: 0, count: b.perZoneSmall }]));
     const httpCeiling: Record<string, ByConcurrency> = {};
     const bridgeRss: Record<string, RssResult> = {};
-    const cursors = new Map<LabKind, HostCursor>(kinds.map((k) => [k, { next: 0, from: 0, count: perZoneSmall }]));
-    for (const mode of modes) {
-      const ceiling = await startCeilingTarget(mode);
-      // The headline layout's ceiling stays up for the paired rounds after the bridge's runs.
-      const pairing = mode === headlineMode;
-      let ceilingUp = true;
-      const stopCeiling = async () => {
-        if (ceilingUp) await ceiling.stop();
-        ceilingUp = false;
-      };
-      httpCeiling[mode] = {};
-      try {
-        try {
-          const request = updateRequest(`ceiling.${lab.zoneOf(kinds[0]!)}`, '192.0.2.1', lab.authorization);
-          await runHttpLoad({ host: '127.0.0.1', port: ceiling.port, concurrency: 16, requests: profile.warmupRequests, maxSeconds: 5, request: () => request, expect: () => true });
-          for (const c of conc) {
-            const m = await withCpu(lab, ceiling, () =>
-              runHttpLoad({
-                host: '127.0.0.1',
-                port: ceiling.port,
-                concurrency: c,
-                requests: profile.httpRequests,
-                maxSeconds: profile.httpSeconds,
-                request: () => request,
-                expect: (_i, _s, body) => body === CEILING_BODY,
-              }),
-            );
-            httpCeiling[mode][String(c)] = m;
-            progress(`http ceiling (${mode}) c=${c}: ${line(m)}`);
-          }
-        } finally {
-          if (!pairing) await stopCeiling();
-        }
-
-        const target = await startBridgeTarget(mode, lab.config, lab.configPath, new JsonLogger('warn'));
-        const rss = new RssSampler(target);
-        try {
-          for (const kind of kinds) {
-            const result: BridgeResult = { change: {}, nochg: {} };
-            const cursor = cursors.get(kind)!;
-            // The headline layout's heaviest loads carry password checks of new accounts: the
-            // RSS figure includes a worker's scrypt on top of its loaded heap.
-            const underLoad = async (c: number, run: () => Promise<Measurement>): Promise<Measurement> => {
-              if (!pairing || String(c) !== top) return run();
-              const { result: m, coldLogins } = await withColdLogins(lab, target, kind, { logins: profile.coldLogins, spacingMs: profile.coldLoginSpacingMs }, run);
-              rss.coldLogins += coldLogins;
-              return m;
-            };
-            await changeRun(lab, { target, kind, concurrency: 16, requests: profile.warmupRequests, maxSeconds: 30, hosts: cursor });
-            const perRequest: Partial<NonNullable<BridgeResult['redisCommandsPerRequest']>> = {};
-            for (const c of conc) {
-              const before = senderStats(target, lab.zoneOf(kind));
-              const calls = String(c) === top ? await redisCommandCalls(lab.store) : undefined;
-              const m = await underLoad(c, () => changeRun(lab, { target, kind, concurrency: c, requests: profile.httpRequests, maxSeconds: profile.httpSeconds, hosts: cursor }));
-              if (calls) perRequest.change = perRequestDelta(calls, await redisCommandCalls(lab.store), m.ok + m.errors);
-              result.change[String(c)] = m;
-              const after = senderStats(target, lab.zoneOf(kind));
-              if (before && after && after.messagesSent > before.messagesSent) {
-                (result.hostsPerMessage ??= {})[String(c)] = round((after.hostsSent - before.hostsSent) / (after.messagesSent - before.messagesSent), 2);
-              }
-              progress(`${kind} bridge change (${mode}) c=${c}: ${line(m)}${result.hostsPerMessage?.[String(c)] ? `, ${result.hostsPerMessage[String(c)]} hosts/msg` : ''}`);
-            }
-            for (const c of conc) {
-              const m = await underLoad(c, () =>
-                nochgRun(lab, { target, kind, concurrency: c, requests: profile.httpRequests, maxSeconds: profile.httpSeconds, hosts: cursor }, (calls, requests) => {
-                  if (String(c) === top) perRequest.nochg = perRequestDelta(calls.before, calls.after, requests);
-                }),
-              );
-              result.nochg[String(c)] = m;
-              progress(`${kind} bridge nochg (${mode}) c=${c}: ${line(m)}`);
-            }
-            if (perRequest.change && perRequest.nochg) {
-              result.redisCommandsPerRequest = perRequest as NonNullable<BridgeResult['redisCommandsPerRequest']>;
-              progress(`${kind} redis commands per request (${mode}): change ${JSON.stringify(perRequest.change)}, nochg ${JSON.stringify(perRequest.nochg)}`);
-            }
-            nameservers[kind]!.bridge[mode] = result;
-          }
-          if (pairing) {
-            for (const kind of kinds) {
-              const rounds = await pairedRounds(lab, ceiling, target, kind, profile, Number(top), cursors.get(kind)!, progress);
-              nameservers[kind]!.paired = { mode, concurrency: Number(top), rounds };
-            }
-          }
-        } finally {
-          await target.stop();
-          bridgeRss[mode] = rss.stop(mode === 'in-process');
-          progress(`bridge RSS (${mode}): max process ${mib(bridgeRss[mode].maxProcessBytes)} MiB, max total ${mib(bridgeRss[mode].maxTotalBytes)} MiB`);
-        }
-      } finally {
-        await stopCeiling();
-      }
-    }
-
-
-    // Registration, large: a second registry (database 1 of the same redis-server, its own
-    // keyspace) with the large host count, through the same bulk path.
-    const largeRegistry = await lab.openRegistry(1);
-    const beforeLarge = await redisUsedMemory(lab.store);
-    const tImport = performance.now();
-    await importHosts(largeRegistry, lab, kinds, 0, perZoneLarge);
-    const importSeconds = (performance.now() - tImport) / 1000;
-    const imported = perZoneLarge * kinds.length;
-    const large = {
-      hosts: imported,
-      bytesPerHost: round(((await redisUsedMemory(lab.store)) - beforeLarge) / imported, 1),
-      importSeconds: round(importSeconds, 2),
-      importRate: round(imported / importSeconds, 0),
-    };
-    progress(`redis: ${large.bytesPerHost} bytes per host at ${large.hosts} hosts (imported ${imported} in ${large.importSeconds} s)`);
-
-    // Registry size: a bridge per registry, measured in alternation.
-    const targets = {
-      small: await startBridgeTarget(headlineMode, lab.config, lab.configPath, new JsonLogger('warn')),
-      large: await startBridgeTarget(headlineMode, largeRegistry.config, largeRegistry.configPath, new JsonLogger('warn')),
-    };
-    const samplers = [new RssSampler(targets.small), new RssSampler(targets.large)];
-    try {
-      for (const kind of kinds) {
-        const c = Number(top);
-        const smallCursor = cursors.get(kind)!;
-        // As many hosts as the small registry's pool, spread over the whole large range. One
-        // pass first (its names enter the zone), so both bridges change the address of
-        // existing names and only the number of registered hosts differs.
-        const largeCursor: HostCursor = { next: 0, from: perZoneSmall, count: perZoneSmall, stride: largeStride };
-        await changeRun(lab, { target: targets.large, kind, concurrency: 16, requests: perZoneSmall, maxSeconds: 60, hosts: largeCursor });
-        // The measured load, the same on either registry.
-        const onSmall: BridgeRun = { target: targets.small, kind, concurrency: c, requests: profile.httpRequests, maxSeconds: profile.httpSeconds, hosts: smallCursor };
-        const onLarge = { ...onSmall, target: targets.large, hosts: largeCursor };
-        // A freshly started bridge runs its first load ~25 % slower than later ones (JIT,
-        // both workers warming): one unmeasured run each.
-        await changeRun(lab, onSmall);
-        await changeRun(lab, onLarge);
-        const rounds: RegistryRound[] = [];
-        for (let i = 0; i < profile.pairedRounds; i++) {
-          const largeFirst = i % 2 === 1;
-          const [smallChange, largeChange] = await inOrder(
-            () => changeRun(lab, onSmall),
-            () => changeRun(lab, onLarge),
-            largeFirst,
-          );
-          const [smallNochg, largeNochg] = await inOrder(
-            () => nochgRun(lab, onSmall),
-            () => nochgRun(lab, onLarge),
-            largeFirst,
-          );
-          rounds.push({ smallChange, largeChange, smallNochg, largeNochg });
-          progress(
-            `${kind} registry round ${i + 1}${largeFirst ? ' (large first)' : ''} (${headlineMode}) c=${top}, ${small.hosts} / ${large.hosts} hosts: ` +
-              `change ${smallChange.rps} / ${largeChange.rps}/s → ${round(largeChange.rps / smallChange.rps, 2)}; ` +
-              `nochg ${smallNochg.rps} / ${largeNochg.rps}/s → ${round(largeNochg.rps / smallNochg.rps, 2)}`,
-          );
-        }
-        nameservers[kind]!.large = { hosts: large.hosts, smallHosts: small.hosts, concurrency: c, rounds };
-      }
-    } finally {
-      await Promise.all([targets.small.stop(), targets.large.stop()]);
-      const prev = bridgeRss[headlineMode]!;
-      for (const sampler of samplers) {
-        const r = sampler.stop(headlineMode === 'in-process');
-        prev.maxProcessBytes = Math.max(prev.maxProcessBytes, r.maxProcessBytes);
-        prev.maxTotalBytes = Math.max(prev.maxTotalBytes, r.maxTotalBytes);
-      }
-    }
-
+    for (const mode of b.modes) await measureMode(b, mode, { httpCeiling, bridgeRss, nameservers, cursors });
+    const { registry: largeRegistry, large } = await registerLarge(b);
+    await measureRegistrySize(b, largeRegistry, { small, large }, { bridgeRss, nameservers, cursors });
     const loadAverageAtEnd = os.loadavg();
     const report: BenchReport = {
       version: 1,
-      profile: profile.name,
+      profile: b.profile.name,
       startedAt: startedAt.toISOString(),
       durationSeconds: round((performance.now() - t0) / 1000, 1),
-      command: opts.quick ? 'npm run bench -- --quick' : 'npm run bench',
+      command: b.quick ? 'npm run bench -- --quick' : 'npm run bench',
       machine: { ...machine, loadAverageAtEnd: loadAverageAtEnd.map((x) => round(x, 2)) },
-      settings: {
-        concurrencies: conc,
-        namesPerMessage: profile.namesPerMessage,
-        isolatedPauseMs: profile.isolatedPauseMs,
-        httpRequestsMax: profile.httpRequests,
-        httpSecondsMax: profile.httpSeconds,
-        rawMessagesMax: profile.rawMessages,
-        rawSecondsMax: profile.rawSeconds,
-        pairedRounds: profile.pairedRounds,
-        pairedSecondsMax: profile.pairedSeconds,
-        modes,
-        headlineMode,
-        headlineReason,
-        notes: [
-          'frequency.minInterval is 1 µs for the bench (the frequency rule would block hosts updated this often); the admit script does the same work',
-          'raw UPDATEs carry exactly the records the bridge sends for an address change (CNAME prerequisite, typed deletes, the new A)',
-          `the isolated raw UPDATE row: one client, ${profile.isolatedPauseMs} ms idle before each message (about the gap the bridge leaves the primary at c=1); the p50 target uses the back-to-back row, the JSON also has the difference to the isolated one (p50C1MinusIsolatedRawMs): BIND answers a woken-up request slower than a busy stream, Knot answers on a fixed cycle, so idle time before a request shortens its wait`,
-          `change path: each request sets a new address on a host no other request in flight touches; the requests cycle through ${perZoneSmall} hosts per zone: with the small registry all of them, with the large one hosts spread over its whole range (every ${largeStride}th), each updated once before the measurement so that the primary changes existing names in both`,
-          `registry size: the large registry is database 1 of the same redis-server (its own keyspace); a bridge per registry, measured in alternation, ${profile.pairedRounds} round(s) of ${profile.httpSeconds} s`,
-          'nochg path: each client repeats one host and address (set once before the run), one of the last hosts of the change runs\' pool (with either registry)',
-          'the bridge sends at most 1 UPDATE message at a time to BIND (zones[].maxInFlight, as README recommends) and 4 to Knot (dns.maxInFlight default); the raw sender keeps c messages in flight',
-          'every HTTP request is a new TCP connection with Connection: close; load generator and servers share the machine',
-          'in-process: the bridge runs in the bench process, beside the load generator (one event loop); workers-N: `serve --workers N` child processes',
-          `password checks under load: the headline layout's change and nochg runs at c=${top} each carry ${profile.coldLogins} login(s) of accounts not seen before, the first at once, then ${profile.coldLoginSpacingMs} ms apart, each setting its own host's address (a worker runs scrypt, 32 MiB, on its loaded heap, as whenever a client's cached login has run out); the RSS figure includes them`,
-        ],
-      },
+      settings: settingsOf(b),
       httpCeiling,
       redisRoundTrips,
       nameservers,
@@ -358,12 +112,436 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
       bridgeRss,
       targets: [],
     };
-    for (const kind of kinds) nameservers[kind]!.ratios = ratiosOf(report, kind);
-    report.targets = targetsOf(report, kinds);
+    for (const kind of b.kinds) nameservers[kind]!.ratios = ratiosOf(report, kind);
+    report.targets = targetsOf(report, b.kinds);
     return report;
   } finally {
     await lab.stop();
   }
+}
+
+function planOf(opts: BenchOptions): Plan {
+  const profile = opts.quick ? QUICK_PROFILE : FULL_PROFILE;
+  const kinds = opts.nameservers ?? (['knot', 'bind'] as LabKind[]);
+  const modes = opts.modes ?? (['in-process', 'workers-2'] as BridgeMode[]);
+  const perZoneSmall = Math.floor(profile.smallHosts / kinds.length);
+  const perZoneLarge = Math.floor(profile.largeHosts / kinds.length);
+  return {
+    quick: opts.quick ?? false,
+    profile,
+    kinds,
+    modes,
+    progress: opts.progress ?? (() => undefined),
+    top: Math.max(...profile.concurrencies),
+    perZoneSmall,
+    perZoneLarge,
+    largeStride: Math.floor((perZoneLarge - perZoneSmall) / perZoneSmall),
+    headline: headlineOf(modes),
+  };
+}
+
+/**
+ * The headline layout is the one operators deploy: `serve --workers N` (the most workers
+ * measured). In-process shares one event loop with the load generator: a diagnostic.
+ */
+function headlineOf(modes: BridgeMode[]): Plan['headline'] {
+  const workerModes = modes.filter((m) => m !== 'in-process').sort((a, b) => workersOf(b) - workersOf(a));
+  const mode = workerModes[0] ?? modes[0]!;
+  const reason =
+    mode === 'in-process'
+      ? 'the only layout measured'
+      : `the deployable layout (\`serve --workers ${workersOf(mode)}\`); in-process shares its event loop with the load generator`;
+  return { mode, reason };
+}
+
+// ---- Registration ---------------------------------------------------------------------------
+
+/** The small registry (database 0): hosts through the bulk path; memory per host from the delta. */
+async function registerSmall(b: Bench): Promise<SmallRegistry> {
+  const base = await redisUsedMemory(b.lab.store);
+  await importHosts(b.lab, b.lab, b.kinds, 0, b.perZoneSmall);
+  const bytes = (await redisUsedMemory(b.lab.store)) - base;
+  const hosts = b.perZoneSmall * b.kinds.length;
+  const small = { hosts, bytesPerHost: round(bytes / hosts, 1) };
+  b.progress(`redis: ${small.bytesPerHost} bytes per host at ${small.hosts} hosts`);
+  return small;
+}
+
+/**
+ * The large registry: a second registry (database 1 of the same redis-server, its own
+ * keyspace) with the large host count, through the same bulk path.
+ */
+async function registerLarge(b: Bench): Promise<{ registry: BenchRegistry; large: LargeRegistry }> {
+  const registry = await b.lab.openRegistry(1);
+  const before = await redisUsedMemory(b.lab.store);
+  const t = performance.now();
+  await importHosts(registry, b.lab, b.kinds, 0, b.perZoneLarge);
+  const importSeconds = (performance.now() - t) / 1000;
+  const imported = b.perZoneLarge * b.kinds.length;
+  const large = {
+    hosts: imported,
+    bytesPerHost: round(((await redisUsedMemory(b.lab.store)) - before) / imported, 1),
+    importSeconds: round(importSeconds, 2),
+    importRate: round(imported / importSeconds, 0),
+  };
+  b.progress(`redis: ${large.bytesPerHost} bytes per host at ${large.hosts} hosts (imported ${imported} in ${large.importSeconds} s)`);
+  return { registry, large };
+}
+
+// ---- References: the nameserver without the bridge, Redis ----------------------------------
+
+/** One nameserver's references: raw UPDATEs (single, batched, isolated) and nsupdate. */
+async function measureReferences(b: Bench, kind: LabKind): Promise<NameserverResult> {
+  const zone = b.lab.zoneOf(kind);
+  const rawSingle = await measureRawSeries(b, kind, 1, '1 name/msg');
+  const rawBatched = await measureRawSeries(b, kind, b.profile.namesPerMessage, `${b.profile.namesPerMessage} names/msg`);
+  const rawIsolated = await measureRawIsolated(b, kind);
+  const nsupdate = await measureNsupdate(b, kind);
+  return {
+    zone,
+    rawSingle,
+    rawBatched,
+    rawIsolated,
+    nsupdate,
+    bridge: {},
+    large: undefined as unknown as NameserverResult['large'],
+    paired: undefined as unknown as NameserverResult['paired'],
+    ratios: {},
+  };
+}
+
+function zoneConfigOf(b: Bench, kind: LabKind) {
+  return b.lab.config.zones.find((z) => z.name === b.lab.zoneOf(kind))!;
+}
+
+/** Raw UPDATEs of `names` names per message at each concurrency, with the CPU per name. */
+async function measureRawSeries(b: Bench, kind: LabKind, names: number, label: string): Promise<ByConcurrency> {
+  const zone = zoneConfigOf(b, kind);
+  const series: ByConcurrency = {};
+  for (const c of b.profile.concurrencies) {
+    const load = () =>
+      runRawUpdates({
+        zone,
+        concurrency: c,
+        namesPerMessage: names,
+        messages: b.profile.rawMessages,
+        maxSeconds: b.profile.rawSeconds,
+        prefix: 'raw-',
+        namePool: b.profile.rawNamePool,
+      });
+    // CPU per name: the nameserver's, and the sender's (the bench process).
+    const m = await withCpu(b.lab, undefined, load, kind);
+    series[String(c)] = m;
+    b.progress(`${kind} raw UPDATE ${label} c=${c}: ${line(m)} (${m.messages} messages)`);
+  }
+  return series;
+}
+
+/** One client, one name per message, idle time before each: the p50 reference. */
+async function measureRawIsolated(b: Bench, kind: LabKind): Promise<Measurement> {
+  const m = await runRawUpdates({
+    zone: zoneConfigOf(b, kind),
+    concurrency: 1,
+    namesPerMessage: 1,
+    messages: b.profile.isolatedMessages,
+    maxSeconds: b.profile.rawSeconds * 2,
+    prefix: 'raw-',
+    namePool: b.profile.rawNamePool,
+    pauseMs: b.profile.isolatedPauseMs,
+  });
+  b.progress(`${kind} raw UPDATE isolated (${b.profile.isolatedPauseMs} ms apart): ${line(m)}`);
+  return m;
+}
+
+/** One nsupdate process per update. */
+async function measureNsupdate(b: Bench, kind: LabKind): Promise<Measurement> {
+  const ns = b.lab.nameservers.get(kind)!;
+  const m = await runNsupdate({
+    keyFile: b.lab.keyFile,
+    server: { host: ns.host, port: ns.port },
+    zone: b.lab.zoneOf(kind),
+    count: b.profile.nsupdateCount,
+    maxSeconds: b.profile.nsupdateSeconds,
+    prefix: 'nsupdate-',
+  });
+  b.progress(`${kind} nsupdate process per update: ${line(m)}`);
+  return m;
+}
+
+/** The bench's own Redis round trips (PING): back to back, and after idle time. */
+async function measureRedisLatency(b: Bench): Promise<RedisRoundTrips> {
+  const trips: RedisRoundTrips = {
+    backToBack: await measureRedisRoundTrips(b.lab, b.profile.isolatedMessages, 0),
+    isolated: await measureRedisRoundTrips(b.lab, b.profile.isolatedMessages, b.profile.isolatedPauseMs),
+  };
+  b.progress(`redis round trip (PING) p50: back to back ${trips.backToBack.p50Ms} ms, after ${b.profile.isolatedPauseMs} ms idle ${trips.isolated.p50Ms} ms`);
+  return trips;
+}
+
+// ---- One bridge layout: the HTTP ceiling, the bridge, the paired rounds ----------------------
+
+/** The results the layouts fill in, each under its own mode. */
+interface ModeResults {
+  httpCeiling: Record<string, ByConcurrency>;
+  bridgeRss: Record<string, RssResult>;
+  nameservers: Partial<Record<LabKind, NameserverResult>>;
+  cursors: Cursors;
+}
+
+/**
+ * One layout: its HTTP ceiling, then the bridge per nameserver. The headline layout's
+ * ceiling stays up for the paired rounds after the bridge's runs.
+ */
+async function measureMode(b: Bench, mode: BridgeMode, results: ModeResults): Promise<void> {
+  const ceiling = await startCeilingTarget(mode);
+  const pairing = mode === b.headline.mode;
+  let ceilingUp = true;
+  const stopCeiling = async () => {
+    if (ceilingUp) await ceiling.stop();
+    ceilingUp = false;
+  };
+  results.httpCeiling[mode] = {};
+  try {
+    try {
+      await measureCeiling(b, mode, ceiling, results.httpCeiling[mode]);
+    } finally {
+      if (!pairing) await stopCeiling();
+    }
+    results.bridgeRss[mode] = await measureBridge(b, mode, pairing ? ceiling : undefined, results);
+  } finally {
+    await stopCeiling();
+  }
+}
+
+/** The HTTP ceiling (a server that answers without doing anything) at each concurrency, into `into`. */
+async function measureCeiling(b: Bench, mode: BridgeMode, ceiling: Target, into: ByConcurrency): Promise<void> {
+  const request = updateRequest(`ceiling.${b.lab.zoneOf(b.kinds[0]!)}`, '192.0.2.1', b.lab.authorization);
+  await runHttpLoad({ host: '127.0.0.1', port: ceiling.port, concurrency: 16, requests: b.profile.warmupRequests, maxSeconds: 5, request: () => request, expect: () => true });
+  for (const c of b.profile.concurrencies) {
+    const m = await withCpu(b.lab, ceiling, () =>
+      runHttpLoad({
+        host: '127.0.0.1',
+        port: ceiling.port,
+        concurrency: c,
+        requests: b.profile.httpRequests,
+        maxSeconds: b.profile.httpSeconds,
+        request: () => request,
+        expect: (_i, _s, body) => body === CEILING_BODY,
+      }),
+    );
+    into[String(c)] = m;
+    b.progress(`http ceiling (${mode}) c=${c}: ${line(m)}`);
+  }
+}
+
+/**
+ * The bridge in one layout: change and nochg per nameserver, then (headline layout, given
+ * the ceiling still up) the paired rounds. Resolves with its resident memory.
+ */
+async function measureBridge(b: Bench, mode: BridgeMode, pairedCeiling: Target | undefined, results: ModeResults): Promise<RssResult> {
+  const target = await startBridgeTarget(mode, b.lab.config, b.lab.configPath, new JsonLogger('warn'));
+  const rss = new RssSampler(target);
+  let result: RssResult;
+  try {
+    for (const kind of b.kinds) {
+      const bridge = await measureBridgeOn(b, { mode, target, rss, kind, pairing: pairedCeiling !== undefined, cursor: results.cursors.get(kind)! });
+      results.nameservers[kind]!.bridge[mode] = bridge;
+    }
+    if (pairedCeiling) {
+      for (const kind of b.kinds) {
+        const rounds = await pairedRounds(b.lab, pairedCeiling, target, kind, b.profile, b.top, results.cursors.get(kind)!, b.progress);
+        results.nameservers[kind]!.paired = { mode, concurrency: b.top, rounds };
+      }
+    }
+  } finally {
+    await target.stop();
+    result = rss.stop(mode === 'in-process');
+    b.progress(`bridge RSS (${mode}): max process ${mib(result.maxProcessBytes)} MiB, max total ${mib(result.maxTotalBytes)} MiB`);
+  }
+  return result;
+}
+
+/** One bridge layout against one nameserver's zone. */
+interface BridgeOn {
+  mode: BridgeMode;
+  target: Target;
+  rss: RssSampler;
+  kind: LabKind;
+  /** The headline layout: its heaviest loads carry cold logins. */
+  pairing: boolean;
+  cursor: HostCursor;
+}
+
+/** Change and nochg at each concurrency, hosts per UPDATE message, Redis commands per request. */
+async function measureBridgeOn(b: Bench, on: BridgeOn): Promise<BridgeResult> {
+  const result: BridgeResult = { change: {}, nochg: {} };
+  await changeRun(b.lab, { target: on.target, kind: on.kind, concurrency: 16, requests: b.profile.warmupRequests, maxSeconds: 30, hosts: on.cursor });
+  const perRequest: Partial<NonNullable<BridgeResult['redisCommandsPerRequest']>> = {};
+  for (const c of b.profile.concurrencies) await measureChangeAt(b, on, c, result, perRequest);
+  for (const c of b.profile.concurrencies) await measureNochgAt(b, on, c, result, perRequest);
+  if (perRequest.change && perRequest.nochg) {
+    result.redisCommandsPerRequest = perRequest as NonNullable<BridgeResult['redisCommandsPerRequest']>;
+    b.progress(`${on.kind} redis commands per request (${on.mode}): change ${JSON.stringify(perRequest.change)}, nochg ${JSON.stringify(perRequest.nochg)}`);
+  }
+  return result;
+}
+
+type PerRequest = Partial<NonNullable<BridgeResult['redisCommandsPerRequest']>>;
+
+/** The change path at concurrency `c`; at the highest, Redis commands per request too. */
+async function measureChangeAt(b: Bench, on: BridgeOn, c: number, result: BridgeResult, perRequest: PerRequest): Promise<void> {
+  const zone = b.lab.zoneOf(on.kind);
+  const before = senderStats(on.target, zone);
+  const calls = c === b.top ? await redisCommandCalls(b.lab.store) : undefined;
+  const m = await underLoad(b, on, c, () =>
+    changeRun(b.lab, { target: on.target, kind: on.kind, concurrency: c, requests: b.profile.httpRequests, maxSeconds: b.profile.httpSeconds, hosts: on.cursor }),
+  );
+  if (calls) perRequest.change = perRequestDelta(calls, await redisCommandCalls(b.lab.store), m.ok + m.errors);
+  result.change[String(c)] = m;
+  const after = senderStats(on.target, zone);
+  if (before && after && after.messagesSent > before.messagesSent) {
+    (result.hostsPerMessage ??= {})[String(c)] = round((after.hostsSent - before.hostsSent) / (after.messagesSent - before.messagesSent), 2);
+  }
+  const perMessage = result.hostsPerMessage?.[String(c)];
+  b.progress(`${on.kind} bridge change (${on.mode}) c=${c}: ${line(m)}${perMessage ? `, ${perMessage} hosts/msg` : ''}`);
+}
+
+/** The nochg path at concurrency `c`; at the highest, Redis commands per request too. */
+async function measureNochgAt(b: Bench, on: BridgeOn, c: number, result: BridgeResult, perRequest: PerRequest): Promise<void> {
+  const run: BridgeRun = { target: on.target, kind: on.kind, concurrency: c, requests: b.profile.httpRequests, maxSeconds: b.profile.httpSeconds, hosts: on.cursor };
+  const m = await underLoad(b, on, c, () =>
+    nochgRun(b.lab, run, (calls, requests) => {
+      if (c === b.top) perRequest.nochg = perRequestDelta(calls.before, calls.after, requests);
+    }),
+  );
+  result.nochg[String(c)] = m;
+  b.progress(`${on.kind} bridge nochg (${on.mode}) c=${c}: ${line(m)}`);
+}
+
+/**
+ * The headline layout's heaviest loads carry password checks of new accounts: the RSS figure
+ * includes a worker's scrypt on top of its loaded heap. Other loads run as they are.
+ */
+async function underLoad(b: Bench, on: BridgeOn, c: number, run: () => Promise<Measurement>): Promise<Measurement> {
+  if (!on.pairing || c !== b.top) return run();
+  const { result, coldLogins } = await withColdLogins(b.lab, on.target, on.kind, { logins: b.profile.coldLogins, spacingMs: b.profile.coldLoginSpacingMs }, run);
+  on.rss.coldLogins += coldLogins;
+  return result;
+}
+
+// ---- Registry size: the small registry's bridge beside the large one's ----------------------
+
+/**
+ * A bridge per registry (headline layout), measured in alternation per nameserver. Their
+ * resident memory raises the headline layout's maxima.
+ */
+async function measureRegistrySize(
+  b: Bench,
+  largeRegistry: BenchRegistry,
+  sizes: { small: SmallRegistry; large: LargeRegistry },
+  results: Omit<ModeResults, 'httpCeiling'>,
+): Promise<void> {
+  const mode = b.headline.mode;
+  const targets = {
+    small: await startBridgeTarget(mode, b.lab.config, b.lab.configPath, new JsonLogger('warn')),
+    large: await startBridgeTarget(mode, largeRegistry.config, largeRegistry.configPath, new JsonLogger('warn')),
+  };
+  const samplers = [new RssSampler(targets.small), new RssSampler(targets.large)];
+  try {
+    for (const kind of b.kinds) {
+      const rounds = await registryRounds(b, kind, targets, sizes, results.cursors.get(kind)!);
+      results.nameservers[kind]!.large = { hosts: sizes.large.hosts, smallHosts: sizes.small.hosts, concurrency: b.top, rounds };
+    }
+  } finally {
+    await Promise.all([targets.small.stop(), targets.large.stop()]);
+    const prev = results.bridgeRss[mode]!;
+    for (const sampler of samplers) {
+      const r = sampler.stop(mode === 'in-process');
+      prev.maxProcessBytes = Math.max(prev.maxProcessBytes, r.maxProcessBytes);
+      prev.maxTotalBytes = Math.max(prev.maxTotalBytes, r.maxTotalBytes);
+    }
+  }
+}
+
+/** One nameserver: change and nochg on either registry, in alternating order, `pairedRounds` times. */
+async function registryRounds(
+  b: Bench,
+  kind: LabKind,
+  targets: { small: Target; large: Target },
+  sizes: { small: SmallRegistry; large: LargeRegistry },
+  smallCursor: HostCursor,
+): Promise<RegistryRound[]> {
+  // As many hosts as the small registry's pool, spread over the whole large range. One
+  // pass first (its names enter the zone), so both bridges change the address of
+  // existing names and only the number of registered hosts differs.
+  const largeCursor: HostCursor = { next: 0, from: b.perZoneSmall, count: b.perZoneSmall, stride: b.largeStride };
+  await changeRun(b.lab, { target: targets.large, kind, concurrency: 16, requests: b.perZoneSmall, maxSeconds: 60, hosts: largeCursor });
+  // The measured load, the same on either registry.
+  const onSmall: BridgeRun = { target: targets.small, kind, concurrency: b.top, requests: b.profile.httpRequests, maxSeconds: b.profile.httpSeconds, hosts: smallCursor };
+  const onLarge = { ...onSmall, target: targets.large, hosts: largeCursor };
+  // A freshly started bridge runs its first load ~25 % slower than later ones (JIT,
+  // both workers warming): one unmeasured run each.
+  await changeRun(b.lab, onSmall);
+  await changeRun(b.lab, onLarge);
+  const rounds: RegistryRound[] = [];
+  for (let i = 0; i < b.profile.pairedRounds; i++) {
+    const largeFirst = i % 2 === 1;
+    const [smallChange, largeChange] = await inOrder(
+      () => changeRun(b.lab, onSmall),
+      () => changeRun(b.lab, onLarge),
+      largeFirst,
+    );
+    const [smallNochg, largeNochg] = await inOrder(
+      () => nochgRun(b.lab, onSmall),
+      () => nochgRun(b.lab, onLarge),
+      largeFirst,
+    );
+    rounds.push({ smallChange, largeChange, smallNochg, largeNochg });
+    b.progress(
+      `${kind} registry round ${i + 1}${largeFirst ? ' (large first)' : ''} (${b.headline.mode}) c=${b.top}, ${sizes.small.hosts} / ${sizes.large.hosts} hosts: ` +
+        `change ${smallChange.rps} / ${largeChange.rps}/s → ${round(largeChange.rps / smallChange.rps, 2)}; ` +
+        `nochg ${smallNochg.rps} / ${largeNochg.rps}/s → ${round(largeNochg.rps / smallNochg.rps, 2)}`,
+    );
+  }
+  return rounds;
+}
+
+// ---- The report ------------------------------------------------------------------------------
+
+function settingsOf(b: Bench): BenchReport['settings'] {
+  const p = b.profile;
+  return {
+    concurrencies: p.concurrencies,
+    namesPerMessage: p.namesPerMessage,
+    isolatedPauseMs: p.isolatedPauseMs,
+    httpRequestsMax: p.httpRequests,
+    httpSecondsMax: p.httpSeconds,
+    rawMessagesMax: p.rawMessages,
+    rawSecondsMax: p.rawSeconds,
+    pairedRounds: p.pairedRounds,
+    pairedSecondsMax: p.pairedSeconds,
+    modes: b.modes,
+    headlineMode: b.headline.mode,
+    headlineReason: b.headline.reason,
+    notes: notesOf(b),
+  };
+}
+
+/** How to read the figures: what each load does and what the measured parties are. */
+function notesOf(b: Bench): string[] {
+  const p = b.profile;
+  return [
+    'frequency.minInterval is 1 µs for the bench (the frequency rule would block hosts updated this often); the admit script does the same work',
+    'raw UPDATEs carry exactly the records the bridge sends for an address change (CNAME prerequisite, typed deletes, the new A)',
+    `the isolated raw UPDATE row: one client, ${p.isolatedPauseMs} ms idle before each message (about the gap the bridge leaves the primary at c=1); the p50 target uses the back-to-back row, the JSON also has the difference to the isolated one (p50C1MinusIsolatedRawMs): BIND answers a woken-up request slower than a busy stream, Knot answers on a fixed cycle, so idle time before a request shortens its wait`,
+    `change path: each request sets a new address on a host no other request in flight touches; the requests cycle through ${b.perZoneSmall} hosts per zone: with the small registry all of them, with the large one hosts spread over its whole range (every ${b.largeStride}th), each updated once before the measurement so that the primary changes existing names in both`,
+    `registry size: the large registry is database 1 of the same redis-server (its own keyspace); a bridge per registry, measured in alternation, ${p.pairedRounds} round(s) of ${p.httpSeconds} s`,
+    'nochg path: each client repeats one host and address (set once before the run), one of the last hosts of the change runs\' pool (with either registry)',
+    'the bridge sends at most 1 UPDATE message at a time to BIND (zones[].maxInFlight, as README recommends) and 4 to Knot (dns.maxInFlight default); the raw sender keeps c messages in flight',
+    'every HTTP request is a new TCP connection with Connection: close; load generator and servers share the machine',
+    'in-process: the bridge runs in the bench process, beside the load generator (one event loop); workers-N: `serve --workers N` child processes',
+    `password checks under load: the headline layout's change and nochg runs at c=${b.top} each carry ${p.coldLogins} login(s) of accounts not seen before, the first at once, then ${p.coldLoginSpacingMs} ms apart, each setting its own host's address (a worker runs scrypt, 32 MiB, on its loaded heap, as whenever a client's cached login has run out); the RSS figure includes them`,
+  ];
 }
 
 function line(m: Measurement): string {
