@@ -306,7 +306,7 @@ export interface HostChange {
   /**
    * Address families to leave as the primary has them: the change does not write them and
    * the store does not know them, e.g. a host registered over records another provider set
-   * (SPEC §2: "the other family's records stay as they are"); see familiesToLeave. Absent:
+   * (docs/protocol.md, "The update request": "the other family's records stay as they are"); see familiesToLeave. Absent:
    * none — everything is rewritten.
    */
   leave?: AddressFamilies;

@@ -92,7 +92,7 @@ export class Reconciler {
     try {
       try {
         // What the interrupted change wrote is rewritten to the stored state; a family it did
-        // not write and the store does not know stays as the primary has it (SPEC §2).
+        // not write and the store does not know stays as the primary has it (docs/protocol.md, "The update request").
         await publisher.publish({ fqdn, zone, previous: host, target, leave: familiesToLeave(host, families) });
       } catch (err) {
         // Due again later; until then a request may take the host over (and republishes it

@@ -5,7 +5,7 @@
  * count; else the account. Verified credentials are cached (CredentialCache, an hour by default).
  * The account and the cool-down markers come from one LoginLookup read; a request that
  * needs a password check reads the markers once more when its hash slot is free, so a
- * burst of concurrent guesses cannot outrun the cool-down (SPEC §6).
+ * burst of concurrent guesses cannot outrun the cool-down (docs/protocol.md, "Clients that misbehave").
  */
 import { randomBytes } from 'node:crypto';
 import type { AccountView, AuthResult, Authenticator, Credentials, FailureCounter, LoginLookup, VerifiedLogin } from '../app/ports.js';

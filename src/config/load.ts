@@ -162,7 +162,7 @@ function readHttp(s: Section): Config['http'] {
     throw new ConfigError(s.keyPath('realm'), 'expected printable ASCII without quotes or backslashes');
   }
   // It is sent on every 401, and clients that scan a reply for an address (ddclient) must
-  // find none in the headers (SPEC §3).
+  // find none in the headers (docs/protocol.md, "The reply").
   if (/\d{1,3}(?:\.\d{1,3}){3}/.test(realm) || /[0-9a-f]*:[0-9a-f]*:/i.test(realm)) {
     throw new ConfigError(s.keyPath('realm'), 'must not contain anything that looks like an IP address');
   }
@@ -208,7 +208,7 @@ function readRedis(s: Section, opts: ParseOptions): Config['redis'] {
   if (tcp && !/^\/?(\d{1,5})?$/.test(parsed!.pathname)) {
     throw new ConfigError(s.keyPath('url'), 'expected a database number as the path (redis://host:port/0)');
   }
-  // The password may stay out of the config file (SPEC §11: secrets from files or the environment).
+  // The password may stay out of the config file (docs/operators.md, "The command line": secrets from files or the environment).
   const passwordSources = secretSourcesOf(s, { file: 'passwordFile', env: 'passwordEnv' });
   if (passwordSources.length > 1) throw new ConfigError(s.path, 'give at most one of passwordFile, passwordEnv');
   if (passwordSources.length > 0 && parsed!.password !== '') {

@@ -31,7 +31,7 @@ export interface UpdateParams {
 }
 
 const SUPPORTED_SYSTEMS = new Set(['dyndns', 'statdns', 'custom']);
-/** `myip`'s aliases that carry the IPv6 address (SPEC §2); an IPv4 address in them is ignored. */
+/** `myip`'s aliases that carry the IPv6 address (docs/protocol.md, "The update request"); an IPv4 address in them is ignored. */
 const IPV6_ALIASES = ['myipv6', 'ipv6', 'myip6'];
 
 function first(params: ParamMap, name: string): string | undefined {

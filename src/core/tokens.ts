@@ -16,7 +16,7 @@ export const HOST_TOKENS = [
   'dnserr',
 ] as const;
 
-/** Account-level results: sent once, not per host name (SPEC §3). */
+/** Account-level results: sent once, not per host name (docs/protocol.md, "The reply"). */
 export const REQUEST_TOKENS = ['badauth', 'badagent', 'numhost', '911'] as const;
 
 export type HostToken = (typeof HOST_TOKENS)[number];

@@ -1,5 +1,5 @@
 /**
- * SPEC §8: the records one host change writes. Pure. Every delete is typed (Knot denies
+ * docs/protocol.md, "What goes into DNS": the records one host change writes. Pure. Every delete is typed (Knot denies
  * type-ANY deletes under a typed ACL) and the whole change is one atomic UPDATE.
  */
 import type { HostChange } from '../app/ports.js';
@@ -30,7 +30,7 @@ export function planChange(change: HostChange, ttl: number): HostPlan {
   };
 
   if (t.offline) {
-    // Addresses go, MX stays (SPEC §5).
+    // Addresses go, MX stays (docs/protocol.md, "States and limits").
     del(host, 'A');
     del(host, 'AAAA');
     if (wildcardFits) {
@@ -50,7 +50,7 @@ export function planChange(change: HostChange, ttl: number): HostPlan {
 
   // A name of 252 or 253 characters has no room for `*.`: no wildcard records can exist
   // (asking for one fails at encoding, for that host only). Wildcard OFF deletes both
-  // families there (SPEC §8); ON replaces those the change does not leave.
+  // families there (docs/protocol.md, "What goes into DNS"); ON replaces those the change does not leave.
   if (wildcardFits) {
     if (!(t.wildcard && leaveA)) del(wildcard, 'A');
     if (!(t.wildcard && leaveAAAA)) del(wildcard, 'AAAA');

@@ -1,5 +1,5 @@
 /**
- * What a response (or its absence) means for an update (SPEC §8): applied, worth one
+ * What a response (or its absence) means for an update (docs/protocol.md, "What goes into DNS"): applied, worth one
  * retry, or a failure with a hint for the operator's log. The single place that turns
  * DNS outcomes into DnsUpdateError.
  */

@@ -52,7 +52,7 @@ export class DnsMxResolver implements MxResolver {
    * lookup that ran out of time is not remembered (one lost packet must not cost every host
    * with that target its MX for the whole period). A target inside our zones is not
    * remembered: it is often another dynamic host, and an MX at a name that has just lost its
-   * address makes BIND refuse the whole UPDATE (SPEC §9), the host's new address with it.
+   * address makes BIND refuse the whole UPDATE (docs/operators.md, "Nameserver facts"), the host's new address with it.
    */
   private readonly cache = new Map<string, { ok: boolean; until: number }>();
   /** Until when a primary (host:port) is not asked. */
@@ -110,7 +110,7 @@ export class DnsMxResolver implements MxResolver {
     try {
       // An MX at an alias inside the zone makes BIND refuse the whole UPDATE (RFC 2181 §10.3:
       // the address with it, on every retry) and Knot publish a broken MX. Outside our zones
-      // the primary cannot tell, and SPEC §2 asks only for an address. Asked beside the address.
+      // the primary cannot tell, and docs/protocol.md, "The update request" asks only for an address. Asked beside the address.
       const alias = checkAlias ? Promise.any(resolvers.map((r) => isAlias(r, name))).catch(() => false) : Promise.resolve(false);
       const address = Promise.any(resolvers.map((r) => hasAddress(r, name))).then(
         () => ({ found: true, definite: true }),

@@ -1,5 +1,5 @@
 /**
- * Misbehaving clients (SPEC §6): the User-Agent block list (config ∪ the Redis set the
+ * Misbehaving clients (docs/protocol.md, "Clients that misbehave"): the User-Agent block list (config ∪ the Redis set the
  * CLI edits) and junk blocking of (source address, User-Agent) pairs.
  */
 import type { Redis } from 'ioredis';

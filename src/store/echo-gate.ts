@@ -1,4 +1,4 @@
-/** The frequency rule of the address echo, per requesting address (SPEC §7), one Lua call. */
+/** The frequency rule of the address echo, per requesting address (docs/protocol.md, "The address echo"), one Lua call. */
 import type { Redis } from 'ioredis';
 import type { EchoGate } from '../app/ports.js';
 import { Keys } from './keys.js';

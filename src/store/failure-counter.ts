@@ -1,5 +1,5 @@
 /**
- * Failed-login counting (SPEC §6): per source address and per account, shared by every
+ * Failed-login counting (docs/protocol.md, "Clients that misbehave"): per source address and per account, shared by every
  * frontend. Reaching `maxFailures` within `windowMs` puts that address or account into a
  * cool-down of `cooldownMs`, during which logins are refused without a password check.
  */

@@ -18,7 +18,7 @@ local function ms(n) return string.format('%.0f', n) end
  * The address families ('4', '6', '46', '') a lease's holder writes, kept with the lease in
  * the host's 'la' as '<families>[r]:<lease token>' until its commit: a repair of an interrupted
  * change rewrites those (and every family Redis knows) and leaves the rest as the primary has
- * them (SPEC §2). A record that belongs to another lease than the one asked about (an older
+ * them (docs/protocol.md, "The update request"). A record that belongs to another lease than the one asked about (an older
  * version's frontend took the lease over) or none means both. 'r' (late): a change that lost
  * its lease may have landed while this holder was in flight; its families were added, and
  * the holder's commit or release leaves a repair due.

@@ -1,6 +1,6 @@
 /**
  * DnsPublisher and probeZone against real primaries (knotd and named from the lab): every
- * SPEC §8 plan is published and read back with dig, and every failure mode the SPEC names
+ * docs/protocol.md, "What goes into DNS" plan is published and read back with dig, and every failure mode the protocol names
  * is provoked for real.
  */
 import { expect } from 'chai';

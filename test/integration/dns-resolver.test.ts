@@ -68,7 +68,7 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
     expect(await r.resolves(`mail4.${ZONE}`), 'the target itself').to.equal(true);
   });
 
-  it('an alias outside our zones counts by its address (the primary cannot tell; SPEC §2 asks for an address)', async () => {
+  it('an alias outside our zones counts by its address (the primary cannot tell; docs/protocol.md, "The update request" asks for an address)', async () => {
     const r = resolver([`127.0.0.1:${server!.port}`], 1000, ['other.example']);
     expect(await r.resolves(`alias.${ZONE}`)).to.equal(true);
   });

@@ -841,7 +841,7 @@ describe('fault: the primary applied a change but its answer was lost (knot)', f
     expect((await hostHash(env.redis.url, h))['4']).to.equal('192.0.2.81');
   });
 
-  describe('a name with an AAAA the bridge never set (SPEC §2: the other family stays)', () => {
+  describe('a name with an AAAA the bridge never set (docs/protocol.md, "The update request": the other family stays)', () => {
     it('the repair of an interrupted IPv4 change rewrites the A and keeps the AAAA', async () => {
       const { h } = await lostAnswer({ foreignAaaa: '2001:db8::f1' });
       relay.holdAnswers = false;

@@ -1,6 +1,6 @@
 /**
  * Generated hostile requests against a real `serve` process: every reply must be a valid
- * token (or a 4xx) with the exact framing of SPEC §3, the process must stay up with bounded
+ * token (or a 4xx) with the exact framing of docs/protocol.md, "The reply", the process must stay up with bounded
  * memory, and nothing may change in Redis or DNS. The count is bounded (HOSTILE_REQUESTS).
  */
 import { expect } from 'chai';

@@ -1,6 +1,6 @@
 /**
  * Request lines node's parser refuses before any route sees them, against a real `serve`
- * process: methods it does not know (SPEC §2: other methods 405) and raw non-ASCII bytes in
+ * process: methods it does not know (docs/protocol.md, "The update request": other methods 405) and raw non-ASCII bytes in
  * the target (400, documented: clients must percent-encode; a POST body may be raw UTF-8).
  */
 import { expect } from 'chai';

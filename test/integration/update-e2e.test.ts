@@ -443,7 +443,7 @@ for (const kind of ['knot', 'bind'] as const) {
     after(async () => env?.stop());
     const up = (q: string, creds: [string, string] = ['olga', 'olga-pw']) => env.get(`/nic/update?${q}`, { auth: creds, ua: UA });
 
-    it('an IPv4-only update of a host registered over existing records keeps the AAAA it does not know (SPEC §2)', async () => {
+    it('an IPv4-only update of a host registered over existing records keeps the AAAA it does not know (docs/protocol.md, "The update request")', async () => {
       await env.addHost(`pre4.${ZONE}`, 'olga');
       expect((await up(`hostname=pre4.${ZONE}&myip=198.51.100.2`)).body).to.equal('good 198.51.100.2\n');
       expect(await env.ns.query(`pre4.${ZONE}`, 'A')).to.deep.equal(['198.51.100.2']);
@@ -478,7 +478,7 @@ for (const kind of ['knot', 'bind'] as const) {
       expect(await env.hostJson(h)).to.include({ ipv4: '192.0.2.13', ipv6: '2001:db8::12' });
     });
 
-    it('wildcard=ON where *.host holds a CNAME is dnserr, not good: the primary would ignore the adds (SPEC §8)', async () => {
+    it('wildcard=ON where *.host holds a CNAME is dnserr, not good: the primary would ignore the adds (docs/protocol.md, "What goes into DNS")', async () => {
       const h = `wc.${ZONE}`;
       await env.addHost(h, 'olga');
       const r = await up(`hostname=${h}&myip=192.0.2.40&wildcard=ON`);

@@ -129,7 +129,7 @@ describe('curl (preemptive auth) and router-style requests', function () {
   });
 
   // Dyn's documented "keep" values, sent by DNS-O-Matic clients and many scripts:
-  // `wildcard=NOCHG&mx=NOCHG&backmx=NOCHG`. SPEC §2 only defines wildcard=NOCHG; the bridge
+  // `wildcard=NOCHG&mx=NOCHG&backmx=NOCHG`. docs/protocol.md, "The update request" only defines wildcard=NOCHG; the bridge
   // extends the same "keep" meaning to mx and backmx (README, compatibility notes).
   it('Dyn style mx=NOCHG&backmx=NOCHG keeps the MX', async () => {
     const h = await host('dynnochg');

@@ -290,7 +290,7 @@ export function parseHttp(raw: Buffer): HttpResult {
   return { raw, status: Number(statusLine.split(' ')[1]), statusLine, headers, body };
 }
 
-/** The exact bytes every reply must be for a given status/body (SPEC §3). */
+/** The exact bytes every reply must be for a given status/body (docs/protocol.md, "The reply"). */
 export function expectedReply(status: number, reason: string, body: string, extra: string[] = []): string {
   return (
     `HTTP/1.0 ${status} ${reason}\r\n` +

@@ -108,7 +108,7 @@ describe('app: reconciler', () => {
     expect(hosts.calls).to.include.members(['commit a.z1 192.0.2.1 (republish)', 'commit b.z1 192.0.2.2 (republish)']);
   });
 
-  it('rewrites the families the interrupted change wrote and those stored; leaves a family neither wrote nor stored (SPEC §2)', async () => {
+  it('rewrites the families the interrupted change wrote and those stored; leaves a family neither wrote nor stored (docs/protocol.md, "The update request")', async () => {
     const hosts = new MemoryHosts(new Map([['v4.z1', record('v4.z1', '192.0.2.1')], ['v6.z1', record('v6.z1', '192.0.2.2')], ['old.z1', record('old.z1', '192.0.2.3')]]));
     hosts.families.set('v4.z1', { ipv4: true, ipv6: false });
     // Its change wrote an AAAA the store does not know (interrupted before the commit): removed.

@@ -262,7 +262,7 @@ describe('auth/authenticator', () => {
     expect(accounts.gets).to.equal(0);
     expect(failures.checks).to.deep.equal([]);
   });
-  describe('credential guessing under concurrency (SPEC §6: past the threshold, no password check)', () => {
+  describe('credential guessing under concurrency (docs/protocol.md, "Clients that misbehave": past the threshold, no password check)', () => {
     const MAX_FAILURES = 3;
     const SOURCE = '203.0.113.66';
 

@@ -26,7 +26,7 @@ function ops(updates: readonly UpdateOperation[]): string[] {
   });
 }
 
-describe('dns plan (SPEC §8)', () => {
+describe('dns plan (docs/protocol.md, "What goes into DNS")', () => {
   it('always starts with the "host CNAME does not exist" prerequisite; without wildcard adds nothing else', () => {
     for (const target of [{}, { offline: true }, { offline: true, wildcard: true }, { ipv4: '192.0.2.1', mx: 'mx.example.net', backmx: true }]) {
       expect(planChange(change(target), 60).prerequisites).to.deep.equal([{ kind: 'rrset-absent', name: HOST, type: 'CNAME' }]);
@@ -46,7 +46,7 @@ describe('dns plan (SPEC §8)', () => {
       `-${HOST} A`,
       `+${HOST} 60 A 192.0.2.1`,
       `-${WILD} A`,
-      `-${WILD} AAAA`, // wildcard OFF deletes both families at *.host (SPEC §8)
+      `-${WILD} AAAA`, // wildcard OFF deletes both families at *.host (docs/protocol.md, "What goes into DNS")
       `-${HOST} MX`,
     ]);
     expect(ops(planChange({ ...change({ ipv4: '192.0.2.1', wildcard: true }), leave }, 60).updates)).to.deep.equal([

@@ -11,7 +11,7 @@ const failed = (reason: Extract<TsigVerdict, { ok: false }>['reason'], extra: Pa
   ...extra,
 });
 
-describe('dns rcode → outcome (SPEC §8)', () => {
+describe('dns rcode → outcome (docs/protocol.md, "What goes into DNS")', () => {
   it('NOERROR with a valid TSIG is success', () => {
     expect(responseFailure(ZONE, 0, ok)).to.equal(undefined);
     expect(rcodeFailure(ZONE, 0)).to.equal(undefined);
