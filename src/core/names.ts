@@ -18,6 +18,8 @@ export function normalizeHostname(raw: string): string | undefined {
   if (name.length === 0 || name.length > 1024) return undefined;
   // Plain ASCII names skip the IDN conversion (the common case, and it is strict about them).
   if (/[^\x21-\x7e]/.test(name)) {
+    // Control characters are exactly what this refuses.
+    // eslint-disable-next-line no-control-regex
     if (/[\s\x00-\x1f\x7f]/.test(name)) return undefined;
     let ascii = domainToASCII(name);
     // An ideographic full stop (。．｡) at the end becomes a trailing dot: one is allowed, as above.

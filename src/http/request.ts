@@ -35,6 +35,8 @@ export function parseBasicAuth(header: string | undefined): Credentials | 'missi
   const parsed = basicAuth.parse(header);
   if (!parsed || parsed.name === '') return 'malformed';
   const { name: user, pass: password } = parsed;
+  // Control characters are exactly what this refuses.
+  // eslint-disable-next-line no-control-regex
   if (/[\x00-\x1f\x7f]/.test(user) || user.length > 256 || password.length > MAX_PASSWORD_LENGTH) return 'malformed';
   return { user, password };
 }

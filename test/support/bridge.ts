@@ -322,6 +322,8 @@ export class DnsCountingProxy {
   static async start(targetPort: number): Promise<DnsCountingProxy> {
     const counts = { update: 0, query: 0 };
     const sockets = new Set<net.Socket>();
+    // Assigned once, after the server whose connections read it exists.
+    // eslint-disable-next-line prefer-const
     let proxy: DnsCountingProxy | undefined;
     const server = net.createServer((client) => {
       const upstream = net.connect({ host: '127.0.0.1', port: targetPort });

@@ -35,15 +35,17 @@ describe('bench: outside the product', function () {
     expect(r.stderr).to.match(/Unknown arguments?: .*bench/);
   });
 
-  it('npm pack ships dist/src, config/, systemd/, README and package.json, nothing of bench/ or test/', async () => {
+  it('npm pack ships dist/src, config/, docs/, systemd/, README and package.json, nothing of bench/ or test/', async () => {
     const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT });
     const files: string[] = (JSON.parse(stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
     expect(files).to.include.members(['package.json', 'README.md', 'dist/src/cli/main.js']);
     expect(files.some((f) => f.startsWith('config/'))).to.equal(true);
+    // README links into docs/: the pages ship with it.
+    expect(files).to.include('docs/protocol.md');
     expect(files.some((f) => f.startsWith('systemd/'))).to.equal(true);
     // A dist/src/bench/ left by a build from before the move would be shipped: rebuild from a clean dist/.
-    const unwanted = files.filter((f) => !/^(dist\/src|config|systemd)\//.test(f) && !['package.json', 'README.md', 'LICENSE'].includes(f));
-    expect(unwanted, 'outside dist/src, config/, systemd/').to.deep.equal([]);
+    const unwanted = files.filter((f) => !/^(dist\/src|config|docs|systemd)\//.test(f) && !['package.json', 'README.md', 'LICENSE'].includes(f));
+    expect(unwanted, 'outside dist/src, config/, docs/, systemd/').to.deep.equal([]);
     expect(files.filter((f) => /(^|\/)bench(\/|$)/.test(f)), 'bench files').to.deep.equal([]);
   });
 });
