@@ -87,14 +87,7 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
   };
 
   try {
-    await ensureInstalled(
-      [
-        { binary: 'redis-server', debianPackage: 'redis-server' },
-        opts.nameserver === 'knot' ? { binary: 'knotd', debianPackage: 'knot' } : { binary: 'named', debianPackage: 'bind9' },
-        { binary: 'dig', debianPackage: 'bind9-dnsutils' },
-      ],
-      progress,
-    );
+    await ensureInstalled({ binaries: ['redis-server', opts.nameserver === 'knot' ? 'knotd' : 'named', 'dig'] }, progress);
     stop.check();
     // Each step's result is kept before the check: cleanup() must see what was started.
     dir = await makeTempDir('ddns-bridge-demo-');
@@ -134,9 +127,14 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
     await bridge.store.accounts.create({ name: DEMO_ACCOUNT, passwordHash: await hashPassword(password), donator: true, createdAt: Date.now() });
     await bridge.store.hosts.add(DEMO_HOST, DEMO_ACCOUNT, 'dynamic');
     stop.check();
-    await bridge.http.listen('127.0.0.1', port);
+    // The port it bound: a free one, or the system's pick for --port 0 (then in the config too).
+    const bound = await bridge.http.listen('127.0.0.1', port);
+    if (bound !== port) {
+      configJson.listen = [`127.0.0.1:${bound}`];
+      await writeFile(configPath, JSON.stringify(configJson, null, 2) + '\n');
+    }
     stop.check();
-    const url = `http://127.0.0.1:${port}`;
+    const url = `http://127.0.0.1:${bound}`;
 
     if (opts.json) {
       out(

@@ -1,11 +1,18 @@
-/** Finding the real server and client binaries, and installing them when allowed. */
-import { spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+/**
+ * Finding the real server and client binaries, and installing them when allowed.
+ *
+ * The one place that knows which Debian package ships what: the demo installs from these
+ * tables, `npm test` installs from them as root (test/support/packages.ts) and .ci/run calls
+ * that same installer. A test may only require a binary or Perl module named here.
+ */
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { accessSync, constants, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-/** Debian 12 package that ships each binary the project uses. */
+/** Debian 12 package that ships each binary the project (lab, demo, tests) uses. */
 export const DEBIAN_PACKAGES: Readonly<Record<string, string>> = {
   'redis-server': 'redis-server',
+  'redis-sentinel': 'redis-sentinel',
   'redis-cli': 'redis-tools',
   knotd: 'knot',
   keymgr: 'knot',
@@ -21,6 +28,26 @@ export const DEBIAN_PACKAGES: Readonly<Record<string, string>> = {
   inadyn: 'inadyn',
   curl: 'curl',
   wget: 'wget',
+  // Debian 12's `nginx` ships /usr/sbin/nginx; nginx-light only adds a module on top.
+  nginx: 'nginx',
+  openssl: 'openssl',
+};
+
+/** Debian 12 package of each Perl module a client needs: ddclient's HTTPS (only recommended by ddclient). */
+export const PERL_MODULE_PACKAGES: Readonly<Record<string, string>> = {
+  'IO::Socket::SSL': 'libio-socket-ssl-perl',
+};
+
+/** Binaries and Perl modules something needs. */
+export interface Needs {
+  binaries?: readonly string[];
+  perlModules?: readonly string[];
+}
+
+/** Everything in the tables above: what `npm test` and .ci/run install. */
+export const EVERYTHING: Needs = {
+  binaries: Object.keys(DEBIAN_PACKAGES),
+  perlModules: Object.keys(PERL_MODULE_PACKAGES),
 };
 
 const EXTRA_DIRS = ['/usr/local/sbin', '/usr/sbin', '/sbin'];
@@ -40,8 +67,18 @@ export function findBinary(name: string): string | undefined {
   return undefined;
 }
 
+/** Whether `perl -M<name>` loads (false when perl itself is missing). */
+export function hasPerlModule(name: string): boolean {
+  try {
+    execFileSync('perl', [`-M${name}`, '-e', '1'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function debianPackageFor(binary: string): string {
-  return DEBIAN_PACKAGES[binary] ?? binary;
+  return Object.hasOwn(DEBIAN_PACKAGES, binary) ? DEBIAN_PACKAGES[binary]! : binary;
 }
 
 /** Like findBinary, but throws an Error that names the Debian package to install. */
@@ -56,49 +93,200 @@ export function missingBinaries(names: readonly string[]): string[] {
   return names.filter((n) => findBinary(n) === undefined);
 }
 
-/**
- * For tests: when a binary is missing, fail under CI (CI=true) and skip otherwise, with a
- * message naming the packages. `ctx` is a mocha context (`this` in before/it).
- */
-export function requireBinariesOrSkip(ctx: { skip(): void }, names: readonly string[]): void {
-  const missing = missingBinaries(names);
-  if (missing.length === 0) return;
-  const pkgs = [...new Set(missing.map(debianPackageFor))].join(' ');
-  const message = `missing ${missing.join(', ')} (apt-get install ${pkgs})`;
-  if (process.env.CI === 'true') throw new Error(`${message}; required when CI=true`);
-  console.warn(`      skipped: ${message}`);
-  ctx.skip();
+/** What of `needs` is absent: the binaries and modules, and the Debian packages that bring them. */
+export interface Missing {
+  names: string[];
+  packages: string[];
+}
+
+export function missingPackages(needs: Needs): Missing {
+  const binaries = missingBinaries(needs.binaries ?? []);
+  const modules = (needs.perlModules ?? []).filter((m) => !hasPerlModule(m));
+  const packages = [
+    ...binaries.map(debianPackageFor),
+    ...modules.map((m) => (Object.hasOwn(PERL_MODULE_PACKAGES, m) ? PERL_MODULE_PACKAGES[m]! : m)),
+  ];
+  return { names: [...binaries, ...modules], packages: [...new Set(packages)].sort() };
+}
+
+/** The one command line that installs `packages` (run it as root). */
+export function aptInstallCommand(packages: readonly string[]): string {
+  return `apt-get install -y --no-install-recommends ${packages.join(' ')}`;
+}
+
+export function isRoot(): boolean {
+  return process.getuid?.() === 0;
+}
+
+// ---- tests: skip (or fail under CI) when something is missing -----------------------------
+
+/** A mocha context (`this` in before/it); `test` is the hook or test that is running. */
+export interface SkipContext {
+  skip(): void;
+  test?: { type?: string; fullTitle(): string; parent?: { fullTitle(): string; total(): number } };
+}
+
+/** A suite (or single test) skipped because something was missing. */
+export interface MissingSkip {
+  title: string;
+  tests: number;
+  names: string[];
+  packages: string[];
+}
+
+const skips = new Map<string, MissingSkip>();
+
+/** Every suite skipped so far by requireBinariesOrSkip / requirePerlModulesOrSkip. */
+export function skippedForMissing(): MissingSkip[] {
+  return [...skips.values()];
 }
 
 /**
- * Make sure every binary is present. Missing ones are installed with apt-get when running as
- * root (`apt-get update` once, only if the first install attempt fails); otherwise this throws
- * an Error stating the exact command to run.
+ * For tests: when a binary is missing, fail under CI (CI=true) and skip otherwise, with a
+ * message naming the packages; the skip is remembered for the end-of-run summary.
  */
-export async function ensureInstalled(
-  packages: readonly { binary: string; debianPackage: string }[],
-  log: (line: string) => void,
-): Promise<void> {
-  const missing = packages.filter((p) => findBinary(p.binary) === undefined);
-  if (missing.length === 0) return;
-  const pkgs = [...new Set(missing.map((p) => p.debianPackage))];
-  const command = `apt-get install -y --no-install-recommends ${pkgs.join(' ')}`;
-  const names = missing.map((p) => p.binary).join(', ');
-  if (process.getuid?.() !== 0) {
-    throw new Error(`missing ${names}; install with: sudo ${command}`);
+export function requireBinariesOrSkip(ctx: SkipContext, names: readonly string[]): void {
+  requireOrSkip(ctx, { binaries: names });
+}
+
+/** requireBinariesOrSkip for Perl modules (`IO::Socket::SSL`). */
+export function requirePerlModulesOrSkip(ctx: SkipContext, modules: readonly string[]): void {
+  requireOrSkip(ctx, { perlModules: modules });
+}
+
+function requireOrSkip(ctx: SkipContext, needs: Needs): void {
+  const unknown = [
+    ...(needs.binaries ?? []).filter((b) => !Object.hasOwn(DEBIAN_PACKAGES, b)),
+    ...(needs.perlModules ?? []).filter((m) => !Object.hasOwn(PERL_MODULE_PACKAGES, m)),
+  ];
+  if (unknown.length > 0) {
+    throw new Error(`${unknown.join(', ')}: add to the tables in src/lab/binaries.ts, which npm test installs from`);
   }
-  log(`installing ${pkgs.join(' ')} (missing ${names})`);
-  const install = ['install', '-y', '--no-install-recommends', ...pkgs];
-  if ((await runLogged('apt-get', install, log)) !== 0) {
-    log('apt-get install failed; running apt-get update and trying again');
-    await runLogged('apt-get', ['update'], log);
-    const code = await runLogged('apt-get', install, log);
+  const missing = missingPackages(needs);
+  if (missing.names.length === 0) return;
+  const message = `missing ${missing.names.join(', ')} (apt-get install ${missing.packages.join(' ')})`;
+  if (process.env.CI === 'true') throw new Error(`${message}; required when CI=true`);
+  console.warn(`      skipped: ${message}`);
+  recordSkip(ctx, missing);
+  ctx.skip();
+}
+
+function recordSkip(ctx: SkipContext, missing: Missing): void {
+  const runnable = ctx.test;
+  // In a hook the whole suite is skipped; in a test, that test.
+  const suite = runnable?.type === 'hook' ? runnable.parent : undefined;
+  const title = suite?.fullTitle() ?? runnable?.fullTitle() ?? '(outside mocha)';
+  const tests = suite ? suite.total() : 1;
+  const seen = skips.get(title);
+  if (!seen) {
+    skips.set(title, { title, tests, names: missing.names, packages: missing.packages });
+    return;
+  }
+  if (!suite) seen.tests += tests;
+  seen.names = [...new Set([...seen.names, ...missing.names])];
+  seen.packages = [...new Set([...seen.packages, ...missing.packages])].sort();
+}
+
+// ---- installing ----------------------------------------------------------------------------
+
+/**
+ * Make sure everything in `needs` is present. As root, missing packages are installed
+ * (`apt-get update` once, then `apt-get install`) without letting their init scripts start
+ * system daemons; a named/knotd/ddclient daemon that starts anyway is stopped. Not as root,
+ * this throws an Error stating the exact command to run. Returns the packages installed.
+ */
+export async function ensureInstalled(needs: Needs, log: (line: string) => void): Promise<string[]> {
+  const missing = missingPackages(needs);
+  if (missing.names.length === 0) return [];
+  const command = aptInstallCommand(missing.packages);
+  const names = missing.names.join(', ');
+  if (!isRoot()) throw new Error(`missing ${names}; install with: sudo ${command}`);
+  log(`installing ${missing.packages.join(' ')} (missing ${names})`);
+  await withoutServiceStarts(log, async () => {
+    const updated = await runLogged('apt-get', ['update', '-q'], log);
+    if (updated !== 0) log(`apt-get update failed with exit status ${updated}; trying the install anyway`);
+    const code = await runLogged(
+      'apt-get',
+      ['install', '-y', '-q', '--no-install-recommends', ...missing.packages],
+      log,
+    );
     if (code !== 0) throw new Error(`${command} failed with exit status ${code}`);
+  });
+  await stopSystemDaemons(missing.packages, log);
+  const still = missingPackages(needs);
+  if (still.names.length > 0) throw new Error(`still missing after ${command}: ${still.names.join(', ')}`);
+  return missing.packages;
+}
+
+const POLICY_RC_D = '/usr/sbin/policy-rc.d';
+
+/**
+ * Run `fn` with Debian's policy-rc.d hook refusing every service start, so installing bind9
+ * or knot does not leave a system daemon on port 53. A policy the machine already has is
+ * left as it is; ours is removed afterwards.
+ */
+async function withoutServiceStarts(log: (line: string) => void, fn: () => Promise<void>): Promise<void> {
+  if (existsSync(POLICY_RC_D)) {
+    log(`${POLICY_RC_D} exists: using the machine's own policy for service starts`);
+    return fn();
   }
-  const still = missing.filter((p) => findBinary(p.binary) === undefined);
-  if (still.length > 0) {
-    throw new Error(`still missing after ${command}: ${still.map((p) => p.binary).join(', ')}`);
+  const script =
+    '#!/bin/sh\n# ddns-bridge (src/lab/binaries.ts) while installing packages; safe to delete.\nexit 101\n';
+  writeFileSync(POLICY_RC_D, script, { mode: 0o755 });
+  try {
+    await fn();
+  } finally {
+    rmSync(POLICY_RC_D, { force: true });
   }
+}
+
+/** The system daemons of the packages installed here (named and knotd would hold port 53). */
+const SYSTEM_DAEMONS = [
+  { debianPackage: 'bind9', service: 'named', process: 'named', pidFile: '/run/named/named.pid' },
+  { debianPackage: 'knot', service: 'knot', process: 'knotd', pidFile: '/run/knot/knot.pid' },
+  { debianPackage: 'ddclient', service: 'ddclient', process: 'ddclient', pidFile: '/run/ddclient.pid' },
+] as const;
+
+/**
+ * Stop the system daemon of each of `packages` that runs (as .ci/run does for all of them):
+ * systemd's unit if active, else only the process its pid file names and only while that pid
+ * still is that daemon (not via Debian's init scripts: named's kills every /usr/sbin/named).
+ */
+async function stopSystemDaemons(packages: readonly string[], log: (line: string) => void): Promise<void> {
+  for (const d of SYSTEM_DAEMONS) {
+    if (!packages.includes(d.debianPackage)) continue;
+    if (
+      existsSync('/run/systemd/system') &&
+      (await exitStatus('systemctl', ['is-active', '--quiet', d.service])) === 0
+    ) {
+      log(`stopping the system ${d.service} service`);
+      await exitStatus('systemctl', ['stop', d.service]);
+    }
+    const pid = Number(readOrEmpty(d.pidFile).trim());
+    if (!Number.isInteger(pid) || pid <= 0) continue;
+    // comm may carry a suffix: ddclient renames itself "ddclient - sleeping…".
+    if (!readOrEmpty(`/proc/${pid}/comm`).startsWith(d.process)) continue;
+    log(`stopping the system ${d.process} (pid ${pid})`);
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+function readOrEmpty(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function exitStatus(cmd: string, args: string[]): Promise<number> {
+  return new Promise((resolve) => {
+    execFile(cmd, args, (err) => resolve(err ? (typeof err.code === 'number' ? err.code : 1) : 0));
+  });
 }
 
 function runLogged(cmd: string, args: string[], log: (line: string) => void): Promise<number> {

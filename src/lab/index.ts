@@ -2,14 +2,23 @@
 export type { TsigKey } from './tsig.js';
 export { generateTsigKey, bindKeyText, writeKeyFile } from './tsig.js';
 export { makeTempDir, removeDir, freePort, writePrivateFile } from './files.js';
+export type { Needs, Missing, MissingSkip, SkipContext } from './binaries.js';
 export {
   findBinary,
+  hasPerlModule,
   requireBinary,
   missingBinaries,
+  missingPackages,
   requireBinariesOrSkip,
+  requirePerlModulesOrSkip,
+  skippedForMissing,
   ensureInstalled,
+  aptInstallCommand,
+  isRoot,
   debianPackageFor,
   DEBIAN_PACKAGES,
+  PERL_MODULE_PACKAGES,
+  EVERYTHING,
 } from './binaries.js';
 export type { RedisServer, RedisOptions } from './redis.js';
 export { startRedis, redisPing } from './redis.js';

@@ -292,6 +292,37 @@ describe('demo (plain text, --port, SIGTERM)', function () {
   });
 });
 
+describe('demo --json --port 0', function () {
+  this.timeout(120000);
+  let demo: DemoProcess | undefined;
+
+  before(function () {
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
+  });
+  after(async () => demo?.kill());
+
+  it('reports the port it bound, in the url and in the config; updates work through it', async () => {
+    demo = DemoProcess.start(['--json', '--port', '0']);
+    const line = (await demo.waitForStdout((s) => s.includes('\n'))).split('\n')[0]!;
+    const info = JSON.parse(line) as DemoInfo;
+    expect(info.url).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const port = Number(new URL(info.url).port);
+    expect(port).to.be.greaterThan(0);
+    const config = JSON.parse(await readFile(info.config, 'utf8')) as { listen: string[] };
+    expect(config.listen).to.deep.equal([`127.0.0.1:${port}`]);
+
+    const request =
+      `GET /nic/update?hostname=${info.hostname}&myip=203.0.113.9 HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n` +
+      `User-Agent: ${UA}\r\nAuthorization: ${basicAuth(info.account.name, info.account.password)}\r\nConnection: close\r\n\r\n`;
+    const reply = parseHttp(await rawRequest('127.0.0.1', port, request));
+    expect(reply.body).to.equal('good 203.0.113.9\n');
+
+    await demo.stop('SIGTERM');
+    expect(demo.exit!.code, demo.stderr).to.equal(0);
+    expect(await acceptsTcp('127.0.0.1', port)).to.equal(false);
+  });
+});
+
 /**
  * Processes that name `dir` in their command line or run in it: the demo's servers all do
  * (redis-server rewrites its command line, but runs in its --dir; a deleted one still shows).
@@ -319,7 +350,9 @@ describe('demo: a signal during start-up', function () {
     // Never leave anything behind, whatever the outcome.
     await demo?.kill();
     if (dir) {
-      for (const p of await processesMentioning(dir)) if (p.pid !== process.pid) isAlive(p.pid) && process.kill(p.pid, 'SIGKILL');
+      for (const p of await processesMentioning(dir)) {
+        if (p.pid !== process.pid && isAlive(p.pid)) process.kill(p.pid, 'SIGKILL');
+      }
       await removeDir(dir);
     }
     demo = undefined;
@@ -346,7 +379,7 @@ describe('demo: a signal during start-up', function () {
     expect(d.exit!.signal, d.stderr).to.equal(null);
     expect(d.exit!.code, d.stderr).to.equal(0);
     expect(d.stdout, 'never ready: nothing printed').to.equal('');
-    expect(d.stderr).to.not.match(/Error|    at /);
+    expect(d.stderr).to.not.match(/Error| {4}at /);
   }
 
   it('SIGTERM as soon as the working directory exists: servers stopped, directory removed, exit 0', async () => {

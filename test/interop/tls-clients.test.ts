@@ -4,9 +4,8 @@
  * `ssl = true` + `ca-trust-file`. Each gets `good` and the record is read from the primary.
  */
 import { expect } from 'chai';
-import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { writePrivateFile } from '../../src/lab/index.js';
+import { requirePerlModulesOrSkip, writePrivateFile } from '../../src/lab/index.js';
 import { TlsBridge } from '../support/tls-bridge.js';
 import {
   clientDir,
@@ -24,22 +23,6 @@ import {
 } from './support.js';
 
 const ALICE = { user: 'alice', password: 'alice-tls-clients-pw' };
-
-/**
- * ddclient 3.10 speaks TLS through the Perl module IO::Socket::SSL (Debian:
- * libio-socket-ssl-perl, only recommended by the ddclient package): like a missing binary,
- * its absence fails under CI and skips otherwise.
- */
-function requirePerlSsl(ctx: { skip(): void }): void {
-  try {
-    execFileSync('perl', ['-MIO::Socket::SSL', '-e', '1'], { stdio: 'ignore' });
-  } catch {
-    const message = 'missing the Perl module IO::Socket::SSL (apt-get install libio-socket-ssl-perl)';
-    if (process.env.CI === 'true') throw new Error(`${message}; required when CI=true`);
-    console.warn(`      skipped: ${message}`);
-    ctx.skip();
-  }
-}
 
 for (const kind of ['knot', 'bind'] as const) {
   describe(`real clients over HTTPS, trusting the test CA (${kind})`, function () {
@@ -91,7 +74,8 @@ for (const kind of ['knot', 'bind'] as const) {
     });
 
     it('ddclient 3.10 with ssl=yes and ssl_ca_file: SUCCESS, exit 0, the A record on the primary', async function () {
-      requirePerlSsl(this);
+      // ddclient 3.10's TLS: IO::Socket::SSL (libio-socket-ssl-perl, only recommended by ddclient).
+      requirePerlModulesOrSkip(this, ['IO::Socket::SSL']);
       const h = await host('ddclient-tls');
       const login = { login: ALICE.user, password: ALICE.password };
       const plain = ddclientConfig({ port: b.tlsPort, ...login, ip: '198.51.100.73', hostLines: [h] });
