@@ -5,8 +5,9 @@ import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.
 import type { Account } from '../core/types.js';
 import { decodeAccount } from './codec.js';
 import { ACCOUNT_FIELDS, Keys } from './keys.js';
-import { scriptsFor, type StoreScripts } from './lua.js';
 import { execPipeline, storeCall } from './redis.js';
+import { runScript } from './script.js';
+import { ACCOUNT_CREATE, ACCOUNT_REMOVE, ACCOUNT_SET, type SettableAccountField } from './scripts/accounts.js';
 
 /** What a login needs, read in one round trip (see auth's LoginLookup). */
 export interface LoginRecord {
@@ -19,14 +20,10 @@ export interface LoginRecord {
 const ACCOUNT_NAME = /^[\x21-\x39\x3b-\x7e]{1,64}$/;
 
 export class RedisAccountStore implements AccountStore {
-  private readonly scripts: StoreScripts;
-
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
-  ) {
-    this.scripts = scriptsFor(redis);
-  }
+  ) {}
 
   async get(name: string): Promise<Account | undefined> {
     const fields = await storeCall('account get', () => this.redis.hgetall(this.keys.account(name)));
@@ -57,15 +54,14 @@ export class RedisAccountStore implements AccountStore {
         `invalid account name ${JSON.stringify(account.name)}: 1–64 printable characters, no spaces or ':'`,
       );
     }
-    const created = await storeCall('account create', () =>
-      this.scripts.accountCreate(this.keys.account(account.name), this.keys.accountSet(), [
-        account.name,
-        account.passwordHash,
-        account.donator ? '1' : '0',
-        Math.floor(account.createdAt),
-      ]),
+    const created = await runScript(
+      this.redis,
+      ACCOUNT_CREATE,
+      { account: this.keys.account(account.name), accounts: this.keys.accountSet() },
+      { name: account.name, passwordHash: account.passwordHash, donator: account.donator, createdAt: account.createdAt },
+      'account create',
     );
-    if (created !== 1) throw new ConflictError(`account ${account.name} already exists`);
+    if (!created) throw new ConflictError(`account ${account.name} already exists`);
   }
 
   async setPasswordHash(name: string, passwordHash: string): Promise<void> {
@@ -77,9 +73,8 @@ export class RedisAccountStore implements AccountStore {
   }
 
   async remove(name: string): Promise<void> {
-    const result = await storeCall('account remove', () =>
-      this.scripts.accountRemove(this.keys.account(name), this.keys.accountSet(), name),
-    );
+    const keys = { account: this.keys.account(name), accounts: this.keys.accountSet() };
+    const result = await runScript(this.redis, ACCOUNT_REMOVE, keys, { name }, 'account remove');
     if (result === 'gone') throw new NotFoundError(`no such account: ${name}`);
     if (result === 'owns tokens') throw new ConflictError(`account ${name} still owns update tokens; remove them first (token list)`);
     if (result !== 'ok') throw new ConflictError(`account ${name} still owns hosts; remove them first`);
@@ -107,8 +102,8 @@ export class RedisAccountStore implements AccountStore {
     return n === null ? 0 : Number(n);
   }
 
-  private async setField(name: string, field: string, value: string): Promise<void> {
-    const found = await storeCall('account update', () => this.scripts.accountSet(this.keys.account(name), field, value));
-    if (found !== 1) throw new NotFoundError(`no such account: ${name}`);
+  private async setField(name: string, field: SettableAccountField, value: string): Promise<void> {
+    const found = await runScript(this.redis, ACCOUNT_SET, { account: this.keys.account(name) }, { field, value }, 'account update');
+    if (!found) throw new NotFoundError(`no such account: ${name}`);
   }
 }

@@ -8,8 +8,9 @@ import type { Config } from '../config/schema.js';
 import { AgentMatcher } from '../core/agents.js';
 import { InvalidInputError } from '../core/errors.js';
 import { Keys } from './keys.js';
-import { scriptsFor, type StoreScripts } from './lua.js';
 import { execPipeline, storeCall } from './redis.js';
+import { runScript } from './script.js';
+import { STRIKE } from './scripts/counters.js';
 
 /** How long the Redis block list is reused before it is fetched again. */
 export const AGENT_LIST_CACHE_MS = 2000;
@@ -23,7 +24,6 @@ export interface ClientPolicyOptions {
 }
 
 export class RedisClientPolicy implements ClientPolicy {
-  private readonly scripts: StoreScripts;
   private readonly configured: AgentMatcher;
   private readonly clock: () => number;
   private readonly cacheMs: number;
@@ -36,7 +36,6 @@ export class RedisClientPolicy implements ClientPolicy {
     private readonly keys: Keys,
     private readonly opts: ClientPolicyOptions,
   ) {
-    this.scripts = scriptsFor(redis);
     this.configured = new AgentMatcher(opts.agents.blocked);
     this.clock = opts.clock ?? Date.now;
     this.cacheMs = opts.agentListCacheMs ?? AGENT_LIST_CACHE_MS;
@@ -105,14 +104,8 @@ export class RedisClientPolicy implements ClientPolicy {
 
   async recordJunk(userAgent: string, sourceIp: string): Promise<void> {
     const { threshold, windowMs, blockMs } = this.opts.junk;
-    await storeCall('junk count', () =>
-      this.scripts.strike(
-        [[this.keys.junkCount(sourceIp, userAgent), this.keys.junkBlock(sourceIp, userAgent)]],
-        threshold,
-        windowMs,
-        blockMs,
-      ),
-    );
+    const pair = { counter: this.keys.junkCount(sourceIp, userAgent), marker: this.keys.junkBlock(sourceIp, userAgent) };
+    await runScript(this.redis, STRIKE, { pairs: [pair] }, { threshold, windowMs, markMs: blockMs }, 'junk count');
   }
 }
 

@@ -7,19 +7,16 @@ import type { Redis } from 'ioredis';
 import type { FailureCounter } from '../app/ports.js';
 import type { Config } from '../config/schema.js';
 import { Keys } from './keys.js';
-import { scriptsFor, type StoreScripts } from './lua.js';
 import { storeCall } from './redis.js';
+import { runScript } from './script.js';
+import { STRIKE, type StrikePair } from './scripts/counters.js';
 
 export class RedisFailureCounter implements FailureCounter {
-  private readonly scripts: StoreScripts;
-
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
     private readonly cfg: Pick<Config['credentials'], 'maxFailures' | 'windowMs' | 'cooldownMs'>,
-  ) {
-    this.scripts = scriptsFor(redis);
-  }
+  ) {}
 
   async isThrottled(sourceIp: string, account: string | undefined): Promise<boolean> {
     const markers = [this.keys.cooldownBySource(sourceIp)];
@@ -29,12 +26,11 @@ export class RedisFailureCounter implements FailureCounter {
   }
 
   async recordFailure(sourceIp: string, account: string | undefined): Promise<void> {
-    const pairs: [string, string][] = [[this.keys.failuresBySource(sourceIp), this.keys.cooldownBySource(sourceIp)]];
+    const pairs: StrikePair[] = [{ counter: this.keys.failuresBySource(sourceIp), marker: this.keys.cooldownBySource(sourceIp) }];
     if (account !== undefined) {
-      pairs.push([this.keys.failuresByAccount(account), this.keys.cooldownByAccount(account)]);
+      pairs.push({ counter: this.keys.failuresByAccount(account), marker: this.keys.cooldownByAccount(account) });
     }
-    await storeCall('failure count', () =>
-      this.scripts.strike(pairs, this.cfg.maxFailures, this.cfg.windowMs, this.cfg.cooldownMs),
-    );
+    const args = { threshold: this.cfg.maxFailures, windowMs: this.cfg.windowMs, markMs: this.cfg.cooldownMs };
+    await runScript(this.redis, STRIKE, { pairs }, args, 'failure count');
   }
 }

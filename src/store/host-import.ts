@@ -7,8 +7,11 @@
 import type { Redis } from 'ioredis';
 import type { HostType } from '../core/types.js';
 import { Keys } from './keys.js';
-import { NESTING } from './lua.js';
 import { storeCall } from './redis.js';
+import { runScript } from './script.js';
+import { HOST_IMPORT, type ImportHostArgs, type ImportHostKeys, type ImportOutcome } from './scripts/hosts.js';
+
+export type { ImportOutcome } from './scripts/hosts.js';
 
 /** One host to register; `fqdn` already normalised and validated by the caller. */
 export interface ImportEntry {
@@ -19,81 +22,12 @@ export interface ImportEntry {
   between?: readonly string[];
 }
 
-/**
- * 'ok' = registered; 'same' = registered already with this owner and type (a re-run of an
- * import); 'exists' = a host of that name with another owner or type (left as is); 'noaccount'.
- */
-export type ImportOutcome =
-  | { kind: 'ok' }
-  | { kind: 'same' }
-  | { kind: 'exists'; owner: string; type: string }
-  | { kind: 'noaccount' }
-  /** It would lie below or above `other`, a host of another account (NESTING in lua.ts). */
-  | { kind: 'shadowing'; relation: 'below' | 'above'; other: string; owner: string };
-
 export interface BulkImportOptions {
   /** Hosts per script call (default 500: ~1 ms of Redis time, short enough not to stall other clients). */
   batchSize?: number;
   /** Script calls in flight (default 8): keeps Redis busy while the next batch is built. */
   maxBatchesInFlight?: number;
 }
-
-/**
- * KEYS: the batch's distinct account keys, then per host: its host key, its nest index, and
- * the host key and nest index of each name between it and its zone's apex.
- * ARGV: accountCount, account names…, then per host: account index (1-based), type, fqdn,
- * the number of names between, those names.
- * → per host: 'ok' | 'noaccount' | 'same' | '=' .. existing type .. ':' .. existing owner |
- * '<' (below) or '>' (above) .. other name .. ' ' .. its owner.
- */
-const HOST_IMPORT = `${NESTING}
-local k = tonumber(ARGV[1])
-local live = {}
-local added = {}
-for i = 1, k do
-  live[i] = redis.call('EXISTS', KEYS[i]) == 1
-  added[i] = 0
-end
-local out = {}
-local arg = k + 2
-local key = k + 1
-while arg <= #ARGV do
-  local a = tonumber(ARGV[arg])
-  local t = ARGV[arg + 1]
-  local fqdn = ARGV[arg + 2]
-  local nb = tonumber(ARGV[arg + 3])
-  local names = {unpack(ARGV, arg + 4, arg + 3 + nb)}
-  local hostKey = KEYS[key]
-  arg = arg + 4 + nb
-  if not live[a] then
-    out[#out + 1] = 'noaccount'
-  elseif redis.call('EXISTS', hostKey) == 1 then
-    local o = redis.call('HGET', hostKey, 'o') or ''
-    local ht = redis.call('HGET', hostKey, 't') or ''
-    if o == ARGV[1 + a] and ht == t then out[#out + 1] = 'same'
-    else out[#out + 1] = '=' .. ht .. ':' .. o end
-  else
-    local conflict = nestingConflict(ARGV[1 + a], key + 1, key + 2, names)
-    if conflict then
-      out[#out + 1] = (conflict[1] == 'below' and '<' or '>') .. conflict[2] .. ' ' .. conflict[3]
-    else
-      redis.call('HSET', hostKey, 'o', ARGV[1 + a], 't', t, 's', 'active')
-      nest(fqdn, ARGV[1 + a], key + 2, nb)
-      added[a] = added[a] + 1
-      out[#out + 1] = 'ok'
-    end
-  end
-  key = key + 2 + 2 * nb
-end
-for i = 1, k do
-  if added[i] > 0 then redis.call('HINCRBY', KEYS[i], 'n', added[i]) end
-end
-return out
-`;
-
-const SCRIPT_NAME = 'ddnsHostImport';
-
-type ImportCommand = (numKeys: number, ...args: (string | number)[]) => Promise<unknown>;
 
 /**
  * Writes hosts in batches with bounded pipelining. `push` resolves at once unless the
@@ -116,7 +50,6 @@ export class BulkHostImporter {
   ) {
     this.batchSize = Math.max(1, opts.batchSize ?? 500);
     this.maxInFlight = Math.max(1, opts.maxBatchesInFlight ?? 8);
-    if (!(SCRIPT_NAME in redis)) redis.defineCommand(SCRIPT_NAME, { lua: HOST_IMPORT });
   }
 
   /**
@@ -163,8 +96,8 @@ export class BulkHostImporter {
     const accountIndex = new Map<string, number>();
     const accountKeys: string[] = [];
     const accountNames: string[] = [];
-    const hostKeys: string[] = [];
-    const perHost: (string | number)[] = [];
+    const hostKeys: ImportHostKeys[] = [];
+    const hosts: ImportHostArgs[] = [];
     for (const { entry } of batch) {
       let index = accountIndex.get(entry.account);
       if (index === undefined) {
@@ -174,34 +107,20 @@ export class BulkHostImporter {
         accountKeys.push(this.keys.account(entry.account));
       }
       const between = entry.between ?? [];
-      hostKeys.push(this.keys.host(entry.fqdn), this.keys.nestIndex(entry.fqdn));
-      for (const name of between) hostKeys.push(this.keys.host(name), this.keys.nestIndex(name));
-      perHost.push(index, entry.type, entry.fqdn, between.length, ...between);
+      hostKeys.push({
+        host: this.keys.host(entry.fqdn),
+        nestIndex: this.keys.nestIndex(entry.fqdn),
+        between: between.map((name) => ({ host: this.keys.host(name), nestIndex: this.keys.nestIndex(name) })),
+      });
+      hosts.push({ account: index, type: entry.type, fqdn: entry.fqdn, between });
     }
-    const command = (this.redis as unknown as Record<string, ImportCommand>)[SCRIPT_NAME]!.bind(this.redis);
-    const reply = await storeCall('host import', () =>
-      command(accountKeys.length + hostKeys.length, ...accountKeys, ...hostKeys, accountNames.length, ...accountNames, ...perHost),
-    );
-    if (!Array.isArray(reply) || reply.length !== batch.length) throw new Error('host import: unexpected script reply');
-    batch.forEach(({ entry, tag }, i) => this.onOutcome(entry, outcomeOf(String(reply[i])), tag));
+    const keys = { accounts: accountKeys, hosts: hostKeys };
+    const outcomes = await runScript(this.redis, HOST_IMPORT, keys, { accounts: accountNames, hosts }, 'host import');
+    if (outcomes.length !== batch.length) throw new Error('host import: unexpected script reply');
+    batch.forEach(({ entry, tag }, i) => this.onOutcome(entry, outcomes[i]!, tag));
   }
 
   private throwIfFailed(): void {
     if (this.failure !== undefined) throw this.failure;
   }
-}
-
-function outcomeOf(reply: string): ImportOutcome {
-  if (reply === 'ok') return { kind: 'ok' };
-  if (reply === 'noaccount') return { kind: 'noaccount' };
-  if (reply === 'same') return { kind: 'same' };
-  if (reply.startsWith('<') || reply.startsWith('>')) {
-    const space = reply.indexOf(' ');
-    return { kind: 'shadowing', relation: reply[0] === '<' ? 'below' : 'above', other: reply.slice(1, space), owner: reply.slice(space + 1) };
-  }
-  if (reply.startsWith('=')) {
-    const colon = reply.indexOf(':');
-    return { kind: 'exists', type: reply.slice(1, colon), owner: reply.slice(colon + 1) };
-  }
-  throw new Error(`host import: unexpected outcome ${JSON.stringify(reply)}`);
 }

@@ -4,16 +4,32 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { ADMIT_REJECTIONS, type AdmitRejection } from '../app/ports.js';
 import type { Admission, AdmitRequest, CommitOutcome, DnsRepair, HostAdmin, HostGate, Lease, Reclaimed, TokenGuard } from '../app/ports.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { ancestorsOf, namesBetween, normalizeHostname, zoneOf } from '../core/names.js';
-import { HOST_TYPES, flag, type HostRecord, type HostType, type TargetState } from '../core/types.js';
-import { decodeFamilies, decodeHost, encodeExpectations, encodeWrittenFamilies, fieldsFromFlat } from './codec.js';
+import { HOST_TYPES, type HostRecord, type HostType, type TargetState } from '../core/types.js';
+import { decodeFamilies, decodeHost } from './codec.js';
 import { HOST_FIELDS, Keys, TOKEN_FIELDS } from './keys.js';
-import { scriptsFor, type StoreScripts } from './lua.js';
 import { execPipeline, storeCall } from './redis.js';
+import { runScript } from './script.js';
+import { HOST_ADD, HOST_REMOVE, HOST_SET_STATE } from './scripts/hosts.js';
+import {
+  ADMIT,
+  ADMIT_GUARDED,
+  ADMIT_TOKEN,
+  COMMIT,
+  HOST_CLAIM,
+  NO_COUNT_UNDO,
+  POSTPONE,
+  RECLAIM,
+  RELEASE,
+  STALE,
+  type AdmitArgs,
+  type AdmitReply,
+  type CountUndo,
+  type TokenGuardKeys,
+} from './scripts/lease.js';
 
 /**
  * The lease handed out with a `change` admission. Besides the token it remembers the
@@ -23,12 +39,8 @@ export class HostLease implements Lease {
   constructor(
     readonly fqdn: string,
     readonly token: string,
-    /** `fl` and `fc` before this request ('' = absent) and the `fs` it was counted as. */
-    readonly previousLastRequest: string,
-    readonly previousFrequentCount: string,
-    readonly sequence: string,
-    /** The `fl` it wrote (Redis time of the admit): tells this host from one added again since. */
-    readonly countedAt: string,
+    /** What commit and release need to undo this request's count (NO_COUNT_UNDO: none). */
+    readonly undo: CountUndo,
     /** The address families its holder writes in full, as the scripts take them ('4', '6', '46', ''). */
     readonly families: string,
     /** Those of an interrupted change whose expired lease it took over ('' when none). */
@@ -43,71 +55,54 @@ const REPAIR_TOKEN_PREFIX = 'r:';
 const ADMIN_TOKEN_PREFIX = 'a:';
 
 export class RedisHostStore implements HostGate, HostAdmin {
-  private readonly scripts: StoreScripts;
-
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
     private readonly logger: Logger,
-  ) {
-    this.scripts = scriptsFor(redis);
-  }
+  ) {}
 
   // ---- HostGate (the update path) ----
 
   async admit(req: AdmitRequest): Promise<Admission> {
-    const args: (string | number)[] = [
-      req.account,
-      Math.max(0, Math.floor(req.minIntervalMs)),
-      req.maxFrequent,
-      Math.max(1, Math.floor(req.leaseMs)),
-      randomUUID(),
-      req.expect === null ? 'count' : 'expect',
-      encodeWrittenFamilies(req.expect),
-    ];
-    if (req.expect !== null) args.push(...encodeExpectations(req.expect));
-    const token = String(args[4]);
-    const hostKey = this.keys.host(req.fqdn);
+    const args: AdmitArgs = {
+      account: req.account,
+      minIntervalMs: req.minIntervalMs,
+      maxFrequent: req.maxFrequent,
+      leaseMs: req.leaseMs,
+      leaseToken: randomUUID(),
+      expect: req.expect,
+    };
+    const lease = { host: this.keys.host(req.fqdn), pending: this.keys.pendingChanges() };
     const { guard } = req;
+    let reply: AdmitReply;
     if (guard === undefined) {
-      const reply = await storeCall('admit', () => this.scripts.admit(hostKey, this.keys.pendingChanges(), args));
-      return this.admissionFromReply(req.fqdn, reply, token);
+      reply = await runScript(this.redis, ADMIT, lease, args, 'admit');
+    } else if ('token' in guard) {
+      const tokenArgs = { ...args, tokenHash: guard.token.hash, donator: guard.token.account.donator };
+      reply = await runScript(this.redis, ADMIT_TOKEN, tokenGuardKeys(this.keys, guard, req.fqdn), tokenArgs, 'admit');
+    } else {
+      const { account, hashDigest } = guard.login;
+      const guardKeys = {
+        ...lease,
+        junkBlock: this.keys.junkBlock(guard.sourceIp, guard.userAgent),
+        sourceCooldown: this.keys.cooldownBySource(guard.sourceIp),
+        accountCooldown: this.keys.cooldownByAccount(account.name),
+        account: this.keys.account(account.name),
+      };
+      reply = await runScript(this.redis, ADMIT_GUARDED, guardKeys, { ...args, hashDigest, donator: account.donator }, 'admit');
     }
-    if ('token' in guard) {
-      const tokenArgs = [guard.token.hash, flag(guard.token.account.donator), ...args];
-      const reply = await storeCall('admit', () =>
-        this.scripts.admitToken(hostKey, this.keys.pendingChanges(), tokenGuardKeys(this.keys, guard), tokenArgs),
-      );
-      return this.admissionFromReply(req.fqdn, reply, token);
-    }
-    const { account, hashDigest } = guard.login;
-    const guardKeys = [
-      this.keys.junkBlock(guard.sourceIp, guard.userAgent),
-      this.keys.cooldownBySource(guard.sourceIp),
-      this.keys.cooldownByAccount(account.name),
-      this.keys.account(account.name),
-    ] as const;
-    const reply = await storeCall('admit', () =>
-      this.scripts.admitGuarded(hostKey, this.keys.pendingChanges(), guardKeys, [hashDigest, flag(account.donator), ...args]),
-    );
-    return this.admissionFromReply(req.fqdn, reply, token);
+    return admission(req.fqdn, reply, args.leaseToken);
   }
 
   async commit(lease: Lease, target: TargetState, opts: { republish?: boolean } = {}): Promise<CommitOutcome> {
     const own = asHostLease(lease);
-    const args = [
-      lease.token,
-      target.ipv4 ?? '',
-      target.ipv6 ?? '',
-      target.wildcard ? '1' : '',
-      target.mx ?? '',
-      target.mx !== null && target.backmx ? '1' : '',
-      flag(target.offline),
-      flag(opts.republish ?? false),
-      ...countUndo(own),
-      own?.families ?? '46',
-    ];
-    const status = await storeCall('commit', () => this.scripts.commit(this.keys.host(lease.fqdn), this.keys.pendingChanges(), args));
+    const status = await runScript(
+      this.redis,
+      COMMIT,
+      { host: this.keys.host(lease.fqdn), pending: this.keys.pendingChanges() },
+      { token: lease.token, target, republish: opts.republish ?? false, undo: own?.undo ?? NO_COUNT_UNDO, families: own?.families ?? '46' },
+      'commit',
+    );
     if (status === 'lost') {
       this.logger.warn('host lease ended before the commit: the change is not recorded, the stored state is published again', {
         host: lease.fqdn,
@@ -127,15 +122,19 @@ export class RedisHostStore implements HostGate, HostAdmin {
     const own = asHostLease(lease);
     // A failed republish is one the primary refused.
     const refused = opts.refused ?? opts.failedRepublish ?? false;
-    await storeCall('release', () =>
-      this.scripts.release(this.keys.host(lease.fqdn), this.keys.pendingChanges(), [
-        lease.token,
-        ...countUndo(own),
-        opts.republishInMs === undefined ? '' : Math.max(0, Math.round(opts.republishInMs)),
-        flag(opts.failedRepublish ?? false),
-        (refused ? own?.takenOver : own?.families) ?? '46',
-        flag(refused),
-      ]),
+    await runScript(
+      this.redis,
+      RELEASE,
+      { host: this.keys.host(lease.fqdn), pending: this.keys.pendingChanges() },
+      {
+        token: lease.token,
+        undo: own?.undo ?? NO_COUNT_UNDO,
+        ...(opts.republishInMs === undefined ? {} : { republishInMs: opts.republishInMs }),
+        failedRepublish: opts.failedRepublish ?? false,
+        families: (refused ? own?.takenOver : own?.families) ?? '46',
+        refused,
+      },
+      'release',
     );
   }
 
@@ -144,27 +143,24 @@ export class RedisHostStore implements HostGate, HostAdmin {
   async postpone(fqdns: readonly string[], ms: number): Promise<void> {
     if (fqdns.length === 0) return;
     const hostKeys = fqdns.map((f) => this.keys.host(f));
-    await storeCall('postpone', () => this.scripts.postpone(this.keys.pendingChanges(), Math.max(0, Math.round(ms)), hostKeys));
+    await runScript(this.redis, POSTPONE, { pending: this.keys.pendingChanges() }, { ms, hostKeys }, 'postpone');
   }
 
   async staleLeases(limit: number): Promise<string[]> {
-    const keys = (await storeCall('stale leases', () => this.scripts.stale(this.keys.pendingChanges(), limit))) as string[];
+    const keys = await runScript(this.redis, STALE, { pending: this.keys.pendingChanges() }, { limit }, 'stale leases');
     return keys.map((k) => this.keys.fqdnOfHostKey(k)).filter((f): f is string => f !== undefined);
   }
 
   async reclaim(fqdn: string, leaseMs: number): Promise<Reclaimed | undefined> {
     const token = REPAIR_TOKEN_PREFIX + randomUUID();
-    const reply = await storeCall('reclaim', () =>
-      this.scripts.reclaim(this.keys.host(fqdn), this.keys.pendingChanges(), token, Math.max(1, Math.floor(leaseMs))),
-    );
-    if (!Array.isArray(reply) || reply[0] !== 'reclaimed') return undefined;
-    const fields = fieldsFromFlat(reply[1] as unknown[]);
-    const families = String(reply[2]);
+    const reply = await runScript(this.redis, RECLAIM, { host: this.keys.host(fqdn), pending: this.keys.pendingChanges() }, { token, leaseMs }, 'reclaim');
+    if (reply.kind !== 'reclaimed') return undefined;
+    const { host: fields, families } = reply;
     return {
       host: decodeHost(fqdn, fields),
       families: decodeFamilies(families),
       // No frequency bookkeeping: releasing this lease leaves the counters as they are.
-      lease: new HostLease(fqdn, token, '', '', '-', '-', families, families),
+      lease: new HostLease(fqdn, token, NO_COUNT_UNDO, families, families),
       failedRepublishes: Math.max(0, Number(fields[HOST_FIELDS.republishFailures] ?? 0) || 0),
     };
   }
@@ -209,14 +205,16 @@ export class RedisHostStore implements HostGate, HostAdmin {
     if (!(HOST_TYPES as readonly string[]).includes(type)) {
       throw new InvalidInputError(`unknown host type '${type}' (expected one of ${HOST_TYPES.join(', ')})`);
     }
-    const keys = [this.keys.host(name), this.keys.account(account), this.keys.nestIndex(name)] as const;
-    const above = between.map((b) => ({ name: b, keys: [this.keys.host(b), this.keys.nestIndex(b)] as const }));
-    const reply = await storeCall('host add', () => this.scripts.hostAdd(keys, above, account, type, name));
-    if (!Array.isArray(reply)) throw new Error(`unexpected host add reply: ${JSON.stringify(reply)}`);
-    const [result, other, owner] = reply.map(String);
-    if (result === 'noaccount') throw new NotFoundError(`no such account: ${account}`);
-    if (result === 'exists') throw new ConflictError(`host ${name} already exists`);
-    if (result === 'below' || result === 'above') throw new ConflictError(shadowingMessage(name, result, other!, owner!));
+    const keys = {
+      host: this.keys.host(name),
+      account: this.keys.account(account),
+      nestIndex: this.keys.nestIndex(name),
+      between: between.map((b) => ({ host: this.keys.host(b), nestIndex: this.keys.nestIndex(b) })),
+    };
+    const reply = await runScript(this.redis, HOST_ADD, keys, { owner: account, type, fqdn: name, between }, 'host add');
+    if (reply.kind === 'noaccount') throw new NotFoundError(`no such account: ${account}`);
+    if (reply.kind === 'exists') throw new ConflictError(`host ${name} already exists`);
+    if (reply.kind === 'below' || reply.kind === 'above') throw new ConflictError(shadowingMessage(name, reply.kind, reply.name, reply.owner));
   }
 
   /**
@@ -281,14 +279,12 @@ export class RedisHostStore implements HostGate, HostAdmin {
   async claim(fqdn: string, leaseMs: number): Promise<{ host: HostRecord; lease: Lease; repairDue: boolean } | 'busy' | undefined> {
     const name = lookupName(fqdn);
     const token = ADMIN_TOKEN_PREFIX + randomUUID();
-    const reply = await storeCall('host claim', () =>
-      this.scripts.hostClaim(this.keys.host(name), this.keys.pendingChanges(), token, Math.max(1, Math.floor(leaseMs))),
-    );
-    if (!Array.isArray(reply)) throw new Error(`unexpected claim reply: ${JSON.stringify(reply)}`);
-    if (reply[0] === 'gone') return undefined;
-    if (reply[0] === 'busy') return 'busy';
-    // No frequency bookkeeping: releasing this lease leaves the counters as they are.
-    return { host: decodeHost(name, fieldsFromFlat(reply[1] as unknown[])), lease: new HostLease(name, token, '', '', '-', '-', '46', String(reply[3])), repairDue: reply[2] === '1' };
+    const reply = await runScript(this.redis, HOST_CLAIM, { host: this.keys.host(name), pending: this.keys.pendingChanges() }, { token, leaseMs }, 'host claim');
+    if (reply.kind === 'gone') return undefined;
+    if (reply.kind === 'busy') return 'busy';
+    // No frequency bookkeeping: releasing this lease leaves the counters as they are. The
+    // removal deletes every record: both families.
+    return { host: decodeHost(name, reply.host), lease: new HostLease(name, token, NO_COUNT_UNDO, '46', reply.takenOver), repairDue: reply.repairDue };
   }
 
   async remove(fqdn: string, lease?: Lease): Promise<void> {
@@ -301,10 +297,10 @@ export class RedisHostStore implements HostGate, HostAdmin {
       const owner = await storeCall('host remove', () => this.redis.hget(hostKey, HOST_FIELDS.owner));
       if (owner === null) throw new NotFoundError(`no such host: ${name}`);
       const tokens = await this.tokensOf(tokensKey);
-      const hostKeys = [hostKey, this.keys.account(owner), this.keys.pendingChanges(), tokensKey] as const;
       const nestIndexes = ancestorsOf(name).map((a) => this.keys.nestIndex(a));
-      const args = { owner, lease: lease?.token ?? '', fqdn: name };
-      const result = await storeCall('host remove', () => this.scripts.hostRemove(hostKeys, nestIndexes, args, tokens));
+      const keys = { host: hostKey, account: this.keys.account(owner), pending: this.keys.pendingChanges(), hostTokens: tokensKey, nestIndexes, tokens };
+      const args = { owner, leaseToken: lease?.token ?? '', fqdn: name, ancestors: nestIndexes.length, tokenIds: tokens.map((t) => t.id) };
+      const result = await runScript(this.redis, HOST_REMOVE, keys, args, 'host remove');
       if (result === 'ok') return;
       if (result === 'gone') throw new NotFoundError(`no such host: ${name}`);
       if (result === 'lost') throw new ConflictError(`host ${name}: the claim on it ended before the removal (a slow Redis?); try again`);
@@ -313,14 +309,14 @@ export class RedisHostStore implements HostGate, HostAdmin {
   }
 
   /** The host's tokens, each with the keys of its record and index (for the removal). */
-  private async tokensOf(tokensKey: string): Promise<{ id: string; keys: readonly [string, string] }[]> {
+  private async tokensOf(tokensKey: string): Promise<{ id: string; record: string; index: string }[]> {
     const ids = await storeCall('host tokens', () => this.redis.smembers(tokensKey));
     if (ids.length === 0) return [];
     const pipeline = this.redis.pipeline();
     for (const id of ids) pipeline.hget(this.keys.token(id), TOKEN_FIELDS.hash);
     const hashes = await execPipeline('host tokens', pipeline);
     // A record already gone leaves its index key to nobody: only the set entry goes.
-    return ids.map((id, i) => ({ id, keys: [this.keys.token(id), this.keys.tokenIndex(String(hashes[i] ?? ''))] as const }));
+    return ids.map((id, i) => ({ id, record: this.keys.token(id), index: this.keys.tokenIndex(String(hashes[i] ?? '')) }));
   }
 
   async list(account?: string): Promise<HostRecord[]> {
@@ -352,54 +348,33 @@ export class RedisHostStore implements HostGate, HostAdmin {
       throw new InvalidInputError(`cannot set host state '${String(state)}'`);
     }
     const name = lookupName(fqdn);
-    const found = await storeCall('host state', () => this.scripts.hostSetState(this.keys.host(name), state));
-    if (found !== 1) throw new NotFoundError(`no such host: ${name}`);
-  }
-
-  private admissionFromReply(fqdn: string, reply: unknown, token: string): Admission {
-    if (!Array.isArray(reply) || typeof reply[0] !== 'string') {
-      throw new Error(`unexpected admit reply: ${JSON.stringify(reply)}`);
-    }
-    const kind = reply[0];
-    switch (kind) {
-      case 'rejected': {
-        const outcome = reply[1];
-        if (!(ADMIT_REJECTIONS as readonly unknown[]).includes(outcome)) throw new Error(`unexpected admit rejection: ${String(outcome)}`);
-        return { kind, outcome: outcome as AdmitRejection };
-      }
-      case 'busy':
-      case 'nochg':
-        return { kind };
-      case 'refused': {
-        const check = reply[1];
-        if (check !== 'agent' && check !== 'login' && check !== 'stale') throw new Error(`unexpected guard check: ${String(check)}`);
-        return { kind, check };
-      }
-      case 'change': {
-        const fields = fieldsFromFlat(reply[1] as unknown[]);
-        const families = String(reply[6]);
-        return {
-          kind,
-          host: decodeHost(fqdn, fields),
-          lease: new HostLease(fqdn, token, String(reply[2]), String(reply[3]), String(reply[4]), fields[HOST_FIELDS.lastRequest] ?? '', families, String(reply[7])),
-          repairDue: reply[5] === '1',
-          families: decodeFamilies(families),
-        };
-      }
-      default:
-        throw new Error(`unexpected admit reply kind: ${kind}`);
-    }
+    const found = await runScript(this.redis, HOST_SET_STATE, { host: this.keys.host(name) }, { state }, 'host state');
+    if (!found) throw new NotFoundError(`no such host: ${name}`);
   }
 }
 
-/** The keys of a token login's checks (TOKEN_CHECKS in lua.ts). */
-export function tokenGuardKeys(keys: Keys, guard: TokenGuard): readonly [string, string, string, string] {
-  return [
-    keys.junkBlock(guard.sourceIp, guard.userAgent),
-    keys.cooldownBySource(guard.sourceIp),
-    keys.token(guard.token.id),
-    keys.account(guard.token.account.name),
-  ];
+/** The admission of a decoded admit reply; `token` is the lease token the request asked for. */
+function admission(fqdn: string, reply: AdmitReply, token: string): Admission {
+  if (reply.kind !== 'change') return reply;
+  return {
+    kind: 'change',
+    host: decodeHost(fqdn, reply.host),
+    lease: new HostLease(fqdn, token, reply.undo, reply.families, reply.takenOver),
+    repairDue: reply.repairDue,
+    families: decodeFamilies(reply.families),
+  };
+}
+
+/** The keys of a token login's checks (TOKEN_CHECKS in lua.ts), beside those of the host `fqdn`. */
+export function tokenGuardKeys(keys: Keys, guard: TokenGuard, fqdn: string): TokenGuardKeys {
+  return {
+    host: keys.host(fqdn),
+    pending: keys.pendingChanges(),
+    junkBlock: keys.junkBlock(guard.sourceIp, guard.userAgent),
+    sourceCooldown: keys.cooldownBySource(guard.sourceIp),
+    token: keys.token(guard.token.id),
+    account: keys.account(guard.token.account.name),
+  };
 }
 
 /** Why a name cannot be registered beside a host of another account. */
@@ -411,14 +386,6 @@ export function shadowingMessage(name: string, relation: 'below' | 'above', othe
 
 function asHostLease(lease: Lease): HostLease | undefined {
   return lease instanceof HostLease ? lease : undefined;
-}
-
-/**
- * The commit and release scripts' count-undo arguments (prevFl, prevFc, seq). Without our
- * bookkeeping (a foreign Lease object, a reclaimed lease) seq '-' matches nothing: no undo.
- */
-function countUndo(own: HostLease | undefined): [string, string, string, string] {
-  return [own?.previousLastRequest ?? '', own?.previousFrequentCount ?? '', own?.sequence ?? '-', own?.countedAt ?? '-'];
 }
 
 /** Operator input: normalised when it is a valid name, else taken as given (→ not found). */

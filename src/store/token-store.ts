@@ -8,8 +8,9 @@ import { ConflictError, NotFoundError } from '../core/errors.js';
 import type { TokenRecord } from '../core/update-tokens.js';
 import { tokenGuardKeys } from './host-store.js';
 import { HOST_FIELDS, Keys, TOKEN_FIELDS } from './keys.js';
-import { scriptsFor, type StoreScripts } from './lua.js';
 import { execPipeline, storeCall } from './redis.js';
+import { runScript } from './script.js';
+import { TOKEN_ADD, TOKEN_CHECK, TOKEN_FIND, TOKEN_REMOVE } from './scripts/tokens.js';
 
 /** A new token as the store records it; the id and hash are made by the caller (auth). */
 export interface NewToken {
@@ -24,33 +25,22 @@ export interface NewToken {
 const SCAN_BATCH = 1000;
 
 export class RedisTokenStore implements TokenLookup {
-  private readonly scripts: StoreScripts;
-
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
-  ) {
-    this.scripts = scriptsFor(redis);
-  }
+  ) {}
 
   async find(hash: string): Promise<TokenLogin | undefined> {
-    const reply = await storeCall('token find', () => this.scripts.tokenFind(this.keys.tokenIndex(hash), this.keys.prefix, hash));
-    if (!Array.isArray(reply)) return undefined;
-    const [id, fqdn, account, donator, from] = reply.map(String) as [string, string, string, string, string];
-    return { id, hash, fqdn, account: { name: account, donator: donator === '1' }, from: splitList(from) };
+    const found = await runScript(this.redis, TOKEN_FIND, { index: this.keys.tokenIndex(hash) }, { keyPrefix: this.keys.prefix, hash }, 'token find');
+    if (found === undefined) return undefined;
+    const { id, fqdn, account, donator, from } = found;
+    return { id, hash, fqdn, account: { name: account, donator }, from: splitList(from) };
   }
 
   async check(guard: TokenGuard): Promise<'ok' | GuardCheck> {
-    const host = this.keys.host(guard.token.fqdn);
-    const args = [guard.token.hash, guard.token.account.donator ? '1' : '0'];
-    const reply = await storeCall('token check', () =>
-      this.scripts.tokenCheck(host, this.keys.pendingChanges(), tokenGuardKeys(this.keys, guard), args),
-    );
-    if (!Array.isArray(reply)) throw new Error(`unexpected token check reply: ${JSON.stringify(reply)}`);
-    if (reply[0] === 'ok') return 'ok';
-    const check = reply[1];
-    if (check !== 'agent' && check !== 'login' && check !== 'stale') throw new Error(`unexpected guard check: ${String(check)}`);
-    return check;
+    const keys = tokenGuardKeys(this.keys, guard, guard.token.fqdn);
+    const args = { tokenHash: guard.token.hash, donator: guard.token.account.donator };
+    return runScript(this.redis, TOKEN_CHECK, keys, args, 'token check');
   }
 
   /** Record a token for a registered host: NotFoundError without one, ConflictError if the id is taken. */
@@ -59,25 +49,22 @@ export class RedisTokenStore implements TokenLookup {
     for (let attempt = 0; attempt < 5; attempt++) {
       const owner = await storeCall('token add', () => this.redis.hget(hostKey, HOST_FIELDS.owner));
       if (owner === null) throw new NotFoundError(`no such host: ${token.fqdn}`);
-      const keys = [
-        hostKey,
-        this.keys.account(owner),
-        this.keys.token(token.id),
-        this.keys.tokenIndex(token.hash),
-        this.keys.hostTokens(token.fqdn),
-      ] as const;
-      const args = [owner, token.id, token.fqdn, token.hash, token.expiresInMs ?? '', token.from.join(','), token.note];
-      const reply = await storeCall('token add', () => this.scripts.tokenAdd(keys, args));
-      if (!Array.isArray(reply)) throw new Error(`unexpected token add reply: ${JSON.stringify(reply)}`);
-      if (reply[0] === 'exists') throw new ConflictError(`token id ${token.id} is taken; try again`);
-      if (reply[0] === 'ok') {
-        const expiresAt = String(reply[2]);
+      const keys = {
+        host: hostKey,
+        account: this.keys.account(owner),
+        token: this.keys.token(token.id),
+        index: this.keys.tokenIndex(token.hash),
+        hostTokens: this.keys.hostTokens(token.fqdn),
+      };
+      const reply = await runScript(this.redis, TOKEN_ADD, keys, { ...token, owner }, 'token add');
+      if (reply.kind === 'exists') throw new ConflictError(`token id ${token.id} is taken; try again`);
+      if (reply.kind === 'ok') {
         return {
           id: token.id,
           fqdn: token.fqdn,
           account: owner,
-          createdAt: Number(reply[1]),
-          expiresAt: expiresAt === '' ? null : Number(expiresAt),
+          createdAt: reply.createdAt,
+          expiresAt: reply.expiresAt,
           lastUsedAt: null,
           from: [...token.from],
           note: token.note,
@@ -109,8 +96,8 @@ export class RedisTokenStore implements TokenLookup {
       if (fields[TOKEN_FIELDS.fqdn] === undefined) throw new NotFoundError(`no such token: ${id}`);
       const record = decodeToken(id, fields);
       const hash = fields[TOKEN_FIELDS.hash] ?? '';
-      const keys = [this.keys.token(id), this.keys.tokenIndex(hash), this.keys.hostTokens(record.fqdn), this.keys.account(record.account)] as const;
-      const result = await storeCall('token remove', () => this.scripts.tokenRemove(keys, id, hash));
+      const keys = { token: this.keys.token(id), index: this.keys.tokenIndex(hash), hostTokens: this.keys.hostTokens(record.fqdn), account: this.keys.account(record.account) };
+      const result = await runScript(this.redis, TOKEN_REMOVE, keys, { id, hash }, 'token remove');
       if (result === 'ok') return record;
     }
     throw new ConflictError(`token ${id} changed while being removed; try again`);

@@ -673,7 +673,7 @@ describe('store: hosts (real redis-server)', function () {
         if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
         await lab.store.hosts.commit(b.lease, TARGET);
         const bobs = await lab.raw.hmget(hostKey, 'fl', 'fc', 'fs');
-        expect(bobs[2], "bob's host counts from the start again: the same fs as alice's request").to.equal((a.lease as { sequence?: string }).sequence);
+        expect(bobs[2], "bob's host counts from the start again: the same fs as alice's request").to.equal((a.lease as { undo?: { sequence: string } }).undo?.sequence);
         if (finish === 'commit') expect(await lab.store.hosts.commit(a.lease, TARGET)).to.equal('lost');
         else await lab.store.hosts.release(a.lease);
         expect(await lab.raw.hmget(hostKey, 'fl', 'fc', 'fs'), `${finish}: bob's count stays`).to.deep.equal(bobs);

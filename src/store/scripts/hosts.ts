@@ -1,0 +1,262 @@
+/**
+ * The host scripts of the operator's commands: add, remove, set state, and the bulk import.
+ * No shadowing across accounts: NESTING in lua.ts.
+ */
+import type { HostType } from '../../core/types.js';
+import { DROP_TOKEN_COUNT, NESTING } from '../lua.js';
+import { defineScript, replyArray, replyInteger, replyKind, replyOneOf, replyString } from '../script.js';
+
+/** A name between a host and its zone's apex: its host key and its nest index. */
+export interface BetweenKeys {
+  host: string;
+  nestIndex: string;
+}
+
+export interface HostAddKeys {
+  host: string;
+  account: string;
+  /** The host's own nest index. */
+  nestIndex: string;
+  /** Those of each name between it and its zone's apex, in the order of `HostAddArgs.between`. */
+  between: readonly BetweenKeys[];
+}
+
+export interface HostAddArgs {
+  owner: string;
+  type: HostType;
+  fqdn: string;
+  /** The names between it and its zone's apex. */
+  between: readonly string[];
+}
+
+/** A host of another account it would lie below or above (NESTING). */
+export interface Shadowing {
+  kind: 'below' | 'above';
+  name: string;
+  owner: string;
+}
+
+export type HostAddReply = { kind: 'ok' | 'noaccount' | 'exists' } | Shadowing;
+
+/**
+ * hostAdd(KEYS: host, account, its nest index, then per name between it and its zone's apex:
+ * that name's host key and nest index; ARGV: owner, type, fqdn, then those names) → {'ok'} |
+ * {'noaccount'} | {'exists'} | {'below'|'above', name, owner} (see NESTING).
+ */
+export const HOST_ADD = defineScript({
+  name: 'ddnsHostAdd',
+  lua: `${NESTING}
+if redis.call('EXISTS', KEYS[2]) == 0 then return {'noaccount'} end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists'} end
+local conflict = nestingConflict(ARGV[1], 3, 4, {unpack(ARGV, 4)})
+if conflict then return conflict end
+redis.call('HSET', KEYS[1], 'o', ARGV[1], 't', ARGV[2], 's', 'active')
+redis.call('HINCRBY', KEYS[2], 'n', 1)
+nest(ARGV[3], ARGV[1], 4, #ARGV - 3)
+return {'ok'}
+`,
+  keys: (k: HostAddKeys) => [k.host, k.account, k.nestIndex, ...k.between.flatMap((b) => [b.host, b.nestIndex])],
+  args: (a: HostAddArgs) => [a.owner, a.type, a.fqdn, ...a.between],
+  reply: (raw): HostAddReply => {
+    const { kind, rest } = replyKind(raw, ['ok', 'noaccount', 'exists', 'below', 'above'] as const, 'host add');
+    if (kind !== 'below' && kind !== 'above') return { kind };
+    return { kind, name: replyString(rest[0], 'host add'), owner: replyString(rest[1], 'host add') };
+  },
+});
+
+export interface HostRemoveKeys {
+  host: string;
+  /** The owner's account. */
+  account: string;
+  pending: string;
+  hostTokens: string;
+  /** The nest index of each of the host's ancestors (NESTING). */
+  nestIndexes: readonly string[];
+  /** Each of the host's tokens' record and index, in the order of `HostRemoveArgs.tokenIds`. */
+  tokens: readonly { record: string; index: string }[];
+}
+
+export interface HostRemoveArgs {
+  /** The owner as read: removed only while it still is. */
+  owner: string;
+  /** The operator's lease ('' = none): removed only while it still holds the host. */
+  leaseToken: string;
+  fqdn: string;
+  /** How many nest indexes `HostRemoveKeys.nestIndexes` holds. */
+  ancestors: number;
+  /** The host's token ids as read: removed only while they still are. */
+  tokenIds: readonly string[];
+}
+
+/**
+ * hostRemove(KEYS: host, owner account, pending, host's token set, the nest index of each of
+ * its ancestors (NESTING), then each token's record and index; ARGV: owner, lease token,
+ * fqdn, number of ancestors, then the token ids) → 'ok' | 'gone' | 'changed' (another owner,
+ * or other tokens than those read) | 'lost' (lease token given and the lease is no longer
+ * that one). The host's update tokens go with it.
+ */
+export const HOST_REMOVE = defineScript({
+  name: 'ddnsHostRemove',
+  lua: `${DROP_TOKEN_COUNT}
+local owner = redis.call('HGET', KEYS[1], 'o')
+if not owner then return 'gone' end
+if owner ~= ARGV[1] then return 'changed' end
+if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'lk') ~= ARGV[2] then return 'lost' end
+local ancestors = tonumber(ARGV[4])
+local tokens = #ARGV - 4
+if redis.call('SCARD', KEYS[4]) ~= tokens then return 'changed' end
+for i = 1, tokens do
+  if redis.call('SISMEMBER', KEYS[4], ARGV[i + 4]) == 0 then return 'changed' end
+end
+for i = 5, 4 + ancestors do redis.call('HDEL', KEYS[i], ARGV[3]) end
+for i = 5 + ancestors, #KEYS do redis.call('DEL', KEYS[i]) end
+redis.call('DEL', KEYS[4])
+dropTokenCount(KEYS[2], tokens)
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[3], KEYS[1])
+if redis.call('HEXISTS', KEYS[2], 'h') == 1 then
+  if redis.call('HINCRBY', KEYS[2], 'n', -1) <= 0 then redis.call('HDEL', KEYS[2], 'n') end
+end
+return 'ok'
+`,
+  keys: (k: HostRemoveKeys) => [k.host, k.account, k.pending, k.hostTokens, ...k.nestIndexes, ...k.tokens.flatMap((t) => [t.record, t.index])],
+  args: (a: HostRemoveArgs) => [a.owner, a.leaseToken, a.fqdn, a.ancestors, ...a.tokenIds],
+  reply: (raw) => replyOneOf(raw, ['ok', 'gone', 'changed', 'lost'] as const, 'host remove'),
+});
+
+/**
+ * hostSetState(KEYS: host; ARGV: state) → 1 | 0 (no such host). Going back to active
+ * (unblock, reopen) starts the frequency rule afresh; bumping fs makes a release still
+ * in flight leave the counters alone. Decoded: whether the host exists.
+ */
+export const HOST_SET_STATE = defineScript({
+  name: 'ddnsHostSetState',
+  lua: `
+if redis.call('HEXISTS', KEYS[1], 'o') == 0 then return 0 end
+redis.call('HSET', KEYS[1], 's', ARGV[1])
+if ARGV[1] == 'active' then
+  redis.call('HDEL', KEYS[1], 'fl', 'fc')
+  redis.call('HINCRBY', KEYS[1], 'fs', 1)
+end
+return 1
+`,
+  numberOfKeys: 1,
+  keys: (k: { host: string }) => [k.host],
+  args: (a: { state: 'active' | 'blocked' | 'closed' }) => [a.state],
+  reply: (raw) => replyInteger(raw, 'host state') === 1,
+});
+
+/** One host of an import batch, with the keys `HostImportKeys.hosts` holds for it at the same place. */
+export interface ImportHostArgs {
+  /** 1-based index into `HostImportArgs.accounts`. */
+  account: number;
+  type: HostType;
+  fqdn: string;
+  /** The names between it and its zone's apex. */
+  between: readonly string[];
+}
+
+/** One host of an import batch: its host key and nest index, and those of the names between. */
+export interface ImportHostKeys extends BetweenKeys {
+  between: readonly BetweenKeys[];
+}
+
+export interface HostImportKeys {
+  /** The batch's distinct accounts, in the order of `HostImportArgs.accounts`. */
+  accounts: readonly string[];
+  hosts: readonly ImportHostKeys[];
+}
+
+export interface HostImportArgs {
+  /** The batch's distinct account names. */
+  accounts: readonly string[];
+  hosts: readonly ImportHostArgs[];
+}
+
+/**
+ * 'ok' = registered; 'same' = registered already with this owner and type (a re-run of an
+ * import); 'exists' = a host of that name with another owner or type (left as is); 'noaccount'.
+ */
+export type ImportOutcome =
+  | { kind: 'ok' }
+  | { kind: 'same' }
+  | { kind: 'exists'; owner: string; type: string }
+  | { kind: 'noaccount' }
+  /** It would lie below or above `other`, a host of another account (NESTING in lua.ts). */
+  | { kind: 'shadowing'; relation: 'below' | 'above'; other: string; owner: string };
+
+/**
+ * hostImport: many hosts in one call, each written as `host add` writes it (o, t, s=active and
+ * the owner's `n`), never over an existing host.
+ * KEYS: the batch's distinct account keys, then per host: its host key, its nest index, and
+ * the host key and nest index of each name between it and its zone's apex.
+ * ARGV: accountCount, account names…, then per host: account index (1-based), type, fqdn,
+ * the number of names between, those names.
+ * → per host: 'ok' | 'noaccount' | 'same' | '=' .. existing type .. ':' .. existing owner |
+ * '<' (below) or '>' (above) .. other name .. ' ' .. its owner.
+ */
+export const HOST_IMPORT = defineScript({
+  name: 'ddnsHostImport',
+  lua: `${NESTING}
+local k = tonumber(ARGV[1])
+local live = {}
+local added = {}
+for i = 1, k do
+  live[i] = redis.call('EXISTS', KEYS[i]) == 1
+  added[i] = 0
+end
+local out = {}
+local arg = k + 2
+local key = k + 1
+while arg <= #ARGV do
+  local a = tonumber(ARGV[arg])
+  local t = ARGV[arg + 1]
+  local fqdn = ARGV[arg + 2]
+  local nb = tonumber(ARGV[arg + 3])
+  local names = {unpack(ARGV, arg + 4, arg + 3 + nb)}
+  local hostKey = KEYS[key]
+  arg = arg + 4 + nb
+  if not live[a] then
+    out[#out + 1] = 'noaccount'
+  elseif redis.call('EXISTS', hostKey) == 1 then
+    local o = redis.call('HGET', hostKey, 'o') or ''
+    local ht = redis.call('HGET', hostKey, 't') or ''
+    if o == ARGV[1 + a] and ht == t then out[#out + 1] = 'same'
+    else out[#out + 1] = '=' .. ht .. ':' .. o end
+  else
+    local conflict = nestingConflict(ARGV[1 + a], key + 1, key + 2, names)
+    if conflict then
+      out[#out + 1] = (conflict[1] == 'below' and '<' or '>') .. conflict[2] .. ' ' .. conflict[3]
+    else
+      redis.call('HSET', hostKey, 'o', ARGV[1 + a], 't', t, 's', 'active')
+      nest(fqdn, ARGV[1 + a], key + 2, nb)
+      added[a] = added[a] + 1
+      out[#out + 1] = 'ok'
+    end
+  end
+  key = key + 2 + 2 * nb
+end
+for i = 1, k do
+  if added[i] > 0 then redis.call('HINCRBY', KEYS[i], 'n', added[i]) end
+end
+return out
+`,
+  keys: (k: HostImportKeys) => [...k.accounts, ...k.hosts.flatMap((h) => [h.host, h.nestIndex, ...h.between.flatMap((b) => [b.host, b.nestIndex])])],
+  args: (a: HostImportArgs) => [a.accounts.length, ...a.accounts, ...a.hosts.flatMap((h) => [h.account, h.type, h.fqdn, h.between.length, ...h.between])],
+  reply: (raw) => replyArray(raw, 'host import').map((v) => importOutcome(replyString(v, 'host import'))),
+});
+
+function importOutcome(reply: string): ImportOutcome {
+  if (reply === 'ok') return { kind: 'ok' };
+  if (reply === 'noaccount') return { kind: 'noaccount' };
+  if (reply === 'same') return { kind: 'same' };
+  if (reply.startsWith('<') || reply.startsWith('>')) {
+    const space = reply.indexOf(' ');
+    return { kind: 'shadowing', relation: reply[0] === '<' ? 'below' : 'above', other: reply.slice(1, space), owner: reply.slice(space + 1) };
+  }
+  if (reply.startsWith('=')) {
+    const colon = reply.indexOf(':');
+    return { kind: 'exists', type: reply.slice(1, colon), owner: reply.slice(colon + 1) };
+  }
+  throw new Error(`host import: unexpected outcome ${JSON.stringify(reply)}`);
+}

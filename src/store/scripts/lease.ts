@@ -1,0 +1,504 @@
+/**
+ * The lease scripts of the update path and the reconciler: admit (three forms) hands out a
+ * host's lease, commit and release end it, reclaim takes over an expired one, stale and
+ * postpone keep the pending set; hostClaim is an operator's lease (host remove). Every one
+ * also keeps `pending` (the sorted set of leases in flight, by their end) up to date.
+ */
+import { ADMIT_REJECTIONS, type AdmitRejection, type Expectations, type GuardCheck } from '../../app/ports.js';
+import { flag, type TargetState } from '../../core/types.js';
+import { encodeExpectations, encodeWrittenFamilies, type HashFields } from '../codec.js';
+import { HOST_FIELDS } from '../keys.js';
+import { FAMILIES, GUARD, LOST_CHANGE, NOW, REPAIR_DUE, TAKE_LEASE, TOKEN_CHECKS, UNDO_COUNT } from '../lua.js';
+import { defineScript, presentFlag, replyArray, replyFields, replyInteger, replyKind, replyOneOf, replyString } from '../script.js';
+
+/** A host and the sorted set of leases in flight. */
+export interface LeaseKeys {
+  host: string;
+  pending: string;
+}
+
+/** What admit needs to know of the request (the lease token is the caller's). */
+export interface AdmitArgs {
+  account: string;
+  minIntervalMs: number;
+  maxFrequent: number;
+  leaseMs: number;
+  /** The token of the lease a change takes. */
+  leaseToken: string;
+  /** The settings asked for; null: only the frequency rule (the echo with a hostname). */
+  expect: Expectations | null;
+}
+
+/** A password login's checks (GUARD): its account's keys beside the host's. */
+export interface GuardedAdmitKeys extends LeaseKeys {
+  junkBlock: string;
+  sourceCooldown: string;
+  accountCooldown: string;
+  account: string;
+}
+
+export interface GuardedAdmitArgs extends AdmitArgs {
+  /** SHA-1 (hex) of the password hash the credentials were verified against. */
+  hashDigest: string;
+  donator: boolean;
+}
+
+/** A token login's checks (TOKEN_CHECKS). */
+export interface TokenGuardKeys extends LeaseKeys {
+  junkBlock: string;
+  sourceCooldown: string;
+  token: string;
+  account: string;
+}
+
+export interface TokenGuardArgs {
+  /** The token's keyed hash and its account's donator flag, as looked up. */
+  tokenHash: string;
+  donator: boolean;
+}
+
+export type TokenAdmitArgs = AdmitArgs & TokenGuardArgs;
+
+export type AdmitReply =
+  | { kind: 'rejected'; outcome: AdmitRejection }
+  | { kind: 'refused'; check: GuardCheck }
+  | { kind: 'busy' }
+  | { kind: 'nochg' }
+  | {
+      kind: 'change';
+      /** The host's fields with this request's frequency fields, without the lease ones. */
+      host: HashFields;
+      /** The count-undo of this request: what it found, and the fs and fl it wrote. */
+      undo: CountUndo;
+      /** The lease taken over had expired: a repair was due. */
+      repairDue: boolean;
+      /** The address families the change writes in full ('4', '6', '46', ''). */
+      families: string;
+      /** Those of the expired lease it took over ('' when none). */
+      takenOver: string;
+    };
+
+/**
+ * What commit and release need to undo one request's frequency count: `fl` and `fc` before it
+ * ('' = absent), the `fs` it was counted as and the `fl` it wrote. A sequence '-' matches
+ * nothing: no undo (a lease without that bookkeeping).
+ */
+export interface CountUndo {
+  previousLastRequest: string;
+  previousFrequentCount: string;
+  sequence: string;
+  countedAt: string;
+}
+
+export const NO_COUNT_UNDO: CountUndo = { previousLastRequest: '', previousFrequentCount: '', sequence: '-', countedAt: '-' };
+
+const admitArgv = (a: AdmitArgs): (string | number)[] => [
+  a.account,
+  Math.max(0, Math.floor(a.minIntervalMs)),
+  a.maxFrequent,
+  Math.max(1, Math.floor(a.leaseMs)),
+  a.leaseToken,
+  a.expect === null ? 'count' : 'expect',
+  encodeWrittenFamilies(a.expect),
+  ...(a.expect === null ? [] : encodeExpectations(a.expect)),
+];
+
+const ADMIT_KINDS = ['rejected', 'refused', 'busy', 'nochg', 'change'] as const;
+const GUARD_CHECKS = ['agent', 'login', 'stale'] as const satisfies readonly GuardCheck[];
+
+function admitReply(raw: unknown, script: string): AdmitReply {
+  const { kind, rest } = replyKind(raw, ADMIT_KINDS, script);
+  switch (kind) {
+    case 'rejected':
+      return { kind, outcome: replyOneOf(rest[0], ADMIT_REJECTIONS, script) };
+    case 'refused':
+      return { kind, check: replyOneOf(rest[0], GUARD_CHECKS, script) };
+    case 'busy':
+    case 'nochg':
+      return { kind };
+    case 'change': {
+      const host = replyFields(rest[0], script);
+      const [previousLastRequest, previousFrequentCount, sequence, repairDue, families, takenOver] = rest.slice(1, 7).map((v) => replyString(v, script));
+      return {
+        kind,
+        host,
+        undo: {
+          previousLastRequest: previousLastRequest!,
+          previousFrequentCount: previousFrequentCount!,
+          sequence: sequence!,
+          countedAt: host[HOST_FIELDS.lastRequest] ?? '',
+        },
+        repairDue: repairDue === '1',
+        families: families!,
+        takenOver: takenOver!,
+      };
+    }
+  }
+}
+
+/**
+ * admit(KEYS: host, pending; ARGV: account, minIntervalMs, maxFrequent, leaseMs, token, mode,
+ * families, [field, value]…) → {kind} | {'change', hostFlat, prevFl, prevFc, seq, repairDue, la, takenOver}.
+ * repairDue = '1': the lease taken over had expired (a repair was due), else ''.
+ * mode 'count' = only the frequency rule; 'expect' = compare the field/value pairs
+ * (absent field = '', flag '0' = ''). families: the address families the request writes
+ * ('4', '6', '46', ''). la: those the change must write in full (kept with the lease as
+ * 'la'); takenOver: those of the expired lease it took over ('' when none). The body reads
+ * its arguments from `A` (see GUARD).
+ */
+const ADMIT_BODY = `
+local key = KEYS[1]
+local flat = redis.call('HGETALL', key)
+local h = {}
+for i = 1, #flat, 2 do h[flat[i]] = flat[i + 1] end
+if h['o'] == nil then return {'rejected', 'unknown-host'} end
+if h['o'] ~= A[1] then return {'rejected', 'not-owner'} end
+if h['t'] ~= 'dynamic' then return {'rejected', 'not-dynamic'} end
+local state = h['s'] or 'active'
+if state == 'closed' then return {'rejected', 'closed'} end
+if state == 'blocked' then return {'rejected', 'abuse'} end
+if h['lk'] ~= nil and h['lk'] ~= '' and (tonumber(h['lu']) or 0) > now then return {'busy'} end
+-- An expired lease: its holder died between publishing and recording, so DNS may hold a
+-- change Redis does not know. Never nochg then: this request republishes it (see 'la').
+local stale = h['lk'] ~= nil and h['lk'] ~= ''
+
+-- The frequency rule: a request sooner than minInterval after the previous one is frequent;
+-- a non-frequent one resets the run. More than maxFrequent in a row blocks the host.
+local minInterval = tonumber(A[2])
+local maxFrequent = tonumber(A[3])
+local prevFl = h['fl'] or ''
+local prevFc = h['fc'] or ''
+local last = tonumber(prevFl)
+local count = tonumber(prevFc) or 0
+if last ~= nil and now - last < minInterval then count = count + 1 else count = 0 end
+local seq = (tonumber(h['fs']) or 0) + 1
+h['fl'] = ms(now)
+h['fc'] = tostring(count)
+h['fs'] = tostring(seq)
+if count > maxFrequent then
+  redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'], 's', 'blocked')
+  return {'rejected', 'abuse'}
+end
+
+local function hostFlat()
+  local out = {}
+  for f, v in pairs(h) do
+    if f ~= 'lk' and f ~= 'lu' and f ~= 'la' then out[#out + 1] = f; out[#out + 1] = v end
+  end
+  return out
+end
+
+local changed = stale and A[6] == 'expect'
+if A[6] == 'expect' and not changed then
+  for i = 8, #A, 2 do
+    local f = A[i]
+    local v = h[f] or ''
+    if (f == 'w' or f == 'b') and v == '0' then v = '' end
+    -- The backup-MX flag means nothing without an MX (mx=NOCHG on a host that has none);
+    -- a request that names a new MX already differs on m.
+    local moot = f == 'b' and (h['m'] or '') == ''
+    if v ~= A[i + 1] and not moot then changed = true; break end
+  end
+end
+if not changed then
+  redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'])
+  return {'nochg'}
+end
+-- The address families this change writes in full, kept with its lease (FAMILIES): the
+-- ones it names; both for a host back from offline; plus, taking over an interrupted
+-- change, what that one wrote.
+local la = union(A[7], '')
+if state == 'offline' then la = '46' end
+local takenOver = ''
+if stale then
+  takenOver = familiesOf(h['la'], h['lk'])
+  la = union(la, takenOver)
+end
+local leaseEnd = now + tonumber(A[4])
+redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'], 'lk', A[5], 'lu', ms(leaseEnd), 'la', la .. ':' .. A[5])
+redis.call('ZADD', KEYS[2], leaseEnd, key)
+return {'change', hostFlat(), prevFl, prevFc, h['fs'], stale and '1' or '', la, takenOver}
+`;
+
+/** admit without login checks (the echo with a hostname, the tests). */
+export const ADMIT = defineScript({
+  name: 'ddnsAdmit',
+  lua: `${NOW}${FAMILIES}local A = ARGV${ADMIT_BODY}`,
+  numberOfKeys: 2,
+  keys: (k: LeaseKeys) => [k.host, k.pending],
+  args: admitArgv,
+  reply: (raw) => admitReply(raw, 'admit'),
+});
+
+/** admit after a password login's checks (GUARD in lua.ts), in the same atomic step. */
+export const ADMIT_GUARDED = defineScript({
+  name: 'ddnsAdmitGuarded',
+  lua: `${NOW}${FAMILIES}${GUARD}${ADMIT_BODY}`,
+  numberOfKeys: 6,
+  keys: (k: GuardedAdmitKeys) => [k.host, k.pending, k.junkBlock, k.sourceCooldown, k.accountCooldown, k.account],
+  args: (a: GuardedAdmitArgs) => [a.hashDigest, flag(a.donator), ...admitArgv(a)],
+  reply: (raw) => admitReply(raw, 'admit'),
+});
+
+/** admit for a token login: its checks (TOKEN_CHECKS in lua.ts), the time it was last used, then admit. */
+export const ADMIT_TOKEN = defineScript({
+  name: 'ddnsAdmitToken',
+  lua: `${NOW}${FAMILIES}${TOKEN_CHECKS}
+redis.call('HSET', KEYS[5], 'l', ms(now))
+local A = {unpack(ARGV, 3)}
+${ADMIT_BODY}`,
+  numberOfKeys: 6,
+  keys: tokenGuardKeyList,
+  args: (a: TokenAdmitArgs) => [a.tokenHash, flag(a.donator), ...admitArgv(a)],
+  reply: (raw) => admitReply(raw, 'admit'),
+});
+
+/** The keys of a token login's checks, as TOKEN_CHECKS reads them (KEYS 3–6; host and pending first). */
+export function tokenGuardKeyList(k: TokenGuardKeys): string[] {
+  return [k.host, k.pending, k.junkBlock, k.sourceCooldown, k.token, k.account];
+}
+
+export interface CommitArgs {
+  /** The lease token. */
+  token: string;
+  target: TargetState;
+  /** The recorded state was published again (reconciler): the time of the last update stays. */
+  republish: boolean;
+  undo: CountUndo;
+  /** The address families this caller wrote ('4', '6', '46', ''). */
+  families: string;
+}
+
+/**
+ * commit(KEYS: host, pending; ARGV: token, ipv4, ipv6, wildcard, mx, backmx, offline, republish,
+ * prevFl, prevFc, seq, countedAt, families) → 'ok' | 'lost' | 'gone' (host removed). A state an
+ * operator set meanwhile (blocked, closed) is kept. republish = '1': the recorded state was
+ * published again (reconciler), so the time of the last update stays. 'ok' also clears the
+ * count of failed republishes: DNS and Redis agree again — unless a change that lost its lease
+ * may have landed meanwhile (FAMILIES' late mark): then the lease is left expired and due
+ * now, for a repair.
+ * 'lost': the lease was no longer ours (it ended and another request or the reconciler took
+ * it over, or the host was removed and added again). Nothing is written: what this caller
+ * published may have reached DNS before or after the newer holder's change, so Redis keeps
+ * the newer record (LOST_CHANGE: a repair of what this caller wrote, `families`, due now or
+ * after the holder in flight). The request's count is undone (the caller answers 911, which
+ * does not count).
+ */
+export const COMMIT = defineScript({
+  name: 'ddnsCommit',
+  lua: `${NOW}${REPAIR_DUE}${UNDO_COUNT}${FAMILIES}${LOST_CHANGE}
+local key = KEYS[1]
+if redis.call('HEXISTS', key, 'o') == 0 then
+  redis.call('ZREM', KEYS[2], key)
+  return 'gone'
+end
+local lk = redis.call('HGET', key, 'lk')
+if lk ~= ARGV[1] then
+  lostChange(lk, 0, ARGV[13])
+  undoCount(ARGV[9], ARGV[10], ARGV[11], ARGV[12])
+  return 'lost'
+end
+local late = lateFor(redis.call('HGET', key, 'la'), lk)
+local fields = {'4', '6', 'w', 'm', 'b'}
+for i, f in ipairs(fields) do
+  local v = ARGV[i + 1]
+  if v == '' then redis.call('HDEL', key, f) else redis.call('HSET', key, f, v) end
+end
+local state = redis.call('HGET', key, 's')
+if state ~= 'blocked' and state ~= 'closed' then
+  if ARGV[7] == '1' then state = 'offline' else state = 'active' end
+end
+if ARGV[8] == '1' then redis.call('HSET', key, 's', state) else redis.call('HSET', key, 's', state, 'u', ms(now)) end
+endLease(late)
+return 'ok'
+`,
+  numberOfKeys: 2,
+  keys: (k: LeaseKeys) => [k.host, k.pending],
+  args: (a: CommitArgs) => [
+    a.token,
+    a.target.ipv4 ?? '',
+    a.target.ipv6 ?? '',
+    presentFlag(a.target.wildcard),
+    a.target.mx ?? '',
+    presentFlag(a.target.mx !== null && a.target.backmx),
+    flag(a.target.offline),
+    flag(a.republish),
+    ...countUndoArgv(a.undo),
+    a.families,
+  ],
+  reply: (raw) => replyOneOf(raw, ['ok', 'lost', 'gone'] as const, 'commit'),
+});
+
+export interface ReleaseArgs {
+  /** The lease token. */
+  token: string;
+  undo: CountUndo;
+  /** The primary may hold what Redis does not: a republish is due after this delay. */
+  republishInMs?: number;
+  /** A republish failed: the host's count of them goes up. */
+  failedRepublish: boolean;
+  /** What of this caller's may still reach DNS ('4', '6', '46', ''). */
+  families: string;
+  /** The primary refused the change: nothing of it reached DNS. */
+  refused: boolean;
+}
+
+/**
+ * release(KEYS: host, pending; ARGV: token, prevFl, prevFc, seq, countedAt, republishInMs, failed,
+ * families, refused) → 1 | 0 (lease not ours). families: what of this caller's may still
+ * reach DNS; refused = '1': the primary refused it (nothing did; a failed republish is
+ * refused). Undoes this request's
+ * frequency count unless a later request counted since (also when the lease was taken over:
+ * the reply is still dnserr). With republishInMs
+ * (a number, '' = none) the primary may hold something Redis does not: the lease is left
+ * expired (admit never answers nochg then) and due in the pending set after that delay, for
+ * reclaim to publish the stored state again — also when the lease was taken over and the
+ * newer holder is done (as for a lost commit). failed = '1': a republish failed; the host's
+ * count of them (rf, which reclaim returns) goes up by one. Without republishInMs nothing is
+ * due any more, and the count goes too — unless a change that lost its lease may have landed
+ * meanwhile (see COMMIT): then a repair is due now.
+ * Decoded: whether the lease was still the caller's.
+ */
+export const RELEASE = defineScript({
+  name: 'ddnsRelease',
+  lua: `${NOW}${REPAIR_DUE}${UNDO_COUNT}${FAMILIES}${LOST_CHANGE}
+local key = KEYS[1]
+-- Even when the lease was taken over: if nobody counted since, this request's count goes.
+undoCount(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+local republishIn = tonumber(ARGV[6])
+local lk = redis.call('HGET', key, 'lk')
+if lk ~= ARGV[1] then
+  -- Taken over, while what this caller sent may still be applied after the newer holder's
+  -- change: as for a lost commit. Not when the primary refused it: nothing of it reached DNS.
+  if republishIn and ARGV[9] ~= '1' and redis.call('HEXISTS', key, 'o') == 1 then
+    lostChange(lk, republishIn, ARGV[8])
+  end
+  return 0
+end
+local la = redis.call('HGET', key, 'la')
+if republishIn then
+  repairDue(republishIn)
+  if ARGV[7] == '1' then redis.call('HINCRBY', key, 'rf', 1) end
+  -- The families the repair rewrites: what may still be applied (a refused change leaves
+  -- those of the interrupted one it took over) — all of them after a late change.
+  if not lateFor(la, ARGV[1]) then redis.call('HSET', key, 'la', union(ARGV[8], '') .. ':' .. ARGV[1]) end
+else
+  endLease(lateFor(la, ARGV[1]))
+end
+return 1
+`,
+  numberOfKeys: 2,
+  keys: (k: LeaseKeys) => [k.host, k.pending],
+  args: (a: ReleaseArgs) => [
+    a.token,
+    ...countUndoArgv(a.undo),
+    a.republishInMs === undefined ? '' : Math.max(0, Math.round(a.republishInMs)),
+    flag(a.failedRepublish),
+    a.families,
+    flag(a.refused),
+  ],
+  reply: (raw) => replyInteger(raw, 'release') === 1,
+});
+
+function countUndoArgv(u: CountUndo): string[] {
+  return [u.previousLastRequest, u.previousFrequentCount, u.sequence, u.countedAt];
+}
+
+/** A lease to take (reclaim, hostClaim): its token and length. */
+export interface TakeLeaseArgs {
+  token: string;
+  leaseMs: number;
+}
+
+const takeLeaseArgv = (a: TakeLeaseArgs) => [a.token, Math.max(1, Math.floor(a.leaseMs))];
+
+export type ReclaimReply = { kind: 'gone' | 'clean' | 'held' } | { kind: 'reclaimed'; host: HashFields; families: string };
+
+/**
+ * reclaim(KEYS: host, pending; ARGV: token, leaseMs) → {'gone'|'clean'|'held'} |
+ * {'reclaimed', hostFlat, families}: take over a change lease whose holder died (expired), so
+ * the stored state can be published again, with the families that holder wrote. The frequency
+ * fields are left alone.
+ */
+export const RECLAIM = defineScript({
+  name: 'ddnsReclaim',
+  lua: `${NOW}${TAKE_LEASE}
+local key = KEYS[1]
+if redis.call('HEXISTS', key, 'o') == 0 then redis.call('ZREM', KEYS[2], key); return {'gone'} end
+local lk = redis.call('HGET', key, 'lk')
+if not lk or lk == '' then redis.call('ZREM', KEYS[2], key); return {'clean'} end
+local lu = tonumber(redis.call('HGET', key, 'lu')) or 0
+if lu > now then redis.call('ZADD', KEYS[2], lu, key); return {'held'} end
+local families = familiesOf(redis.call('HGET', key, 'la'), lk)
+return {'reclaimed', takeLease(families), families}
+`,
+  numberOfKeys: 2,
+  keys: (k: LeaseKeys) => [k.host, k.pending],
+  args: takeLeaseArgv,
+  reply: (raw): ReclaimReply => {
+    const { kind, rest } = replyKind(raw, ['gone', 'clean', 'held', 'reclaimed'] as const, 'reclaim');
+    if (kind !== 'reclaimed') return { kind };
+    return { kind, host: replyFields(rest[0], 'reclaim'), families: replyString(rest[1], 'reclaim') };
+  },
+});
+
+/** staleLeases(KEYS: pending; ARGV: limit) → the host keys whose lease has ended, earliest first. */
+export const STALE = defineScript({
+  name: 'ddnsStale',
+  lua: `${NOW}
+return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ms(now), 'LIMIT', 0, tonumber(ARGV[1]))
+`,
+  numberOfKeys: 1,
+  keys: (k: { pending: string }) => [k.pending],
+  args: (a: { limit: number }) => [a.limit],
+  reply: (raw) => replyArray(raw, 'stale leases').map((k) => replyString(k, 'stale leases')),
+});
+
+/**
+ * postpone(KEYS: pending; ARGV: ms, hostKey…): due again `ms` from now, those still pending
+ * only, and never sooner than already set (another frontend may have backed one off meanwhile).
+ * The host keys go as arguments: they are members of the set, never read. → how many.
+ */
+export const POSTPONE = defineScript({
+  name: 'ddnsPostpone',
+  lua: `${NOW}
+local due = ms(now + tonumber(ARGV[1]))
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', 'GT', due, ARGV[i]) end
+return #ARGV - 1
+`,
+  numberOfKeys: 1,
+  keys: (k: { pending: string }) => [k.pending],
+  args: (a: { ms: number; hostKeys: readonly string[] }) => [Math.max(0, Math.round(a.ms)), ...a.hostKeys],
+  reply: (raw) => replyInteger(raw, 'postpone'),
+});
+
+export type HostClaimReply = { kind: 'gone' } | { kind: 'busy' } | { kind: 'claimed'; host: HashFields; repairDue: boolean; takenOver: string };
+
+/**
+ * hostClaim(KEYS: host, pending; ARGV: token, leaseMs) → {'gone'} | {'busy'} | {'claimed', hostFlat, repairDue, takenOver}:
+ * the host's lease for an operator's change (host remove), so no update or repair publishes
+ * meanwhile. Not counted by the frequency rule. An expired lease is taken over (its holder
+ * died; what it may have published goes with the host). Due in the pending set at the lease
+ * end: if the claimer dies, the stored state is published again.
+ */
+export const HOST_CLAIM = defineScript({
+  name: 'ddnsHostClaim',
+  lua: `${NOW}${TAKE_LEASE}
+local key = KEYS[1]
+if redis.call('HEXISTS', key, 'o') == 0 then return {'gone'} end
+local lk = redis.call('HGET', key, 'lk')
+if lk and lk ~= '' and (tonumber(redis.call('HGET', key, 'lu')) or 0) > now then return {'busy'} end
+local stale = lk and lk ~= ''
+local takenOver = stale and familiesOf(redis.call('HGET', key, 'la'), lk) or ''
+-- The removal deletes every record: both families.
+return {'claimed', takeLease('46'), stale and '1' or '', takenOver}
+`,
+  numberOfKeys: 2,
+  keys: (k: LeaseKeys) => [k.host, k.pending],
+  args: takeLeaseArgv,
+  reply: (raw): HostClaimReply => {
+    const { kind, rest } = replyKind(raw, ['gone', 'busy', 'claimed'] as const, 'host claim');
+    if (kind !== 'claimed') return { kind };
+    return { kind, host: replyFields(rest[0], 'host claim'), repairDue: rest[1] === '1', takenOver: replyString(rest[2], 'host claim') };
+  },
+});

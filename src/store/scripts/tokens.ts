@@ -1,0 +1,135 @@
+/** The update token scripts: the login's lookup and checks, and the operator's add and remove. */
+import type { GuardCheck } from '../../app/ports.js';
+import { DROP_TOKEN_COUNT, NOW, TOKEN_CHECKS } from '../lua.js';
+import { defineScript, replyArray, replyKind, replyOneOf, replyString } from '../script.js';
+import { flag } from '../../core/types.js';
+import { tokenGuardKeyList, type TokenGuardArgs } from './lease.js';
+
+const GUARD_CHECKS = ['agent', 'login', 'stale'] as const satisfies readonly GuardCheck[];
+
+/** tokenCheck(KEYS, ARGV: as ADMIT_TOKEN's first six and two) → {'ok'} | {'refused', check}. */
+export const TOKEN_CHECK = defineScript({
+  name: 'ddnsTokenCheck',
+  lua: `${NOW}${TOKEN_CHECKS}
+return {'ok'}
+`,
+  numberOfKeys: 6,
+  keys: tokenGuardKeyList,
+  args: (a: TokenGuardArgs) => [a.tokenHash, flag(a.donator)],
+  reply: (raw): 'ok' | GuardCheck => {
+    const { kind, rest } = replyKind(raw, ['ok', 'refused'] as const, 'token check');
+    return kind === 'ok' ? 'ok' : replyOneOf(rest[0], GUARD_CHECKS, 'token check');
+  },
+});
+
+export interface FoundToken {
+  id: string;
+  fqdn: string;
+  account: string;
+  donator: boolean;
+  /** Comma-separated CIDR blocks ('' = anywhere). */
+  from: string;
+}
+
+/**
+ * tokenFind(KEYS: token index (by hash); ARGV: key prefix, hash) → false (unknown or expired)
+ * | {id, fqdn, account, donator '1'/'0', from}. The record's and the account's keys are
+ * derived here from the index: a login costs one round trip.
+ */
+export const TOKEN_FIND = defineScript({
+  name: 'ddnsTokenFind',
+  lua: `${NOW}
+local id = redis.call('GET', KEYS[1])
+if not id then return false end
+local t = redis.call('HMGET', ARGV[1] .. 't:' .. id, 'k', 'f', 'a', 'e', 'r')
+if t[1] ~= ARGV[2] or not t[2] or not t[3] then return false end
+if t[4] and tonumber(t[4]) <= now then return false end
+local donator = '0'
+if redis.call('HGET', ARGV[1] .. 'a:' .. t[3], 'd') == '1' then donator = '1' end
+return {id, t[2], t[3], donator, t[5] or ''}
+`,
+  numberOfKeys: 1,
+  keys: (k: { index: string }) => [k.index],
+  args: (a: { keyPrefix: string; hash: string }) => [a.keyPrefix, a.hash],
+  reply: (raw): FoundToken | undefined => {
+    // Lua false arrives as null.
+    if (raw === null) return undefined;
+    const values = replyArray(raw, 'token find').map((v) => replyString(v, 'token find'));
+    if (values.length !== 5) throw new Error(`token find: unexpected reply ${JSON.stringify(raw)}`);
+    const [id, fqdn, account, donator, from] = values as [string, string, string, string, string];
+    return { id, fqdn, account, donator: donator === '1', from };
+  },
+});
+
+export interface TokenAddKeys {
+  host: string;
+  account: string;
+  token: string;
+  index: string;
+  hostTokens: string;
+}
+
+export interface TokenAddArgs {
+  /** The host's owner as read: the token is added only while it still is. */
+  owner: string;
+  id: string;
+  fqdn: string;
+  hash: string;
+  /** Undefined: never expires. */
+  expiresInMs?: number;
+  from: readonly string[];
+  note: string;
+}
+
+export type TokenAddReply = { kind: 'ok'; createdAt: number; expiresAt: number | null } | { kind: 'changed' | 'exists' };
+
+/**
+ * tokenAdd(KEYS: host, account, token, token index, host's token set; ARGV: owner, id, fqdn,
+ * hash, expiresInMs ('' = never), from, note) → {'ok', createdAt, expiresAt|''} | {'changed'}
+ * (the host is gone or has another owner) | {'exists'} (the id or hash is taken).
+ */
+export const TOKEN_ADD = defineScript({
+  name: 'ddnsTokenAdd',
+  lua: `${NOW}
+if redis.call('HGET', KEYS[1], 'o') ~= ARGV[1] then return {'changed'} end
+if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then return {'exists'} end
+local expires = ''
+if ARGV[5] ~= '' then expires = ms(now + tonumber(ARGV[5])) end
+redis.call('HSET', KEYS[3], 'f', ARGV[3], 'a', ARGV[1], 'k', ARGV[4], 'c', ms(now))
+if expires ~= '' then redis.call('HSET', KEYS[3], 'e', expires) end
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[3], 'r', ARGV[6]) end
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[3], 'n', ARGV[7]) end
+redis.call('SET', KEYS[4], ARGV[2])
+redis.call('SADD', KEYS[5], ARGV[2])
+redis.call('HINCRBY', KEYS[2], 'k', 1)
+return {'ok', ms(now), expires}
+`,
+  numberOfKeys: 5,
+  keys: (k: TokenAddKeys) => [k.host, k.account, k.token, k.index, k.hostTokens],
+  args: (a: TokenAddArgs) => [a.owner, a.id, a.fqdn, a.hash, a.expiresInMs ?? '', a.from.join(','), a.note],
+  reply: (raw): TokenAddReply => {
+    const { kind, rest } = replyKind(raw, ['ok', 'changed', 'exists'] as const, 'token add');
+    if (kind !== 'ok') return { kind };
+    const expiresAt = replyString(rest[1], 'token add');
+    return { kind, createdAt: Number(replyString(rest[0], 'token add')), expiresAt: expiresAt === '' ? null : Number(expiresAt) };
+  },
+});
+
+/**
+ * tokenRemove(KEYS: token, token index, host's token set, account; ARGV: id, hash) → 'ok' |
+ * 'changed' (the record is no longer the one read).
+ */
+export const TOKEN_REMOVE = defineScript({
+  name: 'ddnsTokenRemove',
+  lua: `${DROP_TOKEN_COUNT}
+if redis.call('HGET', KEYS[1], 'k') ~= ARGV[2] then return 'changed' end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[1])
+dropTokenCount(KEYS[4], 1)
+return 'ok'
+`,
+  numberOfKeys: 4,
+  keys: (k: { token: string; index: string; hostTokens: string; account: string }) => [k.token, k.index, k.hostTokens, k.account],
+  args: (a: { id: string; hash: string }) => [a.id, a.hash],
+  reply: (raw) => replyOneOf(raw, ['ok', 'changed'] as const, 'token remove'),
+});
