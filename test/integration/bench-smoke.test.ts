@@ -3,11 +3,12 @@
  * that every section is there with positive figures and no errors — never a speed.
  */
 import { expect } from 'chai';
+import type { Measurement } from '../../bench/stats.js';
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ROOT, type CliResult } from '../support/bridge.js';
-import { findBinary, makeTempDir, removeDir } from '../../src/lab/index.js';
+import { makeTempDir, removeDir, requireBinariesOrSkip } from '../../src/lab/index.js';
 
 /** What `npm run bench -- ARGS` runs once built: the bench's own entry point (not the product's CLI). */
 const BENCH = path.join(ROOT, 'dist/bench/main.js');
@@ -23,18 +24,8 @@ function runBenchMain(args: string[]): Promise<CliResult> {
   });
 }
 
-interface M {
-  ok: number;
-  errors: number;
-  seconds: number;
-  rps: number;
-  p50Ms: number;
-  p99Ms: number;
-  firstError?: string;
-  cpuMsPerRequest?: number;
-  clientCpuMsPerRequest?: number;
-  redisCpuMsPerRequest?: number;
-}
+/** A measurement as the bench reports it. */
+type M = Measurement;
 
 function expectMeasurement(m: M | undefined, where: string): void {
   expect(m, where).to.be.an('object');
@@ -63,11 +54,7 @@ describe('bench --quick (CI smoke)', function () {
   let dir: string;
 
   before(async function () {
-    const missing = ['redis-server', 'knotd', 'named', 'nsupdate', 'dig'].filter((b) => !findBinary(b));
-    if (missing.length > 0) {
-      if (process.env.CI === 'true') throw new Error(`missing in CI: ${missing.join(', ')}`);
-      this.skip();
-    }
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'named', 'nsupdate', 'dig']);
     dir = await makeTempDir('ddns-bench-smoke-');
   });
   after(async () => {

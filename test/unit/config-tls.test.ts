@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError } from '../../src/core/errors.js';
+import { configError as configErrorOf } from '../support/config-errors.js';
 import { fileURLToPath } from 'node:url';
 import { configWarnings, loadConfig, parseConfig, type ParseOptions } from '../../src/config/load.js';
 
@@ -20,15 +20,7 @@ const zone = {
 const opts = (env: NodeJS.ProcessEnv = {}): ParseOptions => ({ env, baseDir: '/etc/ddns-bridge', readFile: () => '' });
 const tlsEntry = (tls: unknown, port = 443) => ({ host: '0.0.0.0', port, tls });
 
-function configError(json: unknown, o: ParseOptions = opts()): ConfigError {
-  try {
-    parseConfig(json, o);
-  } catch (err) {
-    expect(err).to.be.instanceOf(ConfigError);
-    return err as ConfigError;
-  }
-  expect.fail('expected a ConfigError');
-}
+const configError = (json: unknown, o: ParseOptions = opts()) => configErrorOf(json, o);
 
 describe('config: listen entries with tls', () => {
   it('takes plain and HTTPS entries side by side; paths resolved like secretFile (relative, ${VAR:-default})', () => {

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../../src/core/errors.js';
+import { configError as configErrorOf } from '../support/config-errors.js';
 import { configWarnings, DEFAULT_BLOCKED_AGENTS, loadConfig, parseConfig, type ParseOptions } from '../../src/config/load.js';
 import { redactUrl } from '../../src/cli/commands/check.js';
 import { contextOf } from '../../src/cli/context.js';
@@ -32,16 +33,7 @@ function opts(files: Record<string, string> = {}, env: NodeJS.ProcessEnv = {}): 
   };
 }
 
-/** The ConfigError that parsing `json` throws (fails the test when it does not throw). */
-function configError(json: unknown, o: ParseOptions = opts()): ConfigError {
-  try {
-    parseConfig(json, o);
-  } catch (err) {
-    expect(err).to.be.instanceOf(ConfigError);
-    return err as ConfigError;
-  }
-  expect.fail(`expected a ConfigError for ${JSON.stringify(json)}`);
-}
+const configError = (json: unknown, o: ParseOptions = opts()) => configErrorOf(json, o);
 
 describe('config: parseConfig', () => {
   it('fills every default from a minimal file, durations converted to ms', () => {

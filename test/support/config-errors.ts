@@ -1,0 +1,15 @@
+/** Config test helpers shared by the config suites. */
+import { expect } from 'chai';
+import { ConfigError } from '../../src/core/errors.js';
+import { parseConfig, type ParseOptions } from '../../src/config/load.js';
+
+/** The ConfigError that parsing `json` throws (fails the test when it does not throw). */
+export function configError(json: unknown, o: ParseOptions): ConfigError {
+  try {
+    parseConfig(json, o);
+  } catch (err) {
+    expect(err).to.be.instanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  expect.fail(`expected a ConfigError for ${JSON.stringify(json)}`);
+}
