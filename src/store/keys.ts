@@ -12,7 +12,7 @@
  *   {p}fa:{account}    failed logins per account (TTL = window)
  *   {p}ti:{ip}         login cool-down per source (TTL = cool-down)
  *   {p}ta:{account}    login cool-down per account (TTL = cool-down)
- *   {p}e:{ip}          address-echo frequency hash: fl, fc, bu=blocked until ms
+ *   {p}e:{ip}          address-echo frequency hash  see ECHO_FIELDS
  *   {p}t:{id}          update token hash  see TOKEN_FIELDS
  *   {p}tk:{hash}       the id of the token with this hash (the login's lookup)
  *   {p}ht:{fqdn}       set of the host's token ids
@@ -57,6 +57,13 @@ export const ACCOUNT_FIELDS = {
   createdAt: 'c',
   hostCount: 'n',
   tokenCount: 'k',
+} as const;
+
+/** Short field names of the address echo's per-address hash (`{p}e:{ip}`). */
+export const ECHO_FIELDS = {
+  lastRequest: 'fl',
+  frequentCount: 'fc',
+  blockedUntil: 'bu',
 } as const;
 
 /** Short field names of an update token's hash. Absent: never expires, never used, anywhere, no note. */

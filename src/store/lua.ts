@@ -1,7 +1,8 @@
 /**
  * The Lua helpers the scripts are assembled from (the scripts themselves, each one typed
  * definition, are in ./scripts/). Every script runs on Redis's clock (TIME), never a
- * frontend's. Field names are those of keys.ts (HOST_FIELDS, ACCOUNT_FIELDS, TOKEN_FIELDS).
+ * frontend's. Hash field names come from the tables of keys.ts (HOST_FIELDS, ACCOUNT_FIELDS,
+ * TOKEN_FIELDS, ECHO_FIELDS), interpolated into the Lua text: no field name is spelled twice.
  *
  * Order matters, since each fragment defines Lua locals the next ones use:
  *   NOW first (every other fragment may use `now` and `ms`);
@@ -10,6 +11,7 @@
  *   GUARD and TOKEN_CHECKS after NOW (GUARD also sets `A`, admit's own arguments).
  * The fragments that touch a host read it at KEYS[1] and the pending set at KEYS[2].
  */
+import { ACCOUNT_FIELDS as AF, HOST_FIELDS as HF, TOKEN_FIELDS as TF } from './keys.js';
 
 /** Shared preamble: `now` in milliseconds from the Redis clock. */
 export const NOW = `
@@ -46,8 +48,8 @@ local function lateFor(la, token)
   return string.match(la, '^[46]*r:(.*)$') == token
 end
 local function widen(lk, families)
-  local la = redis.call('HGET', KEYS[1], 'la')
-  redis.call('HSET', KEYS[1], 'la', union(familiesOf(la, lk), families) .. 'r:' .. lk)
+  local la = redis.call('HGET', KEYS[1], '${HF.leaseFamilies}')
+  redis.call('HSET', KEYS[1], '${HF.leaseFamilies}', union(familiesOf(la, lk), families) .. 'r:' .. lk)
 end
 `;
 
@@ -64,7 +66,7 @@ end
 export const GUARD = `
 if redis.call('EXISTS', KEYS[3]) > 0 then return {'refused', 'agent'} end
 if redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then return {'refused', 'login'} end
-local login = redis.call('HMGET', KEYS[6], 'h', 'd')
+local login = redis.call('HMGET', KEYS[6], '${AF.passwordHash}', '${AF.donator}')
 local donator = '0'
 if login[2] == '1' then donator = '1' end
 if not login[1] or redis.sha1hex(login[1]) ~= ARGV[1] or donator ~= ARGV[2] then return {'refused', 'stale'} end
@@ -82,18 +84,18 @@ local A = {unpack(ARGV, 3)}
 export const TOKEN_CHECKS = `
 if redis.call('EXISTS', KEYS[3]) > 0 then return {'refused', 'agent'} end
 if redis.call('EXISTS', KEYS[4]) > 0 then return {'refused', 'login'} end
-local token = redis.call('HMGET', KEYS[5], 'k', 'e')
+local token = redis.call('HMGET', KEYS[5], '${TF.hash}', '${TF.expiresAt}')
 if token[1] ~= ARGV[1] or (token[2] and tonumber(token[2]) <= now) then return {'refused', 'stale'} end
 local donator = '0'
-if redis.call('HGET', KEYS[6], 'd') == '1' then donator = '1' end
+if redis.call('HGET', KEYS[6], '${AF.donator}') == '1' then donator = '1' end
 if donator ~= ARGV[2] then return {'refused', 'stale'} end
 `;
 
 /** Count one token less on the account hash KEYS[i] (the field goes at zero). */
 export const DROP_TOKEN_COUNT = `
 local function dropTokenCount(accountKey, n)
-  if n > 0 and redis.call('HEXISTS', accountKey, 'h') == 1 then
-    if redis.call('HINCRBY', accountKey, 'k', -n) <= 0 then redis.call('HDEL', accountKey, 'k') end
+  if n > 0 and redis.call('HEXISTS', accountKey, '${AF.passwordHash}') == 1 then
+    if redis.call('HINCRBY', accountKey, '${AF.tokenCount}', -n) <= 0 then redis.call('HDEL', accountKey, '${AF.tokenCount}') end
   end
 end
 `;
@@ -105,8 +107,8 @@ end
  */
 export const REPAIR_DUE = `
 local function repairDue(inMs, token)
-  if token then redis.call('HSET', KEYS[1], 'lk', token) end
-  redis.call('HSET', KEYS[1], 'lu', ms(now))
+  if token then redis.call('HSET', KEYS[1], '${HF.leaseToken}', token) end
+  redis.call('HSET', KEYS[1], '${HF.leaseUntil}', ms(now))
   redis.call('ZADD', KEYS[2], now + inMs, KEYS[1])
 end
 `;
@@ -121,7 +123,7 @@ export const LOST_CHANGE = `
 local function lostChange(lk, inMs, families)
   if not lk or lk == '' then
     repairDue(inMs, 'r:lost')
-    redis.call('HSET', KEYS[1], 'la', union(families, '') .. ':r:lost')
+    redis.call('HSET', KEYS[1], '${HF.leaseFamilies}', union(families, '') .. ':r:lost')
   else
     widen(lk, families)
   end
@@ -130,10 +132,10 @@ end
 -- landed meanwhile (late): then a repair is due now.
 local function endLease(late)
   if late then
-    redis.call('HDEL', KEYS[1], 'rf')
+    redis.call('HDEL', KEYS[1], '${HF.republishFailures}')
     repairDue(0)
   else
-    redis.call('HDEL', KEYS[1], 'lk', 'lu', 'rf', 'la')
+    redis.call('HDEL', KEYS[1], '${HF.leaseToken}', '${HF.leaseUntil}', '${HF.republishFailures}', '${HF.leaseFamilies}')
     redis.call('ZREM', KEYS[2], KEYS[1])
   end
 end
@@ -147,10 +149,10 @@ end
  */
 export const UNDO_COUNT = `
 local function undoCount(prevFl, prevFc, seq, countedAt)
-  local counted = redis.call('HMGET', KEYS[1], 'fs', 'fl')
+  local counted = redis.call('HMGET', KEYS[1], '${HF.frequencySeq}', '${HF.lastRequest}')
   if counted[1] ~= seq or counted[2] ~= countedAt then return end
-  if prevFl == '' then redis.call('HDEL', KEYS[1], 'fl') else redis.call('HSET', KEYS[1], 'fl', prevFl) end
-  if prevFc == '' then redis.call('HDEL', KEYS[1], 'fc') else redis.call('HSET', KEYS[1], 'fc', prevFc) end
+  if prevFl == '' then redis.call('HDEL', KEYS[1], '${HF.lastRequest}') else redis.call('HSET', KEYS[1], '${HF.lastRequest}', prevFl) end
+  if prevFc == '' then redis.call('HDEL', KEYS[1], '${HF.frequentCount}') else redis.call('HSET', KEYS[1], '${HF.frequentCount}', prevFc) end
 end
 `;
 
@@ -161,12 +163,12 @@ end
 export const TAKE_LEASE = `${FAMILIES}
 local function takeLease(families)
   local leaseEnd = now + tonumber(ARGV[2])
-  redis.call('HSET', KEYS[1], 'lk', ARGV[1], 'lu', ms(leaseEnd), 'la', families .. ':' .. ARGV[1])
+  redis.call('HSET', KEYS[1], '${HF.leaseToken}', ARGV[1], '${HF.leaseUntil}', ms(leaseEnd), '${HF.leaseFamilies}', families .. ':' .. ARGV[1])
   redis.call('ZADD', KEYS[2], leaseEnd, KEYS[1])
   local flat = redis.call('HGETALL', KEYS[1])
   local out = {}
   for i = 1, #flat, 2 do
-    if flat[i] ~= 'lk' and flat[i] ~= 'lu' and flat[i] ~= 'la' then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
+    if flat[i] ~= '${HF.leaseToken}' and flat[i] ~= '${HF.leaseUntil}' and flat[i] ~= '${HF.leaseFamilies}' then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
   end
   return out
 end
@@ -184,7 +186,7 @@ end
 export const NESTING = `
 local function nestingConflict(owner, own, first, names)
   for i, name in ipairs(names) do
-    local o = redis.call('HGET', KEYS[first + 2 * (i - 1)], 'o')
+    local o = redis.call('HGET', KEYS[first + 2 * (i - 1)], '${HF.owner}')
     if o and o ~= owner then return {'below', name, o} end
   end
   local below = redis.call('HGETALL', KEYS[own])

@@ -1,6 +1,6 @@
 /** The account scripts of the operator's commands: create, set a field, remove. */
 import { flag } from '../../core/types.js';
-import { ACCOUNT_FIELDS } from '../keys.js';
+import { ACCOUNT_FIELDS as AF } from '../keys.js';
 import { defineScript, replyInteger, replyOneOf } from '../script.js';
 
 export interface AccountKeys {
@@ -14,7 +14,7 @@ export const ACCOUNT_CREATE = defineScript({
   name: 'ddnsAccountCreate',
   lua: `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'h', ARGV[2], 'd', ARGV[3], 'c', ARGV[4])
+redis.call('HSET', KEYS[1], '${AF.passwordHash}', ARGV[2], '${AF.donator}', ARGV[3], '${AF.createdAt}', ARGV[4])
 redis.call('SADD', KEYS[2], ARGV[1])
 return 1
 `,
@@ -30,13 +30,13 @@ return 1
 });
 
 /** A field an operator sets on an account. */
-export type SettableAccountField = typeof ACCOUNT_FIELDS.passwordHash | typeof ACCOUNT_FIELDS.donator;
+export type SettableAccountField = typeof AF.passwordHash | typeof AF.donator;
 
 /** accountSet(KEYS: account; ARGV: field, value) → 1 | 0 (no such account). Decoded: found. */
 export const ACCOUNT_SET = defineScript({
   name: 'ddnsAccountSet',
   lua: `
-if redis.call('HEXISTS', KEYS[1], 'h') == 0 then return 0 end
+if redis.call('HEXISTS', KEYS[1], '${AF.passwordHash}') == 0 then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 1
 `,
@@ -50,9 +50,9 @@ return 1
 export const ACCOUNT_REMOVE = defineScript({
   name: 'ddnsAccountRemove',
   lua: `
-if redis.call('HEXISTS', KEYS[1], 'h') == 0 then return 'gone' end
-if (tonumber(redis.call('HGET', KEYS[1], 'n')) or 0) > 0 then return 'owns hosts' end
-if (tonumber(redis.call('HGET', KEYS[1], 'k')) or 0) > 0 then return 'owns tokens' end
+if redis.call('HEXISTS', KEYS[1], '${AF.passwordHash}') == 0 then return 'gone' end
+if (tonumber(redis.call('HGET', KEYS[1], '${AF.hostCount}')) or 0) > 0 then return 'owns hosts' end
+if (tonumber(redis.call('HGET', KEYS[1], '${AF.tokenCount}')) or 0) > 0 then return 'owns tokens' end
 redis.call('DEL', KEYS[1])
 redis.call('SREM', KEYS[2], ARGV[1])
 return 'ok'

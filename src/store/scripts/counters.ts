@@ -1,4 +1,5 @@
 /** The counters with a TTL: failed logins and junk replies (strike), the address echo's rule. */
+import { ECHO_FIELDS as EF } from '../keys.js';
 import { NOW } from '../lua.js';
 import { defineScript, replyInteger, replyOneOf } from '../script.js';
 
@@ -44,19 +45,19 @@ export const ECHO = defineScript({
 local key = KEYS[1]
 local minInterval = tonumber(ARGV[1])
 local cooldown = tonumber(ARGV[3])
-local v = redis.call('HMGET', key, 'fl', 'fc', 'bu')
+local v = redis.call('HMGET', key, '${EF.lastRequest}', '${EF.frequentCount}', '${EF.blockedUntil}')
 local blockedUntil = tonumber(v[3])
 if blockedUntil ~= nil and now < blockedUntil then return 'abuse' end
 local last = tonumber(v[1])
 local count = tonumber(v[2]) or 0
 if last ~= nil and now - last < minInterval then count = count + 1 else count = 0 end
 if count > tonumber(ARGV[2]) then
-  redis.call('HSET', key, 'fl', ms(now), 'fc', '0', 'bu', ms(now + cooldown))
+  redis.call('HSET', key, '${EF.lastRequest}', ms(now), '${EF.frequentCount}', '0', '${EF.blockedUntil}', ms(now + cooldown))
   redis.call('PEXPIRE', key, math.max(cooldown, minInterval))
   return 'abuse'
 end
-redis.call('HSET', key, 'fl', ms(now), 'fc', tostring(count))
-redis.call('HDEL', key, 'bu')
+redis.call('HSET', key, '${EF.lastRequest}', ms(now), '${EF.frequentCount}', tostring(count))
+redis.call('HDEL', key, '${EF.blockedUntil}')
 -- Past minInterval the entry no longer matters: the next request is not frequent anyway.
 redis.call('PEXPIRE', key, minInterval)
 return 'ok'

@@ -3,6 +3,7 @@
  * No shadowing across accounts: NESTING in lua.ts.
  */
 import type { HostType } from '../../core/types.js';
+import { ACCOUNT_FIELDS as AF, HOST_FIELDS as HF } from '../keys.js';
 import { DROP_TOKEN_COUNT, NESTING } from '../lua.js';
 import { defineScript, replyArray, replyInteger, replyKind, replyOneOf, replyString } from '../script.js';
 
@@ -50,8 +51,8 @@ if redis.call('EXISTS', KEYS[2]) == 0 then return {'noaccount'} end
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists'} end
 local conflict = nestingConflict(ARGV[1], 3, 4, {unpack(ARGV, 4)})
 if conflict then return conflict end
-redis.call('HSET', KEYS[1], 'o', ARGV[1], 't', ARGV[2], 's', 'active')
-redis.call('HINCRBY', KEYS[2], 'n', 1)
+redis.call('HSET', KEYS[1], '${HF.owner}', ARGV[1], '${HF.type}', ARGV[2], '${HF.state}', 'active')
+redis.call('HINCRBY', KEYS[2], '${AF.hostCount}', 1)
 nest(ARGV[3], ARGV[1], 4, #ARGV - 3)
 return {'ok'}
 `,
@@ -98,10 +99,10 @@ export interface HostRemoveArgs {
 export const HOST_REMOVE = defineScript({
   name: 'ddnsHostRemove',
   lua: `${DROP_TOKEN_COUNT}
-local owner = redis.call('HGET', KEYS[1], 'o')
+local owner = redis.call('HGET', KEYS[1], '${HF.owner}')
 if not owner then return 'gone' end
 if owner ~= ARGV[1] then return 'changed' end
-if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'lk') ~= ARGV[2] then return 'lost' end
+if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], '${HF.leaseToken}') ~= ARGV[2] then return 'lost' end
 local ancestors = tonumber(ARGV[4])
 local tokens = #ARGV - 4
 if redis.call('SCARD', KEYS[4]) ~= tokens then return 'changed' end
@@ -114,8 +115,8 @@ redis.call('DEL', KEYS[4])
 dropTokenCount(KEYS[2], tokens)
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[3], KEYS[1])
-if redis.call('HEXISTS', KEYS[2], 'h') == 1 then
-  if redis.call('HINCRBY', KEYS[2], 'n', -1) <= 0 then redis.call('HDEL', KEYS[2], 'n') end
+if redis.call('HEXISTS', KEYS[2], '${AF.passwordHash}') == 1 then
+  if redis.call('HINCRBY', KEYS[2], '${AF.hostCount}', -1) <= 0 then redis.call('HDEL', KEYS[2], '${AF.hostCount}') end
 end
 return 'ok'
 `,
@@ -132,11 +133,11 @@ return 'ok'
 export const HOST_SET_STATE = defineScript({
   name: 'ddnsHostSetState',
   lua: `
-if redis.call('HEXISTS', KEYS[1], 'o') == 0 then return 0 end
-redis.call('HSET', KEYS[1], 's', ARGV[1])
+if redis.call('HEXISTS', KEYS[1], '${HF.owner}') == 0 then return 0 end
+redis.call('HSET', KEYS[1], '${HF.state}', ARGV[1])
 if ARGV[1] == 'active' then
-  redis.call('HDEL', KEYS[1], 'fl', 'fc')
-  redis.call('HINCRBY', KEYS[1], 'fs', 1)
+  redis.call('HDEL', KEYS[1], '${HF.lastRequest}', '${HF.frequentCount}')
+  redis.call('HINCRBY', KEYS[1], '${HF.frequencySeq}', 1)
 end
 return 1
 `,
@@ -219,8 +220,8 @@ while arg <= #ARGV do
   if not live[a] then
     out[#out + 1] = 'noaccount'
   elseif redis.call('EXISTS', hostKey) == 1 then
-    local o = redis.call('HGET', hostKey, 'o') or ''
-    local ht = redis.call('HGET', hostKey, 't') or ''
+    local o = redis.call('HGET', hostKey, '${HF.owner}') or ''
+    local ht = redis.call('HGET', hostKey, '${HF.type}') or ''
     if o == ARGV[1 + a] and ht == t then out[#out + 1] = 'same'
     else out[#out + 1] = '=' .. ht .. ':' .. o end
   else
@@ -228,7 +229,7 @@ while arg <= #ARGV do
     if conflict then
       out[#out + 1] = (conflict[1] == 'below' and '<' or '>') .. conflict[2] .. ' ' .. conflict[3]
     else
-      redis.call('HSET', hostKey, 'o', ARGV[1 + a], 't', t, 's', 'active')
+      redis.call('HSET', hostKey, '${HF.owner}', ARGV[1 + a], '${HF.type}', t, '${HF.state}', 'active')
       nest(fqdn, ARGV[1 + a], key + 2, nb)
       added[a] = added[a] + 1
       out[#out + 1] = 'ok'
@@ -237,7 +238,7 @@ while arg <= #ARGV do
   key = key + 2 + 2 * nb
 end
 for i = 1, k do
-  if added[i] > 0 then redis.call('HINCRBY', KEYS[i], 'n', added[i]) end
+  if added[i] > 0 then redis.call('HINCRBY', KEYS[i], '${AF.hostCount}', added[i]) end
 end
 return out
 `,

@@ -7,7 +7,7 @@
 import { ADMIT_REJECTIONS, type AdmitRejection, type Expectations, type GuardCheck } from '../../app/ports.js';
 import { flag, type TargetState } from '../../core/types.js';
 import { encodeExpectations, encodeWrittenFamilies, type HashFields } from '../codec.js';
-import { HOST_FIELDS } from '../keys.js';
+import { HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
 import { FAMILIES, GUARD, LOST_CHANGE, NOW, REPAIR_DUE, TAKE_LEASE, TOKEN_CHECKS, UNDO_COUNT } from '../lua.js';
 import { defineScript, presentFlag, replyArray, replyFields, replyInteger, replyKind, replyOneOf, replyString } from '../script.js';
 
@@ -104,7 +104,7 @@ const admitArgv = (a: AdmitArgs): (string | number)[] => [
 ];
 
 const ADMIT_KINDS = ['rejected', 'refused', 'busy', 'nochg', 'change'] as const;
-const GUARD_CHECKS = ['agent', 'login', 'stale'] as const satisfies readonly GuardCheck[];
+export const GUARD_CHECKS = ['agent', 'login', 'stale'] as const satisfies readonly GuardCheck[];
 
 function admitReply(raw: unknown, script: string): AdmitReply {
   const { kind, rest } = replyKind(raw, ADMIT_KINDS, script);
@@ -117,20 +117,18 @@ function admitReply(raw: unknown, script: string): AdmitReply {
     case 'nochg':
       return { kind };
     case 'change': {
+      if (rest.length !== 7) throw new Error(`${script}: unexpected reply ${JSON.stringify(raw)}`);
       const host = replyFields(rest[0], script);
-      const [previousLastRequest, previousFrequentCount, sequence, repairDue, families, takenOver] = rest.slice(1, 7).map((v) => replyString(v, script));
+      const [previousLastRequest, previousFrequentCount, sequence, repairDue, families, takenOver] = rest
+        .slice(1)
+        .map((v) => replyString(v, script)) as [string, string, string, string, string, string];
       return {
         kind,
         host,
-        undo: {
-          previousLastRequest: previousLastRequest!,
-          previousFrequentCount: previousFrequentCount!,
-          sequence: sequence!,
-          countedAt: host[HOST_FIELDS.lastRequest] ?? '',
-        },
+        undo: { previousLastRequest, previousFrequentCount, sequence, countedAt: host[HF.lastRequest] ?? '' },
         repairDue: repairDue === '1',
-        families: families!,
-        takenOver: takenOver!,
+        families,
+        takenOver,
       };
     }
   }
@@ -151,39 +149,39 @@ local key = KEYS[1]
 local flat = redis.call('HGETALL', key)
 local h = {}
 for i = 1, #flat, 2 do h[flat[i]] = flat[i + 1] end
-if h['o'] == nil then return {'rejected', 'unknown-host'} end
-if h['o'] ~= A[1] then return {'rejected', 'not-owner'} end
-if h['t'] ~= 'dynamic' then return {'rejected', 'not-dynamic'} end
-local state = h['s'] or 'active'
+if h['${HF.owner}'] == nil then return {'rejected', 'unknown-host'} end
+if h['${HF.owner}'] ~= A[1] then return {'rejected', 'not-owner'} end
+if h['${HF.type}'] ~= 'dynamic' then return {'rejected', 'not-dynamic'} end
+local state = h['${HF.state}'] or 'active'
 if state == 'closed' then return {'rejected', 'closed'} end
 if state == 'blocked' then return {'rejected', 'abuse'} end
-if h['lk'] ~= nil and h['lk'] ~= '' and (tonumber(h['lu']) or 0) > now then return {'busy'} end
+if h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= '' and (tonumber(h['${HF.leaseUntil}']) or 0) > now then return {'busy'} end
 -- An expired lease: its holder died between publishing and recording, so DNS may hold a
 -- change Redis does not know. Never nochg then: this request republishes it (see 'la').
-local stale = h['lk'] ~= nil and h['lk'] ~= ''
+local stale = h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= ''
 
 -- The frequency rule: a request sooner than minInterval after the previous one is frequent;
 -- a non-frequent one resets the run. More than maxFrequent in a row blocks the host.
 local minInterval = tonumber(A[2])
 local maxFrequent = tonumber(A[3])
-local prevFl = h['fl'] or ''
-local prevFc = h['fc'] or ''
+local prevFl = h['${HF.lastRequest}'] or ''
+local prevFc = h['${HF.frequentCount}'] or ''
 local last = tonumber(prevFl)
 local count = tonumber(prevFc) or 0
 if last ~= nil and now - last < minInterval then count = count + 1 else count = 0 end
-local seq = (tonumber(h['fs']) or 0) + 1
-h['fl'] = ms(now)
-h['fc'] = tostring(count)
-h['fs'] = tostring(seq)
+local seq = (tonumber(h['${HF.frequencySeq}']) or 0) + 1
+h['${HF.lastRequest}'] = ms(now)
+h['${HF.frequentCount}'] = tostring(count)
+h['${HF.frequencySeq}'] = tostring(seq)
 if count > maxFrequent then
-  redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'], 's', 'blocked')
+  redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.state}', 'blocked')
   return {'rejected', 'abuse'}
 end
 
 local function hostFlat()
   local out = {}
   for f, v in pairs(h) do
-    if f ~= 'lk' and f ~= 'lu' and f ~= 'la' then out[#out + 1] = f; out[#out + 1] = v end
+    if f ~= '${HF.leaseToken}' and f ~= '${HF.leaseUntil}' and f ~= '${HF.leaseFamilies}' then out[#out + 1] = f; out[#out + 1] = v end
   end
   return out
 end
@@ -193,15 +191,15 @@ if A[6] == 'expect' and not changed then
   for i = 8, #A, 2 do
     local f = A[i]
     local v = h[f] or ''
-    if (f == 'w' or f == 'b') and v == '0' then v = '' end
+    if (f == '${HF.wildcard}' or f == '${HF.backmx}') and v == '0' then v = '' end
     -- The backup-MX flag means nothing without an MX (mx=NOCHG on a host that has none);
     -- a request that names a new MX already differs on m.
-    local moot = f == 'b' and (h['m'] or '') == ''
+    local moot = f == '${HF.backmx}' and (h['${HF.mx}'] or '') == ''
     if v ~= A[i + 1] and not moot then changed = true; break end
   end
 end
 if not changed then
-  redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'])
+  redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'])
   return {'nochg'}
 end
 -- The address families this change writes in full, kept with its lease (FAMILIES): the
@@ -211,13 +209,13 @@ local la = union(A[7], '')
 if state == 'offline' then la = '46' end
 local takenOver = ''
 if stale then
-  takenOver = familiesOf(h['la'], h['lk'])
+  takenOver = familiesOf(h['${HF.leaseFamilies}'], h['${HF.leaseToken}'])
   la = union(la, takenOver)
 end
 local leaseEnd = now + tonumber(A[4])
-redis.call('HSET', key, 'fl', h['fl'], 'fc', h['fc'], 'fs', h['fs'], 'lk', A[5], 'lu', ms(leaseEnd), 'la', la .. ':' .. A[5])
+redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.leaseToken}', A[5], '${HF.leaseUntil}', ms(leaseEnd), '${HF.leaseFamilies}', la .. ':' .. A[5])
 redis.call('ZADD', KEYS[2], leaseEnd, key)
-return {'change', hostFlat(), prevFl, prevFc, h['fs'], stale and '1' or '', la, takenOver}
+return {'change', hostFlat(), prevFl, prevFc, h['${HF.frequencySeq}'], stale and '1' or '', la, takenOver}
 `;
 
 /** admit without login checks (the echo with a hostname, the tests). */
@@ -244,7 +242,7 @@ export const ADMIT_GUARDED = defineScript({
 export const ADMIT_TOKEN = defineScript({
   name: 'ddnsAdmitToken',
   lua: `${NOW}${FAMILIES}${TOKEN_CHECKS}
-redis.call('HSET', KEYS[5], 'l', ms(now))
+redis.call('HSET', KEYS[5], '${TF.lastUsedAt}', ms(now))
 local A = {unpack(ARGV, 3)}
 ${ADMIT_BODY}`,
   numberOfKeys: 6,
@@ -288,27 +286,27 @@ export const COMMIT = defineScript({
   name: 'ddnsCommit',
   lua: `${NOW}${REPAIR_DUE}${UNDO_COUNT}${FAMILIES}${LOST_CHANGE}
 local key = KEYS[1]
-if redis.call('HEXISTS', key, 'o') == 0 then
+if redis.call('HEXISTS', key, '${HF.owner}') == 0 then
   redis.call('ZREM', KEYS[2], key)
   return 'gone'
 end
-local lk = redis.call('HGET', key, 'lk')
+local lk = redis.call('HGET', key, '${HF.leaseToken}')
 if lk ~= ARGV[1] then
   lostChange(lk, 0, ARGV[13])
   undoCount(ARGV[9], ARGV[10], ARGV[11], ARGV[12])
   return 'lost'
 end
-local late = lateFor(redis.call('HGET', key, 'la'), lk)
-local fields = {'4', '6', 'w', 'm', 'b'}
+local late = lateFor(redis.call('HGET', key, '${HF.leaseFamilies}'), lk)
+local fields = {'${HF.ipv4}', '${HF.ipv6}', '${HF.wildcard}', '${HF.mx}', '${HF.backmx}'}
 for i, f in ipairs(fields) do
   local v = ARGV[i + 1]
   if v == '' then redis.call('HDEL', key, f) else redis.call('HSET', key, f, v) end
 end
-local state = redis.call('HGET', key, 's')
+local state = redis.call('HGET', key, '${HF.state}')
 if state ~= 'blocked' and state ~= 'closed' then
   if ARGV[7] == '1' then state = 'offline' else state = 'active' end
 end
-if ARGV[8] == '1' then redis.call('HSET', key, 's', state) else redis.call('HSET', key, 's', state, 'u', ms(now)) end
+if ARGV[8] == '1' then redis.call('HSET', key, '${HF.state}', state) else redis.call('HSET', key, '${HF.state}', state, '${HF.updatedAt}', ms(now)) end
 endLease(late)
 return 'ok'
 `,
@@ -366,22 +364,22 @@ local key = KEYS[1]
 -- Even when the lease was taken over: if nobody counted since, this request's count goes.
 undoCount(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 local republishIn = tonumber(ARGV[6])
-local lk = redis.call('HGET', key, 'lk')
+local lk = redis.call('HGET', key, '${HF.leaseToken}')
 if lk ~= ARGV[1] then
   -- Taken over, while what this caller sent may still be applied after the newer holder's
   -- change: as for a lost commit. Not when the primary refused it: nothing of it reached DNS.
-  if republishIn and ARGV[9] ~= '1' and redis.call('HEXISTS', key, 'o') == 1 then
+  if republishIn and ARGV[9] ~= '1' and redis.call('HEXISTS', key, '${HF.owner}') == 1 then
     lostChange(lk, republishIn, ARGV[8])
   end
   return 0
 end
-local la = redis.call('HGET', key, 'la')
+local la = redis.call('HGET', key, '${HF.leaseFamilies}')
 if republishIn then
   repairDue(republishIn)
-  if ARGV[7] == '1' then redis.call('HINCRBY', key, 'rf', 1) end
+  if ARGV[7] == '1' then redis.call('HINCRBY', key, '${HF.republishFailures}', 1) end
   -- The families the repair rewrites: what may still be applied (a refused change leaves
   -- those of the interrupted one it took over) — all of them after a late change.
-  if not lateFor(la, ARGV[1]) then redis.call('HSET', key, 'la', union(ARGV[8], '') .. ':' .. ARGV[1]) end
+  if not lateFor(la, ARGV[1]) then redis.call('HSET', key, '${HF.leaseFamilies}', union(ARGV[8], '') .. ':' .. ARGV[1]) end
 else
   endLease(lateFor(la, ARGV[1]))
 end
@@ -424,12 +422,12 @@ export const RECLAIM = defineScript({
   name: 'ddnsReclaim',
   lua: `${NOW}${TAKE_LEASE}
 local key = KEYS[1]
-if redis.call('HEXISTS', key, 'o') == 0 then redis.call('ZREM', KEYS[2], key); return {'gone'} end
-local lk = redis.call('HGET', key, 'lk')
+if redis.call('HEXISTS', key, '${HF.owner}') == 0 then redis.call('ZREM', KEYS[2], key); return {'gone'} end
+local lk = redis.call('HGET', key, '${HF.leaseToken}')
 if not lk or lk == '' then redis.call('ZREM', KEYS[2], key); return {'clean'} end
-local lu = tonumber(redis.call('HGET', key, 'lu')) or 0
+local lu = tonumber(redis.call('HGET', key, '${HF.leaseUntil}')) or 0
 if lu > now then redis.call('ZADD', KEYS[2], lu, key); return {'held'} end
-local families = familiesOf(redis.call('HGET', key, 'la'), lk)
+local families = familiesOf(redis.call('HGET', key, '${HF.leaseFamilies}'), lk)
 return {'reclaimed', takeLease(families), families}
 `,
   numberOfKeys: 2,
@@ -485,11 +483,11 @@ export const HOST_CLAIM = defineScript({
   name: 'ddnsHostClaim',
   lua: `${NOW}${TAKE_LEASE}
 local key = KEYS[1]
-if redis.call('HEXISTS', key, 'o') == 0 then return {'gone'} end
-local lk = redis.call('HGET', key, 'lk')
-if lk and lk ~= '' and (tonumber(redis.call('HGET', key, 'lu')) or 0) > now then return {'busy'} end
+if redis.call('HEXISTS', key, '${HF.owner}') == 0 then return {'gone'} end
+local lk = redis.call('HGET', key, '${HF.leaseToken}')
+if lk and lk ~= '' and (tonumber(redis.call('HGET', key, '${HF.leaseUntil}')) or 0) > now then return {'busy'} end
 local stale = lk and lk ~= ''
-local takenOver = stale and familiesOf(redis.call('HGET', key, 'la'), lk) or ''
+local takenOver = stale and familiesOf(redis.call('HGET', key, '${HF.leaseFamilies}'), lk) or ''
 -- The removal deletes every record: both families.
 return {'claimed', takeLease('46'), stale and '1' or '', takenOver}
 `,

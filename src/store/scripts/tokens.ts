@@ -1,11 +1,10 @@
 /** The update token scripts: the login's lookup and checks, and the operator's add and remove. */
 import type { GuardCheck } from '../../app/ports.js';
+import { flag } from '../../core/types.js';
+import { ACCOUNT_FIELDS as AF, HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
 import { DROP_TOKEN_COUNT, NOW, TOKEN_CHECKS } from '../lua.js';
 import { defineScript, replyArray, replyKind, replyOneOf, replyString } from '../script.js';
-import { flag } from '../../core/types.js';
-import { tokenGuardKeyList, type TokenGuardArgs } from './lease.js';
-
-const GUARD_CHECKS = ['agent', 'login', 'stale'] as const satisfies readonly GuardCheck[];
+import { GUARD_CHECKS, tokenGuardKeyList, type TokenGuardArgs } from './lease.js';
 
 /** tokenCheck(KEYS, ARGV: as ADMIT_TOKEN's first six and two) → {'ok'} | {'refused', check}. */
 export const TOKEN_CHECK = defineScript({
@@ -41,11 +40,11 @@ export const TOKEN_FIND = defineScript({
   lua: `${NOW}
 local id = redis.call('GET', KEYS[1])
 if not id then return false end
-local t = redis.call('HMGET', ARGV[1] .. 't:' .. id, 'k', 'f', 'a', 'e', 'r')
+local t = redis.call('HMGET', ARGV[1] .. 't:' .. id, '${TF.hash}', '${TF.fqdn}', '${TF.account}', '${TF.expiresAt}', '${TF.from}')
 if t[1] ~= ARGV[2] or not t[2] or not t[3] then return false end
 if t[4] and tonumber(t[4]) <= now then return false end
 local donator = '0'
-if redis.call('HGET', ARGV[1] .. 'a:' .. t[3], 'd') == '1' then donator = '1' end
+if redis.call('HGET', ARGV[1] .. 'a:' .. t[3], '${AF.donator}') == '1' then donator = '1' end
 return {id, t[2], t[3], donator, t[5] or ''}
 `,
   numberOfKeys: 1,
@@ -91,17 +90,17 @@ export type TokenAddReply = { kind: 'ok'; createdAt: number; expiresAt: number |
 export const TOKEN_ADD = defineScript({
   name: 'ddnsTokenAdd',
   lua: `${NOW}
-if redis.call('HGET', KEYS[1], 'o') ~= ARGV[1] then return {'changed'} end
+if redis.call('HGET', KEYS[1], '${HF.owner}') ~= ARGV[1] then return {'changed'} end
 if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then return {'exists'} end
 local expires = ''
 if ARGV[5] ~= '' then expires = ms(now + tonumber(ARGV[5])) end
-redis.call('HSET', KEYS[3], 'f', ARGV[3], 'a', ARGV[1], 'k', ARGV[4], 'c', ms(now))
-if expires ~= '' then redis.call('HSET', KEYS[3], 'e', expires) end
-if ARGV[6] ~= '' then redis.call('HSET', KEYS[3], 'r', ARGV[6]) end
-if ARGV[7] ~= '' then redis.call('HSET', KEYS[3], 'n', ARGV[7]) end
+redis.call('HSET', KEYS[3], '${TF.fqdn}', ARGV[3], '${TF.account}', ARGV[1], '${TF.hash}', ARGV[4], '${TF.createdAt}', ms(now))
+if expires ~= '' then redis.call('HSET', KEYS[3], '${TF.expiresAt}', expires) end
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[3], '${TF.from}', ARGV[6]) end
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[3], '${TF.note}', ARGV[7]) end
 redis.call('SET', KEYS[4], ARGV[2])
 redis.call('SADD', KEYS[5], ARGV[2])
-redis.call('HINCRBY', KEYS[2], 'k', 1)
+redis.call('HINCRBY', KEYS[2], '${AF.tokenCount}', 1)
 return {'ok', ms(now), expires}
 `,
   numberOfKeys: 5,
@@ -122,7 +121,7 @@ return {'ok', ms(now), expires}
 export const TOKEN_REMOVE = defineScript({
   name: 'ddnsTokenRemove',
   lua: `${DROP_TOKEN_COUNT}
-if redis.call('HGET', KEYS[1], 'k') ~= ARGV[2] then return 'changed' end
+if redis.call('HGET', KEYS[1], '${TF.hash}') ~= ARGV[2] then return 'changed' end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('SREM', KEYS[3], ARGV[1])
 dropTokenCount(KEYS[4], 1)
