@@ -43,12 +43,31 @@ export const HOST_FIELDS = {
   /** Failed republishes since DNS and Redis last agreed (the reconciler's back-off). */
   republishFailures: 'rf',
   /**
-   * `<families>:<lease token>`: the address families ('4', '6', '46' or '') the holder of
-   * that lease writes in full, kept until its commit: a repair of it rewrites them and leaves
-   * the families nobody wrote (FAMILIES in lua.ts).
+   * The address families ('4', '6', '46' or '') the holder of the lease `leaseFamiliesOf`
+   * writes in full, kept until its commit: a repair of it rewrites them and leaves the
+   * families nobody wrote (FAMILIES in lua.ts).
    */
-  leaseFamilies: 'la',
+  leaseFamilies: 'lf',
+  /** The lease token `leaseFamilies` belongs to. */
+  leaseFamiliesOf: 'lt',
+  /** '1': a change that lost its lease may have landed while this holder was in flight. */
+  leaseLate: 'lr',
+  /**
+   * What versions before these three fields kept instead, `<families>[r]:<lease token>`:
+   * read (a running deployment upgrades in place), deleted by the next write of the lease.
+   */
+  legacyLeaseRecord: 'la',
 } as const;
+
+/** The host fields that belong to a lease, not to the host record. */
+export const LEASE_FIELDS = [
+  HOST_FIELDS.leaseToken,
+  HOST_FIELDS.leaseUntil,
+  HOST_FIELDS.leaseFamilies,
+  HOST_FIELDS.leaseFamiliesOf,
+  HOST_FIELDS.leaseLate,
+  HOST_FIELDS.legacyLeaseRecord,
+] as const;
 
 /** Short field names of the account hash. */
 export const ACCOUNT_FIELDS = {

@@ -4,14 +4,13 @@
  * frontend's. Hash field names come from the tables of keys.ts (HOST_FIELDS, ACCOUNT_FIELDS,
  * TOKEN_FIELDS, ECHO_FIELDS), interpolated into the Lua text: no field name is spelled twice.
  *
- * Order matters, since each fragment defines Lua locals the next ones use:
- *   NOW first (every other fragment may use `now` and `ms`);
- *   FAMILIES before LOST_CHANGE and TAKE_LEASE (union, familiesOf, widen, lateFor);
- *   REPAIR_DUE before LOST_CHANGE (repairDue);
- *   GUARD and TOKEN_CHECKS after NOW (GUARD also sets `A`, admit's own arguments).
+ * The lease scripts start with LEASE_PREAMBLE, every helper they share in the one order that
+ * works (each fragment defines Lua locals the next ones use); other scripts start with NOW.
+ * GUARD and TOKEN_CHECKS are checks, not helpers: they follow the preamble (GUARD also sets
+ * `A`, admit's own arguments).
  * The fragments that touch a host read it at KEYS[1] and the pending set at KEYS[2].
  */
-import { ACCOUNT_FIELDS as AF, HOST_FIELDS as HF, TOKEN_FIELDS as TF } from './keys.js';
+import { ACCOUNT_FIELDS as AF, HOST_FIELDS as HF, LEASE_FIELDS, TOKEN_FIELDS as TF } from './keys.js';
 
 /** Shared preamble: `now` in milliseconds from the Redis clock. */
 export const NOW = `
@@ -22,13 +21,15 @@ local function ms(n) return string.format('%.0f', n) end
 `;
 
 /**
- * The address families ('4', '6', '46', '') a lease's holder writes, kept with the lease in
- * the host's 'la' as '<families>[r]:<lease token>' until its commit: a repair of an interrupted
- * change rewrites those (and every family Redis knows) and leaves the rest as the primary has
- * them (docs/protocol.md, "The update request"). A record that belongs to another lease than the one asked about (an older
- * version's frontend took the lease over) or none means both. 'r' (late): a change that lost
- * its lease may have landed while this holder was in flight; its families were added, and
- * the holder's commit or release leaves a repair due.
+ * The lease record of the host at KEYS[1]: the address families ('4', '6', '46', '') the
+ * holder of a lease writes, the lease token they belong to, and the late mark, kept until its
+ * commit. A repair of an interrupted change rewrites those families (and every one Redis
+ * knows) and leaves the rest as the primary has them
+ * (docs/protocol.md, "The update request"). A record of another lease than the one asked about (an older version's frontend
+ * took the lease over) or none means both. Late: a change that lost its lease may have landed
+ * while this holder was in flight; its families were added, and the holder's commit or release
+ * leaves a repair due. Versions before kept all three in one field, `<families>[r]:<token>`
+ * (legacyLeaseRecord): still read, deleted by the next write.
  */
 export const FAMILIES = `
 local function union(a, b)
@@ -36,20 +37,34 @@ local function union(a, b)
   local has6 = a:find('6', 1, true) or b:find('6', 1, true)
   return (has4 and '4' or '') .. (has6 and '6' or '')
 end
-local function familiesOf(la, token)
-  if la and token and token ~= '' then
-    local f, t = string.match(la, '^([46]*)r?:(.*)$')
-    if t == token then return f end
+-- The families and late mark recorded for the lease \`token\`: nil, false when none are.
+local function leaseRecord(token)
+  if not token or token == '' then return nil, false end
+  local r = redis.call('HMGET', KEYS[1], '${HF.leaseFamilies}', '${HF.leaseFamiliesOf}', '${HF.leaseLate}', '${HF.legacyLeaseRecord}')
+  if r[2] == token then return r[1] or '', r[3] == '1' end
+  if r[4] then
+    local f, late, t = string.match(r[4], '^([46]*)(r?):(.*)$')
+    if t == token then return f, late == 'r' end
   end
-  return '46'
+  return nil, false
 end
-local function lateFor(la, token)
-  if not la or not token then return false end
-  return string.match(la, '^[46]*r:(.*)$') == token
+local function familiesOf(token)
+  return leaseRecord(token) or '46'
+end
+local function lateFor(token)
+  local _, late = leaseRecord(token)
+  return late
+end
+local function setLeaseRecord(families, token, late)
+  redis.call('HSET', KEYS[1], '${HF.leaseFamilies}', families, '${HF.leaseFamiliesOf}', token)
+  if late then redis.call('HSET', KEYS[1], '${HF.leaseLate}', '1') else redis.call('HDEL', KEYS[1], '${HF.leaseLate}') end
+  redis.call('HDEL', KEYS[1], '${HF.legacyLeaseRecord}')
 end
 local function widen(lk, families)
-  local la = redis.call('HGET', KEYS[1], '${HF.leaseFamilies}')
-  redis.call('HSET', KEYS[1], '${HF.leaseFamilies}', union(familiesOf(la, lk), families) .. 'r:' .. lk)
+  setLeaseRecord(union(familiesOf(lk), families), lk, true)
+end
+local function isLeaseField(f)
+  return ${LEASE_FIELDS.map((f) => `f == '${f}'`).join(' or ')}
 end
 `;
 
@@ -123,7 +138,7 @@ export const LOST_CHANGE = `
 local function lostChange(lk, inMs, families)
   if not lk or lk == '' then
     repairDue(inMs, 'r:lost')
-    redis.call('HSET', KEYS[1], '${HF.leaseFamilies}', union(families, '') .. ':r:lost')
+    setLeaseRecord(union(families, ''), 'r:lost', false)
   else
     widen(lk, families)
   end
@@ -135,7 +150,7 @@ local function endLease(late)
     redis.call('HDEL', KEYS[1], '${HF.republishFailures}')
     repairDue(0)
   else
-    redis.call('HDEL', KEYS[1], '${HF.leaseToken}', '${HF.leaseUntil}', '${HF.republishFailures}', '${HF.leaseFamilies}')
+    redis.call('HDEL', KEYS[1], '${HF.republishFailures}', ${LEASE_FIELDS.map((f) => `'${f}'`).join(', ')})
     redis.call('ZREM', KEYS[2], KEYS[1])
   end
 end
@@ -160,19 +175,26 @@ end
  * Take the lease of KEYS[1] (token ARGV[1], for ARGV[2] ms, writing `families`: see FAMILIES),
  * due in the pending set (KEYS[2]) at its end; returns the host's fields without the lease ones.
  */
-export const TAKE_LEASE = `${FAMILIES}
+export const TAKE_LEASE = `
 local function takeLease(families)
   local leaseEnd = now + tonumber(ARGV[2])
-  redis.call('HSET', KEYS[1], '${HF.leaseToken}', ARGV[1], '${HF.leaseUntil}', ms(leaseEnd), '${HF.leaseFamilies}', families .. ':' .. ARGV[1])
+  redis.call('HSET', KEYS[1], '${HF.leaseToken}', ARGV[1], '${HF.leaseUntil}', ms(leaseEnd))
+  setLeaseRecord(families, ARGV[1], false)
   redis.call('ZADD', KEYS[2], leaseEnd, KEYS[1])
   local flat = redis.call('HGETALL', KEYS[1])
   local out = {}
   for i = 1, #flat, 2 do
-    if flat[i] ~= '${HF.leaseToken}' and flat[i] ~= '${HF.leaseUntil}' and flat[i] ~= '${HF.leaseFamilies}' then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
+    if not isLeaseField(flat[i]) then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
   end
   return out
 end
 `;
+
+/**
+ * What every lease script (admit, commit, release, reclaim, host claim) starts with: the Redis
+ * clock, then the helpers in the order they depend on each other.
+ */
+export const LEASE_PREAMBLE = `${NOW}${FAMILIES}${REPAIR_DUE}${UNDO_COUNT}${LOST_CHANGE}${TAKE_LEASE}`;
 
 /**
  * No shadowing across accounts (docs/security.md): a host must not sit below or above a host of

@@ -5,6 +5,7 @@
  * a fake primary. Each case checks the reply token, the time to answer, Redis and DNS
  * afterwards, and recovery.
  */
+import { LEASE_FIELDS } from '../../src/store/keys.js';
 import { expect } from 'chai';
 import { writeFile, readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
@@ -83,11 +84,12 @@ async function untilRepaired(env: BridgeEnv, fqdn: string, address: string, trie
 }
 
 /**
- * The acknowledged state of a host hash: without the change lease (`lk`, `lu`, `rf`), which a
+ * The acknowledged state of a host hash: without the change lease (LEASE_FIELDS and `rf`), which a
  * dnserr whose UPDATE may still be applied leaves expired on purpose, for the reconciler.
  */
 function storedState(hash: Record<string, string>): Record<string, string> {
-  const { lk: _lk, lu: _lu, rf: _rf, la: _la, ...rest } = hash;
+  const rest = { ...hash };
+  for (const f of ['rf', ...LEASE_FIELDS]) delete rest[f];
   return rest;
 }
 

@@ -279,9 +279,21 @@ describe('store: hosts (real redis-server)', function () {
       expect(c.kind, 'an expired lease is never nochg').to.equal('change');
     });
 
-    describe('the address families a change writes, kept with its lease (la)', () => {
+    describe('the address families a change writes, kept with its lease (the lease record)', () => {
       const V6: Expectations = { state: 'active', ipv6: '2001:db8::7', wildcard: '0', mx: '', backmx: '0' };
       const BOTH = { ipv4: true, ipv6: true };
+      /** The lease record (lf, lt, lr) written as `<families>[r]:<token>`, or null without one. */
+      const leaseRecord = async (): Promise<string | null> => {
+        const [families, token, late] = await lab.raw.hmget(hostKey, 'lf', 'lt', 'lr');
+        return token === null ? null : `${families ?? ''}${late === '1' ? 'r' : ''}:${token}`;
+      };
+      /** Set the lease record from that form (new fields; `legacy`: as versions before wrote it, in 'la'). */
+      const setLeaseRecord = async (text: string, legacy = false): Promise<void> => {
+        await lab.raw.hdel(hostKey, 'lf', 'lt', 'lr', 'la');
+        if (legacy) return void (await lab.raw.hset(hostKey, 'la', text));
+        const [, families, late, token] = /^([46]*)(r?):(.*)$/.exec(text)!;
+        await lab.raw.hset(hostKey, 'lf', families!, 'lt', token!, ...(late ? ['lr', '1'] : []));
+      };
       const change = async (over: Partial<AdmitRequest> = {}) => {
         const a = await lab.store.hosts.admit(request({ minIntervalMs: 0, ...over }));
         if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
@@ -291,14 +303,14 @@ describe('store: hosts (real redis-server)', function () {
       it('a change writes the families it names; commit and a plain release drop the record', async () => {
         const a = await change();
         expect(a.families).to.deep.equal({ ipv4: true, ipv6: false });
-        expect(await lab.raw.hget(hostKey, 'la'), 'tied to its lease').to.equal(`4:${a.lease.token}`);
-        expect(a.host, 'not part of the host record').to.not.have.property('la');
+        expect(await leaseRecord(), 'tied to its lease').to.equal(`4:${a.lease.token}`);
+        for (const f of ['lf', 'lt', 'lr', 'la']) expect(a.host, 'not part of the host record').to.not.have.property(f);
         await lab.store.hosts.commit(a.lease, TARGET);
-        expect(await lab.raw.hexists(hostKey, 'la')).to.equal(0);
+        expect(await leaseRecord()).to.equal(null);
         const b = await change({ expect: V6 });
         expect(b.families).to.deep.equal({ ipv4: false, ipv6: true });
         await lab.store.hosts.release(b.lease);
-        expect(await lab.raw.hexists(hostKey, 'la')).to.equal(0);
+        expect(await leaseRecord()).to.equal(null);
         const c = await change({ expect: { state: 'offline' } });
         expect(c.families, 'going offline removes both').to.deep.equal(BOTH);
       });
@@ -306,21 +318,21 @@ describe('store: hosts (real redis-server)', function () {
       it('an interrupted change: the repair and a request taking it over write what it wrote, and no more', async () => {
         const a = await change();
         await lab.store.hosts.release(a.lease, { republishInMs: 0 });
-        expect(await lab.raw.hget(hostKey, 'la'), 'kept while the repair is due').to.equal(`4:${a.lease.token}`);
+        expect(await leaseRecord(), 'kept while the repair is due').to.equal(`4:${a.lease.token}`);
         const r = await reclaimed();
         expect(r.families).to.deep.equal({ ipv4: true, ipv6: false });
         await lab.store.hosts.release(r.lease, { republishInMs: 0, failedRepublish: true });
         // A request for the other family takes the due repair over: it writes both.
         const b = await change({ expect: V6 });
         expect([b.repairDue, b.families]).to.deep.equal([true, BOTH]);
-        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`46:${b.lease.token}`);
+        expect(await leaseRecord()).to.equal(`46:${b.lease.token}`);
         await lab.store.hosts.commit(b.lease, { ...TARGET, ipv4: null, ipv6: '2001:db8::7' });
-        expect(await lab.raw.hexists(hostKey, 'la')).to.equal(0);
+        expect(await leaseRecord()).to.equal(null);
       });
 
       it('an expired lease with no record of its families (a repair\'s, an operator\'s, an older version\'s): both', async () => {
         const a = await change({ leaseMs: 50 });
-        await lab.raw.hdel(hostKey, 'la');
+        await lab.raw.hdel(hostKey, 'lf', 'lt', 'lr');
         await new Promise((r) => setTimeout(r, 80));
         expect((await reclaimed()).families).to.deep.equal(BOTH);
         await lab.raw.hset(hostKey, 'lu', '1'); // the repair's lease expires too
@@ -331,9 +343,9 @@ describe('store: hosts (real redis-server)', function () {
       it('a record left by another lease (an older frontend took the lease over, or committed without dropping it): both', async () => {
         const a = await change({ leaseMs: 50 });
         await new Promise((r) => setTimeout(r, 80));
-        // As an older version's admit would: a new token and lease end, 'la' left as it was.
+        // As an older version's admit would: a new token and lease end, the record left as it was.
         await lab.raw.hset(hostKey, 'lk', 'older-frontend', 'lu', '1');
-        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`4:${a.lease.token}`);
+        expect(await leaseRecord()).to.equal(`4:${a.lease.token}`);
         expect((await reclaimed()).families).to.deep.equal(BOTH);
       });
 
@@ -347,7 +359,7 @@ describe('store: hosts (real redis-server)', function () {
         const inFlight = await change({ expect: { ...WANT, ipv4: '203.0.113.8' } }); // an IPv4 change, in flight
         expect(inFlight.families).to.deep.equal({ ipv4: true, ipv6: false });
         expect(await lab.store.hosts.commit(late.lease, { ...TARGET, ipv4: null, ipv6: '2001:db8::7' })).to.equal('lost');
-        expect(await lab.raw.hget(hostKey, 'la'), 'widened and marked late').to.equal(`46r:${inFlight.lease.token}`);
+        expect(await leaseRecord(), 'widened and marked late').to.equal(`46r:${inFlight.lease.token}`);
         const before = await redisNow();
         expect(await lab.store.hosts.commit(inFlight.lease, TARGET)).to.equal('committed');
         expect(await lab.raw.hget(hostKey, '4'), 'recorded').to.equal('203.0.113.7');
@@ -355,7 +367,7 @@ describe('store: hosts (real redis-server)', function () {
         const repair = await reclaimed();
         expect(repair.families).to.deep.equal(BOTH);
         await lab.store.hosts.commit(repair.lease, TARGET, { republish: true });
-        expect(await lab.raw.hmget(hostKey, 'lk', 'lu', 'la')).to.deep.equal([null, null, null]);
+        expect(await lab.raw.hmget(hostKey, 'lk', 'lu', 'lf', 'lt', 'lr')).to.deep.equal([null, null, null, null, null]);
         expect(await lab.raw.zscore(pending, hostKey)).to.equal(null);
       });
 
@@ -366,7 +378,7 @@ describe('store: hosts (real redis-server)', function () {
         await lab.store.hosts.commit(over.lease, TARGET);
         const inFlight = await change({ expect: { ...WANT, ipv4: '203.0.113.8' } });
         await lab.store.hosts.release(late.lease, { republishInMs: 0 });
-        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`46r:${inFlight.lease.token}`);
+        expect(await leaseRecord()).to.equal(`46r:${inFlight.lease.token}`);
         // The holder's own UPDATE refused (a plain release): the widened families are still due.
         await lab.store.hosts.release(inFlight.lease);
         expect(await lab.raw.hget(hostKey, 'lk')).to.equal(inFlight.lease.token);
@@ -394,7 +406,7 @@ describe('store: hosts (real redis-server)', function () {
         const over = await change();
         await lab.store.hosts.commit(over.lease, TARGET);
         expect(await lab.store.hosts.commit(late.lease, { ...TARGET, ipv4: null, ipv6: '2001:db8::7' })).to.equal('lost');
-        expect(await lab.raw.hmget(hostKey, 'lk', 'la')).to.deep.equal(['r:lost', '6:r:lost']);
+        expect([await lab.raw.hget(hostKey, 'lk'), await leaseRecord()]).to.deep.equal(['r:lost', '6:r:lost']);
         expect((await reclaimed()).families).to.deep.equal({ ipv4: false, ipv6: true });
       });
 
@@ -404,7 +416,7 @@ describe('store: hosts (real redis-server)', function () {
         const b = await change({ expect: V6 });
         expect(b.families).to.deep.equal(BOTH);
         await lab.store.hosts.release(b.lease, { republishInMs: 0, refused: true });
-        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`4:${b.lease.token}`);
+        expect(await leaseRecord()).to.equal(`4:${b.lease.token}`);
         expect((await reclaimed()).families).to.deep.equal({ ipv4: true, ipv6: false });
       });
 
@@ -413,12 +425,50 @@ describe('store: hosts (real redis-server)', function () {
         await new Promise((r) => setTimeout(r, 80));
         const inFlight = await change();
         await lab.store.hosts.release(late.lease, { republishInMs: 0, failedRepublish: true });
-        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`46:${inFlight.lease.token}`); // its takeover: both anyway
-        await lab.raw.hset(hostKey, 'la', `4:${inFlight.lease.token}`);
+        expect(await leaseRecord()).to.equal(`46:${inFlight.lease.token}`); // its takeover: both anyway
+        await setLeaseRecord(`4:${inFlight.lease.token}`);
         await lab.store.hosts.release(late.lease, { republishInMs: 0, failedRepublish: true });
-        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`4:${inFlight.lease.token}`);
+        expect(await leaseRecord()).to.equal(`4:${inFlight.lease.token}`);
         await lab.store.hosts.release(inFlight.lease);
-        expect(await lab.raw.hmget(hostKey, 'lk', 'la')).to.deep.equal([null, null]);
+        expect([await lab.raw.hget(hostKey, 'lk'), await leaseRecord()]).to.deep.equal([null, null]);
+      });
+
+      describe('a record as versions before kept it (one field, la): read, then replaced', () => {
+        it('reclaim of an expired lease reads its families; the record is rewritten as plain fields', async () => {
+          const a = await change({ leaseMs: 50 });
+          await setLeaseRecord(`4:${a.lease.token}`, true);
+          await new Promise((r) => setTimeout(r, 80));
+          const r = await reclaimed();
+          expect(r.families).to.deep.equal({ ipv4: true, ipv6: false });
+          expect(await lab.raw.hexists(hostKey, 'la'), 'the old field goes').to.equal(0);
+          expect(await leaseRecord()).to.equal(`4:${r.lease.token}`);
+        });
+
+        it('a request taking over an interrupted change reads its families', async () => {
+          const a = await change({ leaseMs: 50, expect: V6 });
+          await setLeaseRecord(`6:${a.lease.token}`, true);
+          await new Promise((r) => setTimeout(r, 80));
+          const b = await change();
+          expect([b.repairDue, b.families]).to.deep.equal([true, BOTH]);
+          expect(await lab.raw.hexists(hostKey, 'la')).to.equal(0);
+        });
+
+        it('the late mark: the holder\'s commit leaves a repair due now', async () => {
+          const pending = PREFIX + 'pending';
+          const inFlight = await change();
+          await setLeaseRecord(`46r:${inFlight.lease.token}`, true);
+          const before = await redisNow();
+          expect(await lab.store.hosts.commit(inFlight.lease, TARGET)).to.equal('committed');
+          expect(Number(await lab.raw.zscore(pending, hostKey)), 'a repair is due now').to.be.within(before, Date.now() + 5);
+          expect((await reclaimed()).families).to.deep.equal(BOTH);
+        });
+
+        it('a lost change\'s record (token r:lost): the repair writes its families', async () => {
+          await lab.raw.hset(hostKey, 'lk', 'r:lost', 'lu', '1');
+          await lab.raw.zadd(PREFIX + 'pending', 1, hostKey);
+          await setLeaseRecord('6:r:lost', true);
+          expect((await reclaimed()).families).to.deep.equal({ ipv4: false, ipv6: true });
+        });
       });
 
       it('an operator\'s claim (host remove) writes both; refused after taking a repair over, it leaves the repair\'s families', async () => {
@@ -427,7 +477,7 @@ describe('store: hosts (real redis-server)', function () {
         const claimed = await lab.store.hosts.claim(HOST, 5000);
         if (claimed === undefined || claimed === 'busy') throw new Error(`expected a claim, got ${claimed}`);
         expect(claimed.repairDue).to.equal(true);
-        expect(await lab.raw.hget(hostKey, 'la')).to.equal(`46:${claimed.lease.token}`);
+        expect(await leaseRecord()).to.equal(`46:${claimed.lease.token}`);
         await lab.store.hosts.release(claimed.lease, { republishInMs: 0, refused: true });
         expect((await reclaimed()).families).to.deep.equal({ ipv4: true, ipv6: false });
       });
@@ -557,12 +607,12 @@ describe('store: hosts (real redis-server)', function () {
       const b = await lab.store.hosts.admit(request({ expect: { ...WANT, ipv4: NEWER.ipv4! } }));
       if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
       expect(b.repairDue, 'b took over an expired lease').to.equal(true);
-      const { la, ...snapshot } = await lab.raw.hgetall(hostKey);
+      const { lr: lateBefore, ...snapshot } = await lab.raw.hgetall(hostKey);
       expect(await lab.store.hosts.commit(a.lease, TARGET)).to.equal('lost');
-      const { la: marked, ...after } = await lab.raw.hgetall(hostKey);
+      const { lr: late, ...after } = await lab.raw.hgetall(hostKey);
       expect(after, 'nothing written: b publishes and records its own state').to.deep.equal(snapshot);
-      // …and repairs after it: a's UPDATE may land after b's.
-      expect([la, marked]).to.deep.equal([`4:${b.lease.token}`, `4r:${b.lease.token}`]);
+      // …and repairs after it: a's UPDATE may land after b's (b's record, now marked late).
+      expect([snapshot.lf, snapshot.lt, lateBefore, late]).to.deep.equal(['4', b.lease.token, undefined, '1']);
       expect(logger.lines.some((l) => l.level === 'warn' && /lease ended before the commit/.test(l.msg))).to.equal(true);
       expect(await lab.store.hosts.commit(b.lease, NEWER)).to.equal('committed');
       expect(await lab.raw.hget(hostKey, '4')).to.equal(NEWER.ipv4);
@@ -778,7 +828,7 @@ describe('store: hosts (real redis-server)', function () {
       if (a.kind !== 'change') return;
       expect(a.host).to.deep.include({ fqdn: GINA_HOST, account: 'gina', type: 'dynamic', state: 'active', ipv4: null });
       expect(await lab.raw.hget(ginaKey, 'lk')).to.equal(a.lease.token);
-      expect([a.families, await lab.raw.hget(ginaKey, 'la')]).to.deep.equal([{ ipv4: true, ipv6: false }, `4:${a.lease.token}`]);
+      expect([a.families, await lab.raw.hmget(ginaKey, 'lf', 'lt')]).to.deep.equal([{ ipv4: true, ipv6: false }, ['4', a.lease.token]]);
       expect(await lab.raw.zrange(PREFIX + 'pending', 0, -1)).to.deep.equal([ginaKey]);
       expect(await lab.raw.hmget(ginaKey, 'fc', 'fs')).to.deep.equal(['0', '1']);
       // busy while the lease is held, like the unguarded admit

@@ -8,7 +8,7 @@ import { ADMIT_REJECTIONS, type AdmitRejection, type Expectations, type GuardChe
 import { flag, type TargetState } from '../../core/types.js';
 import { encodeExpectations, encodeWrittenFamilies, type HashFields } from '../codec.js';
 import { HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
-import { FAMILIES, GUARD, LOST_CHANGE, NOW, REPAIR_DUE, TAKE_LEASE, TOKEN_CHECKS, UNDO_COUNT } from '../lua.js';
+import { GUARD, LEASE_PREAMBLE, NOW, TOKEN_CHECKS } from '../lua.js';
 import { defineScript, presentFlag, replyArray, replyFields, replyInteger, replyKind, replyOneOf, replyString } from '../script.js';
 
 /** A host and the sorted set of leases in flight. */
@@ -140,8 +140,8 @@ function admitReply(raw: unknown, script: string): AdmitReply {
  * repairDue = '1': the lease taken over had expired (a repair was due), else ''.
  * mode 'count' = only the frequency rule; 'expect' = compare the field/value pairs
  * (absent field = '', flag '0' = ''). families: the address families the request writes
- * ('4', '6', '46', ''). la: those the change must write in full (kept with the lease as
- * 'la'); takenOver: those of the expired lease it took over ('' when none). The body reads
+ * ('4', '6', '46', ''). la: those the change must write in full (kept with the lease: the
+ * lease record of FAMILIES); takenOver: those of the expired lease it took over ('' when none). The body reads
  * its arguments from `A` (see GUARD).
  */
 const ADMIT_BODY = `
@@ -157,7 +157,7 @@ if state == 'closed' then return {'rejected', 'closed'} end
 if state == 'blocked' then return {'rejected', 'abuse'} end
 if h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= '' and (tonumber(h['${HF.leaseUntil}']) or 0) > now then return {'busy'} end
 -- An expired lease: its holder died between publishing and recording, so DNS may hold a
--- change Redis does not know. Never nochg then: this request republishes it (see 'la').
+-- change Redis does not know. Never nochg then: this request republishes it (FAMILIES).
 local stale = h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= ''
 
 -- The frequency rule: a request sooner than minInterval after the previous one is frequent;
@@ -181,7 +181,7 @@ end
 local function hostFlat()
   local out = {}
   for f, v in pairs(h) do
-    if f ~= '${HF.leaseToken}' and f ~= '${HF.leaseUntil}' and f ~= '${HF.leaseFamilies}' then out[#out + 1] = f; out[#out + 1] = v end
+    if not isLeaseField(f) then out[#out + 1] = f; out[#out + 1] = v end
   end
   return out
 end
@@ -209,11 +209,12 @@ local la = union(A[7], '')
 if state == 'offline' then la = '46' end
 local takenOver = ''
 if stale then
-  takenOver = familiesOf(h['${HF.leaseFamilies}'], h['${HF.leaseToken}'])
+  takenOver = familiesOf(h['${HF.leaseToken}'])
   la = union(la, takenOver)
 end
 local leaseEnd = now + tonumber(A[4])
-redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.leaseToken}', A[5], '${HF.leaseUntil}', ms(leaseEnd), '${HF.leaseFamilies}', la .. ':' .. A[5])
+redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.leaseToken}', A[5], '${HF.leaseUntil}', ms(leaseEnd))
+setLeaseRecord(la, A[5], false)
 redis.call('ZADD', KEYS[2], leaseEnd, key)
 return {'change', hostFlat(), prevFl, prevFc, h['${HF.frequencySeq}'], stale and '1' or '', la, takenOver}
 `;
@@ -221,7 +222,7 @@ return {'change', hostFlat(), prevFl, prevFc, h['${HF.frequencySeq}'], stale and
 /** admit without login checks (the echo with a hostname, the tests). */
 export const ADMIT = defineScript({
   name: 'ddnsAdmit',
-  lua: `${NOW}${FAMILIES}local A = ARGV${ADMIT_BODY}`,
+  lua: `${LEASE_PREAMBLE}local A = ARGV${ADMIT_BODY}`,
   numberOfKeys: 2,
   keys: (k: LeaseKeys) => [k.host, k.pending],
   args: admitArgv,
@@ -231,7 +232,7 @@ export const ADMIT = defineScript({
 /** admit after a password login's checks (GUARD in lua.ts), in the same atomic step. */
 export const ADMIT_GUARDED = defineScript({
   name: 'ddnsAdmitGuarded',
-  lua: `${NOW}${FAMILIES}${GUARD}${ADMIT_BODY}`,
+  lua: `${LEASE_PREAMBLE}${GUARD}${ADMIT_BODY}`,
   numberOfKeys: 6,
   keys: (k: GuardedAdmitKeys) => [k.host, k.pending, k.junkBlock, k.sourceCooldown, k.accountCooldown, k.account],
   args: (a: GuardedAdmitArgs) => [a.hashDigest, flag(a.donator), ...admitArgv(a)],
@@ -241,7 +242,7 @@ export const ADMIT_GUARDED = defineScript({
 /** admit for a token login: its checks (TOKEN_CHECKS in lua.ts), the time it was last used, then admit. */
 export const ADMIT_TOKEN = defineScript({
   name: 'ddnsAdmitToken',
-  lua: `${NOW}${FAMILIES}${TOKEN_CHECKS}
+  lua: `${LEASE_PREAMBLE}${TOKEN_CHECKS}
 redis.call('HSET', KEYS[5], '${TF.lastUsedAt}', ms(now))
 local A = {unpack(ARGV, 3)}
 ${ADMIT_BODY}`,
@@ -284,7 +285,7 @@ export interface CommitArgs {
  */
 export const COMMIT = defineScript({
   name: 'ddnsCommit',
-  lua: `${NOW}${REPAIR_DUE}${UNDO_COUNT}${FAMILIES}${LOST_CHANGE}
+  lua: `${LEASE_PREAMBLE}
 local key = KEYS[1]
 if redis.call('HEXISTS', key, '${HF.owner}') == 0 then
   redis.call('ZREM', KEYS[2], key)
@@ -296,7 +297,7 @@ if lk ~= ARGV[1] then
   undoCount(ARGV[9], ARGV[10], ARGV[11], ARGV[12])
   return 'lost'
 end
-local late = lateFor(redis.call('HGET', key, '${HF.leaseFamilies}'), lk)
+local late = lateFor(lk)
 local fields = {'${HF.ipv4}', '${HF.ipv6}', '${HF.wildcard}', '${HF.mx}', '${HF.backmx}'}
 for i, f in ipairs(fields) do
   local v = ARGV[i + 1]
@@ -359,7 +360,7 @@ export interface ReleaseArgs {
  */
 export const RELEASE = defineScript({
   name: 'ddnsRelease',
-  lua: `${NOW}${REPAIR_DUE}${UNDO_COUNT}${FAMILIES}${LOST_CHANGE}
+  lua: `${LEASE_PREAMBLE}
 local key = KEYS[1]
 -- Even when the lease was taken over: if nobody counted since, this request's count goes.
 undoCount(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
@@ -373,15 +374,15 @@ if lk ~= ARGV[1] then
   end
   return 0
 end
-local la = redis.call('HGET', key, '${HF.leaseFamilies}')
+local late = lateFor(ARGV[1])
 if republishIn then
   repairDue(republishIn)
   if ARGV[7] == '1' then redis.call('HINCRBY', key, '${HF.republishFailures}', 1) end
   -- The families the repair rewrites: what may still be applied (a refused change leaves
   -- those of the interrupted one it took over) — all of them after a late change.
-  if not lateFor(la, ARGV[1]) then redis.call('HSET', key, '${HF.leaseFamilies}', union(ARGV[8], '') .. ':' .. ARGV[1]) end
+  if not late then setLeaseRecord(union(ARGV[8], ''), ARGV[1], false) end
 else
-  endLease(lateFor(la, ARGV[1]))
+  endLease(late)
 end
 return 1
 `,
@@ -420,14 +421,14 @@ export type ReclaimReply = { kind: 'gone' | 'clean' | 'held' } | { kind: 'reclai
  */
 export const RECLAIM = defineScript({
   name: 'ddnsReclaim',
-  lua: `${NOW}${TAKE_LEASE}
+  lua: `${LEASE_PREAMBLE}
 local key = KEYS[1]
 if redis.call('HEXISTS', key, '${HF.owner}') == 0 then redis.call('ZREM', KEYS[2], key); return {'gone'} end
 local lk = redis.call('HGET', key, '${HF.leaseToken}')
 if not lk or lk == '' then redis.call('ZREM', KEYS[2], key); return {'clean'} end
 local lu = tonumber(redis.call('HGET', key, '${HF.leaseUntil}')) or 0
 if lu > now then redis.call('ZADD', KEYS[2], lu, key); return {'held'} end
-local families = familiesOf(redis.call('HGET', key, '${HF.leaseFamilies}'), lk)
+local families = familiesOf(lk)
 return {'reclaimed', takeLease(families), families}
 `,
   numberOfKeys: 2,
@@ -481,13 +482,13 @@ export type HostClaimReply = { kind: 'gone' } | { kind: 'busy' } | { kind: 'clai
  */
 export const HOST_CLAIM = defineScript({
   name: 'ddnsHostClaim',
-  lua: `${NOW}${TAKE_LEASE}
+  lua: `${LEASE_PREAMBLE}
 local key = KEYS[1]
 if redis.call('HEXISTS', key, '${HF.owner}') == 0 then return {'gone'} end
 local lk = redis.call('HGET', key, '${HF.leaseToken}')
 if lk and lk ~= '' and (tonumber(redis.call('HGET', key, '${HF.leaseUntil}')) or 0) > now then return {'busy'} end
 local stale = lk and lk ~= ''
-local takenOver = stale and familiesOf(redis.call('HGET', key, '${HF.leaseFamilies}'), lk) or ''
+local takenOver = stale and familiesOf(lk) or ''
 -- The removal deletes every record: both families.
 return {'claimed', takeLease('46'), stale and '1' or '', takenOver}
 `,
