@@ -10,7 +10,7 @@ import { BridgeEnv, ZONE, expectedReply, sleep } from '../support/bridge.js';
 import { requireBinariesOrSkip } from '../../src/lab/index.js';
 import { AGENT_LIST_CACHE_MS } from '../../src/store/client-policy.js';
 import { Keys } from '../../src/store/keys.js';
-import { BridgeCommands, isCommitOf, isGuardedAdmitOf } from '../support/bridge-commands.js';
+import { BridgeCommands, clearLoginCounters, isCommitOf, isGuardedAdmitOf } from '../support/bridge-commands.js';
 
 const OK = (body: string) => expectedReply(200, 'OK', body);
 const BADAUTH = expectedReply(401, 'Unauthorized', 'badauth\n', ['WWW-Authenticate: Basic realm="ddns-bridge"']);
@@ -56,10 +56,7 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
 
   // Each test starts with a clean record for 127.0.0.1: no failure counts, cool-downs or junk.
   beforeEach(async () => {
-    for (const pattern of ['fi:*', 'ti:*', 'fa:*', 'ta:*', 'jc:*', 'jb:*']) {
-      const keys = await raw.keys(PREFIX + pattern);
-      if (keys.length > 0) await raw.del(...keys);
-    }
+    await clearLoginCounters(raw, KEYS);
   });
 
   const update = (query: string, creds: [string, string], ua: string) => env.get(`/nic/update?${query}`, { auth: creds, ua });

@@ -10,7 +10,7 @@ import { tokenHash } from '../../src/auth/update-token.js';
 import { requireBinariesOrSkip, type LabKind } from '../../src/lab/index.js';
 import { Keys } from '../../src/store/keys.js';
 import { BridgeEnv, ZONE, expectedReply, sleep } from '../support/bridge.js';
-import { BridgeCommands, isCommitOf, isTokenScriptOf } from '../support/bridge-commands.js';
+import { BridgeCommands, clearLoginCounters, isCommitOf, isTokenScriptOf } from '../support/bridge-commands.js';
 
 const OK = (body: string) => expectedReply(200, 'OK', body);
 const BADAUTH = expectedReply(401, 'Unauthorized', 'badauth\n', ['WWW-Authenticate: Basic realm="ddns-bridge"']);
@@ -51,10 +51,7 @@ for (const { kind, binaries } of NAMESERVERS) {
     });
 
     beforeEach(async () => {
-      for (const pattern of ['fi:*', 'ti:*', 'fa:*', 'ta:*', 'jc:*', 'jb:*']) {
-        const keys = await raw.keys(`ddns:${pattern}`);
-        if (keys.length > 0) await raw.del(...keys);
-      }
+      await clearLoginCounters(raw, KEYS);
     });
 
     /** An account with one host and a token for it: [account, host, token, token id]. */

@@ -104,3 +104,11 @@ export const isTokenScriptOf = (keys: Keys, fqdn: string) => (cmd: string[]) =>
 /** commit: 2 keys (host, pending), ARGV[1] the lease token. */
 export const isCommitOf = (keys: Keys, fqdn: string, token: string) => (cmd: string[]) =>
   isScript(cmd) && cmd[2] === '2' && cmd[3] === keys.host(fqdn) && cmd[4] === keys.pendingChanges() && cmd[5] === token;
+
+/** Forget every failed-login count, cool-down, junk count and junk block: a test starts clean. */
+export async function clearLoginCounters(raw: Redis, keys: Keys): Promise<void> {
+  for (const pattern of ['fi:*', 'ti:*', 'fa:*', 'ta:*', 'jc:*', 'jb:*']) {
+    const found = await raw.keys(`${keys.prefix}${pattern}`);
+    if (found.length > 0) await raw.del(...found);
+  }
+}
