@@ -21,13 +21,22 @@ export interface BenchCommandOptions {
   modes?: string[];
 }
 
-export async function benchCommand(opts: BenchCommandOptions, out: (s: string) => void, err: (s: string) => void): Promise<BenchReport> {
+export async function benchCommand(
+  opts: BenchCommandOptions,
+  out: (s: string) => void,
+  err: (s: string) => void,
+): Promise<BenchReport> {
   const modes = opts.modes?.map(parseMode);
   // Ctrl-C: exit through process.exit so the exit hooks stop the servers and remove the directory.
   const interrupt = () => process.exit(130);
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
-  const report = await runBench({ quick: opts.quick, nameservers: opts.nameservers, modes, progress: (l) => err(`bench: ${l}`) });
+  const report = await runBench({
+    quick: opts.quick,
+    nameservers: opts.nameservers,
+    modes,
+    progress: (l) => err(`bench: ${l}`),
+  });
   const markdown = renderMarkdown(report);
   const json = JSON.stringify(report, null, 2);
   if (opts.json === '-') out(json);

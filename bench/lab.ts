@@ -169,7 +169,12 @@ export async function redisCommandCalls(store: Store): Promise<Map<string, numbe
 export function versionOf(binary: string, args: string[]): Promise<string> {
   return new Promise((resolve) => {
     execFile(binary, args, { timeout: 5000 }, (_err, stdout, stderr) => {
-      resolve(`${stdout}${stderr}`.split('\n').find((l) => l.trim() !== '')?.trim() ?? '');
+      resolve(
+        `${stdout}${stderr}`
+          .split('\n')
+          .find((l) => l.trim() !== '')
+          ?.trim() ?? '',
+      );
     });
   });
 }

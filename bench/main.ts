@@ -20,8 +20,17 @@ const argv = await yargs(hideBin(process.argv))
   .option('quick', { type: 'boolean', default: false, describe: 'small counts (CI smoke, well under a minute)' })
   .option('json', { type: 'string', describe: 'write the JSON report to FILE (- for stdout)' })
   .option('markdown', { type: 'string', describe: 'write the markdown table to FILE (default: stdout)' })
-  .option('nameserver', { type: 'array', string: true, choices: ['knot', 'bind'], describe: 'only these nameservers (default: both)' })
-  .option('mode', { type: 'array', string: true, describe: 'bridge layouts: in-process, workers-N (default: in-process workers-2)' })
+  .option('nameserver', {
+    type: 'array',
+    string: true,
+    choices: ['knot', 'bind'],
+    describe: 'only these nameservers (default: both)',
+  })
+  .option('mode', {
+    type: 'array',
+    string: true,
+    describe: 'bridge layouts: in-process, workers-N (default: in-process workers-2)',
+  })
   .strict()
   .fail((msg, e, y) => {
     if (e) throw e;
@@ -35,7 +44,13 @@ const argv = await yargs(hideBin(process.argv))
 
 try {
   await benchCommand(
-    { quick: argv.quick, json: argv.json, markdown: argv.markdown, nameservers: argv.nameserver as LabKind[] | undefined, modes: argv.mode },
+    {
+      quick: argv.quick,
+      json: argv.json,
+      markdown: argv.markdown,
+      nameservers: argv.nameserver as LabKind[] | undefined,
+      modes: argv.mode,
+    },
     out,
     err,
   );

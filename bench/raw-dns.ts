@@ -46,10 +46,20 @@ export async function runRawUpdates(load: RawUpdateLoad): Promise<Measurement & 
   try {
     // Connect first (one real update): the connection set-up is not what is measured.
     const warm = planChange(
-      { fqdn: `${load.prefix}warmup.${zone.name}`, zone: zone.name, previous: emptyDnsState(), target: { ...emptyDnsState(), ipv4: nextAddress(), offline: false } },
+      {
+        fqdn: `${load.prefix}warmup.${zone.name}`,
+        zone: zone.name,
+        previous: emptyDnsState(),
+        target: { ...emptyDnsState(), ipv4: nextAddress(), offline: false },
+      },
       load.ttl ?? 60,
     );
-    await signedExchange(transport, signing, (id) => encodeUpdate({ id, zone: zone.name, prerequisites: warm.prerequisites, updates: warm.updates }), 10_000);
+    await signedExchange(
+      transport,
+      signing,
+      (id) => encodeUpdate({ id, zone: zone.name, prerequisites: warm.prerequisites, updates: warm.updates }),
+      10_000,
+    );
     const { seconds } = await closedLoop(load.concurrency, load.messages, load.maxSeconds, async () => {
       const plans: HostPlan[] = [];
       for (let i = 0; i < load.namesPerMessage; i++) {

@@ -40,7 +40,10 @@ export interface Ratios {
   p50C1MinusRawMs: number;
   /** Headline layout: the median over the paired rounds of nochg rps / the HTTP ceiling's rps measured beside it. */
   nochgVsHttpCeilingPaired: number;
-  /** Headline layout: the median over the paired rounds of change p50 − raw UPDATE p50 at c=1, measured beside each other, ms. */
+  /**
+   * Headline layout: the median over the paired rounds of change p50 − raw UPDATE p50 at c=1, measured beside each
+   * other, ms.
+   */
   p50C1MinusRawMsPaired: number;
   /**
    * Headline layout, from CPU alone: what nochg/ceiling could reach if the bridge cost the
@@ -95,7 +98,9 @@ export interface PairedRound {
   changeC1: Measurement;
 }
 
-/** One registry round: the same load against the small and the large registry, back to back (odd rounds: large first). */
+/**
+ * One registry round: the same load against the small and the large registry, back to back (odd rounds: large first).
+ */
 export interface RegistryRound {
   smallChange: Measurement;
   largeChange: Measurement;

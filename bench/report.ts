@@ -16,7 +16,9 @@ export function renderMarkdown(r: BenchReport): string {
       (m.otherLoad ? ' (other load was present on the machine).' : '.'),
   );
   out.push('');
-  out.push(`Profile \`${r.profile}\`, ${r.durationSeconds} s. Headline bridge layout: **${mode}** — ${r.settings.headlineReason}.`);
+  out.push(
+    `Profile \`${r.profile}\`, ${r.durationSeconds} s. Headline bridge layout: **${mode}** — ${r.settings.headlineReason}.`,
+  );
   out.push('');
 
   const header = ['path', 'c', ...kinds.flatMap((k) => [`${NAMES[k]} /s`, 'p50 ms', 'p99 ms', 'cpu ms/req'])];
@@ -26,7 +28,9 @@ export function renderMarkdown(r: BenchReport): string {
     const cells = kinds.flatMap((k) => {
       const x = get(k);
       const parts = [x?.cpuMsPerRequest, x?.redisCpuMsPerRequest, x?.nameserverCpuMsPerRequest];
-      const cpu = parts.every((p) => p === undefined) ? '–' : parts.map((p) => (p === undefined ? '–' : fmt(p))).join(' + ');
+      const cpu = parts.every((p) => p === undefined)
+        ? '–'
+        : parts.map((p) => (p === undefined ? '–' : fmt(p))).join(' + ');
       return x ? [fmt(x.rps), fmt(x.p50Ms), fmt(x.p99Ms), cpu] : ['–', '–', '–', '–'];
     });
     out.push(`| ${label} | ${c} | ${cells.join(' | ')} |`);
@@ -35,7 +39,11 @@ export function renderMarkdown(r: BenchReport): string {
     for (const c of r.settings.concurrencies) row(label, String(c), (k) => get(k)?.[String(c)]);
   };
   rows('raw UPDATE, 1 name/message', (k) => r.nameservers[k]!.rawSingle);
-  row(`raw UPDATE, 1 name/message, isolated (${r.settings.isolatedPauseMs} ms idle between)`, '1', (k) => r.nameservers[k]!.rawIsolated);
+  row(
+    `raw UPDATE, 1 name/message, isolated (${r.settings.isolatedPauseMs} ms idle between)`,
+    '1',
+    (k) => r.nameservers[k]!.rawIsolated,
+  );
   rows(`raw UPDATE, ${r.settings.namesPerMessage} names/message (names/s)`, (k) => r.nameservers[k]!.rawBatched);
   row('nsupdate process per update', '1', (k) => r.nameservers[k]!.nsupdate);
   for (const md of r.settings.modes) {
@@ -47,9 +55,16 @@ export function renderMarkdown(r: BenchReport): string {
 
   const perHost = kinds.flatMap((k) => {
     const h = r.nameservers[k]!.bridge['in-process']?.hostsPerMessage;
-    return h ? [`${NAMES[k]} ${Object.entries(h).map(([c, n]) => `c=${c}: ${n}`).join(', ')}`] : [];
+    return h
+      ? [
+          `${NAMES[k]} ${Object.entries(h)
+            .map(([c, n]) => `c=${c}: ${n}`)
+            .join(', ')}`,
+        ]
+      : [];
   });
-  if (perHost.length > 0) out.push(`Hosts per UPDATE message sent by the bridge (in-process, group commit): ${perHost.join('; ')}.`, '');
+  if (perHost.length > 0)
+    out.push(`Hosts per UPDATE message sent by the bridge (in-process, group commit): ${perHost.join('; ')}.`, '');
 
   const paired = kinds.filter((k) => r.nameservers[k]!.paired?.rounds.length);
   if (paired.length > 0) {
@@ -62,15 +77,27 @@ export function renderMarkdown(r: BenchReport): string {
     );
     for (const k of paired) {
       r.nameservers[k]!.paired.rounds.forEach((x, i) => {
-        const cells = [fmt(x.ceiling.rps), fmt(x.nochg.rps), fmt(x.nochg.rps / x.ceiling.rps), fmt(x.rawC1.p50Ms), fmt(x.changeC1.p50Ms), fmt(x.changeC1.p50Ms - x.rawC1.p50Ms)];
+        const cells = [
+          fmt(x.ceiling.rps),
+          fmt(x.nochg.rps),
+          fmt(x.nochg.rps / x.ceiling.rps),
+          fmt(x.rawC1.p50Ms),
+          fmt(x.changeC1.p50Ms),
+          fmt(x.changeC1.p50Ms - x.rawC1.p50Ms),
+        ];
         out.push(`| ${NAMES[k]} | ${i + 1} | ${cells.join(' | ')} |`);
       });
     }
     out.push('');
   }
 
-  const bound = kinds.map((k) => `${NAMES[k]} ${fmt(r.nameservers[k]!.ratios[mode]?.httpCeilingVsRawBatched ?? NaN)}`).join(', ');
-  out.push(`HTTP ceiling / batched raw capacity (${mode}): ${bound} — the change path cannot exceed the HTTP ceiling.`, '');
+  const bound = kinds
+    .map((k) => `${NAMES[k]} ${fmt(r.nameservers[k]!.ratios[mode]?.httpCeilingVsRawBatched ?? NaN)}`)
+    .join(', ');
+  out.push(
+    `HTTP ceiling / batched raw capacity (${mode}): ${bound} — the change path cannot exceed the HTTP ceiling.`,
+    '',
+  );
   const sized = kinds.filter((k) => r.nameservers[k]!.large?.rounds.length);
   if (sized.length > 0) {
     const l = r.nameservers[sized[0]!]!.large;
@@ -83,7 +110,14 @@ export function renderMarkdown(r: BenchReport): string {
     );
     for (const k of sized) {
       r.nameservers[k]!.large.rounds.forEach((x, i) => {
-        const cells = [x.smallChange.rps, x.largeChange.rps, x.largeChange.rps / x.smallChange.rps, x.smallNochg.rps, x.largeNochg.rps, x.largeNochg.rps / x.smallNochg.rps].map(fmt);
+        const cells = [
+          x.smallChange.rps,
+          x.largeChange.rps,
+          x.largeChange.rps / x.smallChange.rps,
+          x.smallNochg.rps,
+          x.largeNochg.rps,
+          x.largeNochg.rps / x.smallNochg.rps,
+        ].map(fmt);
         out.push(`| ${NAMES[k]} | ${i + 1} | ${cells.join(' | ')} |`);
       });
     }
@@ -92,7 +126,9 @@ export function renderMarkdown(r: BenchReport): string {
   out.push('| target | value | goal | met |');
   out.push('|---|---:|---:|---|');
   for (const t of r.targets) {
-    out.push(`| ${t.name}${t.nameserver ? ` (${NAMES[t.nameserver]})` : ''} | ${fmt(t.value)} | ${t.target} | ${t.met ? 'yes' : '**no**'} |`);
+    out.push(
+      `| ${t.name}${t.nameserver ? ` (${NAMES[t.nameserver]})` : ''} | ${fmt(t.value)} | ${t.target} | ${t.met ? 'yes' : '**no**'} |`,
+    );
   }
   out.push('');
   const rt = r.redisRoundTrips;

@@ -20,7 +20,15 @@ import { runHttpLoad, updateRequest } from './load.js';
 import { runNsupdate } from './nsupdate.js';
 import { FULL_PROFILE, QUICK_PROFILE, type BenchProfile } from './profile.js';
 import { runRawUpdates } from './raw-dns.js';
-import type { BenchReport, BridgeResult, ByConcurrency, NameserverResult, RedisRoundTrips, RegistryRound, RssResult } from './report-types.js';
+import type {
+  BenchReport,
+  BridgeResult,
+  ByConcurrency,
+  NameserverResult,
+  RedisRoundTrips,
+  RegistryRound,
+  RssResult,
+} from './report-types.js';
 import {
   changeRun,
   importHosts,
@@ -80,7 +88,9 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
   const startedAt = new Date();
   const t0 = performance.now();
   const loadAverageAtStart = os.loadavg();
-  plan.progress(`profile ${plan.profile.name}; nameservers ${plan.kinds.join(', ')}; bridge modes ${plan.modes.join(', ')}`);
+  plan.progress(
+    `profile ${plan.profile.name}; nameservers ${plan.kinds.join(', ')}; bridge modes ${plan.modes.join(', ')}`,
+  );
   const lab = await startLab(plan.kinds);
   try {
     const b: Bench = { ...plan, lab };
@@ -184,7 +194,9 @@ async function registerLarge(b: Bench): Promise<{ registry: BenchRegistry; large
     importSeconds: round(importSeconds, 2),
     importRate: round(imported / importSeconds, 0),
   };
-  b.progress(`redis: ${large.bytesPerHost} bytes per host at ${large.hosts} hosts (imported ${imported} in ${large.importSeconds} s)`);
+  b.progress(
+    `redis: ${large.bytesPerHost} bytes per host at ${large.hosts} hosts (imported ${imported} in ${large.importSeconds} s)`,
+  );
   return { registry, large };
 }
 
@@ -194,7 +206,12 @@ async function registerLarge(b: Bench): Promise<{ registry: BenchRegistry; large
 async function measureReferences(b: Bench, kind: LabKind): Promise<NameserverResult> {
   const zone = b.lab.zoneOf(kind);
   const rawSingle = await measureRawSeries(b, kind, 1, '1 name/msg');
-  const rawBatched = await measureRawSeries(b, kind, b.profile.namesPerMessage, `${b.profile.namesPerMessage} names/msg`);
+  const rawBatched = await measureRawSeries(
+    b,
+    kind,
+    b.profile.namesPerMessage,
+    `${b.profile.namesPerMessage} names/msg`,
+  );
   const rawIsolated = await measureRawIsolated(b, kind);
   const nsupdate = await measureNsupdate(b, kind);
   return {
@@ -274,7 +291,9 @@ async function measureRedisLatency(b: Bench): Promise<RedisRoundTrips> {
     backToBack: await measureRedisRoundTrips(b.lab, b.profile.isolatedMessages, 0),
     isolated: await measureRedisRoundTrips(b.lab, b.profile.isolatedMessages, b.profile.isolatedPauseMs),
   };
-  b.progress(`redis round trip (PING) p50: back to back ${trips.backToBack.p50Ms} ms, after ${b.profile.isolatedPauseMs} ms idle ${trips.isolated.p50Ms} ms`);
+  b.progress(
+    `redis round trip (PING) p50: back to back ${trips.backToBack.p50Ms} ms, after ${b.profile.isolatedPauseMs} ms idle ${trips.isolated.p50Ms} ms`,
+  );
   return trips;
 }
 
@@ -316,7 +335,15 @@ async function measureMode(b: Bench, mode: BridgeMode, results: ModeResults): Pr
 /** The HTTP ceiling (a server that answers without doing anything) at each concurrency, into `into`. */
 async function measureCeiling(b: Bench, mode: BridgeMode, ceiling: Target, into: ByConcurrency): Promise<void> {
   const request = updateRequest(`ceiling.${b.lab.zoneOf(b.kinds[0]!)}`, '192.0.2.1', b.lab.authorization);
-  await runHttpLoad({ host: '127.0.0.1', port: ceiling.port, concurrency: 16, requests: b.profile.warmupRequests, maxSeconds: 5, request: () => request, expect: () => true });
+  await runHttpLoad({
+    host: '127.0.0.1',
+    port: ceiling.port,
+    concurrency: 16,
+    requests: b.profile.warmupRequests,
+    maxSeconds: 5,
+    request: () => request,
+    expect: () => true,
+  });
   for (const c of b.profile.concurrencies) {
     const m = await withCpu(b.lab, ceiling, () =>
       runHttpLoad({
@@ -338,25 +365,48 @@ async function measureCeiling(b: Bench, mode: BridgeMode, ceiling: Target, into:
  * The bridge in one layout: change and nochg per nameserver, then (headline layout, given
  * the ceiling still up) the paired rounds. Resolves with its resident memory.
  */
-async function measureBridge(b: Bench, mode: BridgeMode, pairedCeiling: Target | undefined, results: ModeResults): Promise<RssResult> {
+async function measureBridge(
+  b: Bench,
+  mode: BridgeMode,
+  pairedCeiling: Target | undefined,
+  results: ModeResults,
+): Promise<RssResult> {
   const target = await startBridgeTarget(mode, b.lab.config, b.lab.configPath, new JsonLogger('warn'));
   const rss = new RssSampler(target);
   let result: RssResult;
   try {
     for (const kind of b.kinds) {
-      const bridge = await measureBridgeOn(b, { mode, target, rss, kind, pairing: pairedCeiling !== undefined, cursor: results.cursors.get(kind)! });
+      const bridge = await measureBridgeOn(b, {
+        mode,
+        target,
+        rss,
+        kind,
+        pairing: pairedCeiling !== undefined,
+        cursor: results.cursors.get(kind)!,
+      });
       results.nameservers[kind]!.bridge[mode] = bridge;
     }
     if (pairedCeiling) {
       for (const kind of b.kinds) {
-        const rounds = await pairedRounds(b.lab, pairedCeiling, target, kind, b.profile, b.top, results.cursors.get(kind)!, b.progress);
+        const rounds = await pairedRounds(
+          b.lab,
+          pairedCeiling,
+          target,
+          kind,
+          b.profile,
+          b.top,
+          results.cursors.get(kind)!,
+          b.progress,
+        );
         results.nameservers[kind]!.paired = { mode, concurrency: b.top, rounds };
       }
     }
   } finally {
     await target.stop();
     result = rss.stop(mode === 'in-process');
-    b.progress(`bridge RSS (${mode}): max process ${mib(result.maxProcessBytes)} MiB, max total ${mib(result.maxTotalBytes)} MiB`);
+    b.progress(
+      `bridge RSS (${mode}): max process ${mib(result.maxProcessBytes)} MiB, max total ${mib(result.maxTotalBytes)} MiB`,
+    );
   }
   return result;
 }
@@ -375,13 +425,22 @@ interface BridgeOn {
 /** Change and nochg at each concurrency, hosts per UPDATE message, Redis commands per request. */
 async function measureBridgeOn(b: Bench, on: BridgeOn): Promise<BridgeResult> {
   const result: BridgeResult = { change: {}, nochg: {} };
-  await changeRun(b.lab, { target: on.target, kind: on.kind, concurrency: 16, requests: b.profile.warmupRequests, maxSeconds: 30, hosts: on.cursor });
+  await changeRun(b.lab, {
+    target: on.target,
+    kind: on.kind,
+    concurrency: 16,
+    requests: b.profile.warmupRequests,
+    maxSeconds: 30,
+    hosts: on.cursor,
+  });
   const perRequest: Partial<NonNullable<BridgeResult['redisCommandsPerRequest']>> = {};
   for (const c of b.profile.concurrencies) await measureChangeAt(b, on, c, result, perRequest);
   for (const c of b.profile.concurrencies) await measureNochgAt(b, on, c, result, perRequest);
   if (perRequest.change && perRequest.nochg) {
     result.redisCommandsPerRequest = perRequest as NonNullable<BridgeResult['redisCommandsPerRequest']>;
-    b.progress(`${on.kind} redis commands per request (${on.mode}): change ${JSON.stringify(perRequest.change)}, nochg ${JSON.stringify(perRequest.nochg)}`);
+    b.progress(
+      `${on.kind} redis commands per request (${on.mode}): change ${JSON.stringify(perRequest.change)}, nochg ${JSON.stringify(perRequest.nochg)}`,
+    );
   }
   return result;
 }
@@ -389,26 +448,57 @@ async function measureBridgeOn(b: Bench, on: BridgeOn): Promise<BridgeResult> {
 type PerRequest = Partial<NonNullable<BridgeResult['redisCommandsPerRequest']>>;
 
 /** The change path at concurrency `c`; at the highest, Redis commands per request too. */
-async function measureChangeAt(b: Bench, on: BridgeOn, c: number, result: BridgeResult, perRequest: PerRequest): Promise<void> {
+async function measureChangeAt(
+  b: Bench,
+  on: BridgeOn,
+  c: number,
+  result: BridgeResult,
+  perRequest: PerRequest,
+): Promise<void> {
   const zone = b.lab.zoneOf(on.kind);
   const before = senderStats(on.target, zone);
   const calls = c === b.top ? await redisCommandCalls(b.lab.store) : undefined;
   const m = await underLoad(b, on, c, () =>
-    changeRun(b.lab, { target: on.target, kind: on.kind, concurrency: c, requests: b.profile.httpRequests, maxSeconds: b.profile.httpSeconds, hosts: on.cursor }),
+    changeRun(b.lab, {
+      target: on.target,
+      kind: on.kind,
+      concurrency: c,
+      requests: b.profile.httpRequests,
+      maxSeconds: b.profile.httpSeconds,
+      hosts: on.cursor,
+    }),
   );
   if (calls) perRequest.change = perRequestDelta(calls, await redisCommandCalls(b.lab.store), m.ok + m.errors);
   result.change[String(c)] = m;
   const after = senderStats(on.target, zone);
   if (before && after && after.messagesSent > before.messagesSent) {
-    (result.hostsPerMessage ??= {})[String(c)] = round((after.hostsSent - before.hostsSent) / (after.messagesSent - before.messagesSent), 2);
+    (result.hostsPerMessage ??= {})[String(c)] = round(
+      (after.hostsSent - before.hostsSent) / (after.messagesSent - before.messagesSent),
+      2,
+    );
   }
   const perMessage = result.hostsPerMessage?.[String(c)];
-  b.progress(`${on.kind} bridge change (${on.mode}) c=${c}: ${line(m)}${perMessage ? `, ${perMessage} hosts/msg` : ''}`);
+  b.progress(
+    `${on.kind} bridge change (${on.mode}) c=${c}: ${line(m)}${perMessage ? `, ${perMessage} hosts/msg` : ''}`,
+  );
 }
 
 /** The nochg path at concurrency `c`; at the highest, Redis commands per request too. */
-async function measureNochgAt(b: Bench, on: BridgeOn, c: number, result: BridgeResult, perRequest: PerRequest): Promise<void> {
-  const run: BridgeRun = { target: on.target, kind: on.kind, concurrency: c, requests: b.profile.httpRequests, maxSeconds: b.profile.httpSeconds, hosts: on.cursor };
+async function measureNochgAt(
+  b: Bench,
+  on: BridgeOn,
+  c: number,
+  result: BridgeResult,
+  perRequest: PerRequest,
+): Promise<void> {
+  const run: BridgeRun = {
+    target: on.target,
+    kind: on.kind,
+    concurrency: c,
+    requests: b.profile.httpRequests,
+    maxSeconds: b.profile.httpSeconds,
+    hosts: on.cursor,
+  };
   const m = await underLoad(b, on, c, () =>
     nochgRun(b.lab, run, (calls, requests) => {
       if (c === b.top) perRequest.nochg = perRequestDelta(calls.before, calls.after, requests);
@@ -424,7 +514,13 @@ async function measureNochgAt(b: Bench, on: BridgeOn, c: number, result: BridgeR
  */
 async function underLoad(b: Bench, on: BridgeOn, c: number, run: () => Promise<Measurement>): Promise<Measurement> {
   if (!on.pairing || c !== b.top) return run();
-  const { result, coldLogins } = await withColdLogins(b.lab, on.target, on.kind, { logins: b.profile.coldLogins, spacingMs: b.profile.coldLoginSpacingMs }, run);
+  const { result, coldLogins } = await withColdLogins(
+    b.lab,
+    on.target,
+    on.kind,
+    { logins: b.profile.coldLogins, spacingMs: b.profile.coldLoginSpacingMs },
+    run,
+  );
   on.rss.coldLogins += coldLogins;
   return result;
 }
@@ -450,7 +546,12 @@ async function measureRegistrySize(
   try {
     for (const kind of b.kinds) {
       const rounds = await registryRounds(b, kind, targets, sizes, results.cursors.get(kind)!);
-      results.nameservers[kind]!.large = { hosts: sizes.large.hosts, smallHosts: sizes.small.hosts, concurrency: b.top, rounds };
+      results.nameservers[kind]!.large = {
+        hosts: sizes.large.hosts,
+        smallHosts: sizes.small.hosts,
+        concurrency: b.top,
+        rounds,
+      };
     }
   } finally {
     await Promise.all([targets.small.stop(), targets.large.stop()]);
@@ -475,9 +576,23 @@ async function registryRounds(
   // pass first (its names enter the zone), so both bridges change the address of
   // existing names and only the number of registered hosts differs.
   const largeCursor: HostCursor = { next: 0, from: b.perZoneSmall, count: b.perZoneSmall, stride: b.largeStride };
-  await changeRun(b.lab, { target: targets.large, kind, concurrency: 16, requests: b.perZoneSmall, maxSeconds: 60, hosts: largeCursor });
+  await changeRun(b.lab, {
+    target: targets.large,
+    kind,
+    concurrency: 16,
+    requests: b.perZoneSmall,
+    maxSeconds: 60,
+    hosts: largeCursor,
+  });
   // The measured load, the same on either registry.
-  const onSmall: BridgeRun = { target: targets.small, kind, concurrency: b.top, requests: b.profile.httpRequests, maxSeconds: b.profile.httpSeconds, hosts: smallCursor };
+  const onSmall: BridgeRun = {
+    target: targets.small,
+    kind,
+    concurrency: b.top,
+    requests: b.profile.httpRequests,
+    maxSeconds: b.profile.httpSeconds,
+    hosts: smallCursor,
+  };
   const onLarge = { ...onSmall, target: targets.large, hosts: largeCursor };
   // A freshly started bridge runs its first load ~25 % slower than later ones (JIT,
   // both workers warming): one unmeasured run each.
@@ -536,7 +651,7 @@ function notesOf(b: Bench): string[] {
     `the isolated raw UPDATE row: one client, ${p.isolatedPauseMs} ms idle before each message (about the gap the bridge leaves the primary at c=1); the p50 target uses the back-to-back row, the JSON also has the difference to the isolated one (p50C1MinusIsolatedRawMs): BIND answers a woken-up request slower than a busy stream, Knot answers on a fixed cycle, so idle time before a request shortens its wait`,
     `change path: each request sets a new address on a host no other request in flight touches; the requests cycle through ${b.perZoneSmall} hosts per zone: with the small registry all of them, with the large one hosts spread over its whole range (every ${b.largeStride}th), each updated once before the measurement so that the primary changes existing names in both`,
     `registry size: the large registry is database 1 of the same redis-server (its own keyspace); a bridge per registry, measured in alternation, ${p.pairedRounds} round(s) of ${p.httpSeconds} s`,
-    'nochg path: each client repeats one host and address (set once before the run), one of the last hosts of the change runs\' pool (with either registry)',
+    "nochg path: each client repeats one host and address (set once before the run), one of the last hosts of the change runs' pool (with either registry)",
     'the bridge sends at most 1 UPDATE message at a time to BIND (zones[].maxInFlight, as README recommends) and 4 to Knot (dns.maxInFlight default); the raw sender keeps c messages in flight',
     'every HTTP request is a new TCP connection with Connection: close; load generator and servers share the machine',
     'in-process: the bridge runs in the bench process, beside the load generator (one event loop); workers-N: `serve --workers N` child processes',
@@ -546,7 +661,9 @@ function notesOf(b: Bench): string[] {
 
 function line(m: Measurement): string {
   const cpu =
-    (m.cpuMsPerRequest === undefined ? '' : `, cpu ${m.cpuMsPerRequest} ms/req, redis cpu ${m.redisCpuMsPerRequest} ms/req`) +
+    (m.cpuMsPerRequest === undefined
+      ? ''
+      : `, cpu ${m.cpuMsPerRequest} ms/req, redis cpu ${m.redisCpuMsPerRequest} ms/req`) +
     (m.nameserverCpuMsPerRequest === undefined ? '' : `, nameserver cpu ${m.nameserverCpuMsPerRequest} ms/req`) +
     (m.clientCpuMsPerRequest === undefined ? '' : `, load generator cpu ${m.clientCpuMsPerRequest} ms/req`);
   return `${m.rps}/s p50 ${m.p50Ms} ms p99 ${m.p99Ms} ms (${m.ok} ok, ${m.errors} errors${m.firstError ? `: ${m.firstError}` : ''})${cpu}`;

@@ -106,10 +106,19 @@ export async function nochgRun(
  * redis-server (when there is a target: the raw UPDATE sender is the bench itself), of the
  * load generator (target in child processes), of the nameserver (when given).
  */
-export async function withCpu<M extends Measurement>(lab: BenchLab, target: Target | undefined, run: () => Promise<M>, nameserver?: LabKind): Promise<M> {
+export async function withCpu<M extends Measurement>(
+  lab: BenchLab,
+  target: Target | undefined,
+  run: () => Promise<M>,
+  nameserver?: LabKind,
+): Promise<M> {
   const nsPid = nameserver === undefined ? undefined : lab.nameservers.get(nameserver)?.pid;
   const sample = () =>
-    Promise.all([target?.cpuSeconds() ?? 0, target ? redisCpuSeconds(lab.store) : 0, nsPid === undefined ? 0 : procCpu([nsPid])]);
+    Promise.all([
+      target?.cpuSeconds() ?? 0,
+      target ? redisCpuSeconds(lab.store) : 0,
+      nsPid === undefined ? 0 : procCpu([nsPid]),
+    ]);
   const [cpu0, redis0, ns0] = await sample();
   const client0 = process.cpuUsage();
   const m = await run();
@@ -127,7 +136,11 @@ export async function withCpu<M extends Measurement>(lab: BenchLab, target: Targ
   return m;
 }
 
-export function perRequestDelta(before: Map<string, number>, after: Map<string, number>, requests: number): Record<string, number> {
+export function perRequestDelta(
+  before: Map<string, number>,
+  after: Map<string, number>,
+  requests: number,
+): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [cmd, n] of after) {
     const d = n - (before.get(cmd) ?? 0);
@@ -137,7 +150,13 @@ export function perRequestDelta(before: Map<string, number>, after: Map<string, 
 }
 
 /** Register hosts h{from}…h{to-1} in every zone through the bulk import path. */
-export async function importHosts(registry: BenchRegistry, lab: BenchLab, kinds: readonly LabKind[], from: number, to: number): Promise<void> {
+export async function importHosts(
+  registry: BenchRegistry,
+  lab: BenchLab,
+  kinds: readonly LabKind[],
+  from: number,
+  to: number,
+): Promise<void> {
   if (to <= from) return;
   const rejections: Rejection[] = [];
   const summary: ImportSummary = { imported: 0, unchanged: 0, rejected: 0 };
@@ -147,7 +166,8 @@ export async function importHosts(registry: BenchRegistry, lab: BenchLab, kinds:
     for (const kind of kinds) for (let i = from; i < to; i++) yield `${hostName(lab, kind, i)} ${BENCH_ACCOUNT}`;
   }
   await importLines(lines(), { importer, zones: registry.config.zones.map((z) => z.name) }, onReject, summary);
-  if (summary.rejected > 0) throw new Error(`bench: import rejected ${summary.rejected} lines, e.g. ${JSON.stringify(rejections)}`);
+  if (summary.rejected > 0)
+    throw new Error(`bench: import rejected ${summary.rejected} lines, e.g. ${JSON.stringify(rejections)}`);
 }
 
 export function senderStats(target: Target, zone: string) {
@@ -179,7 +199,12 @@ export async function withColdLogins<M>(
     const name = `cold${++coldAccounts}`;
     const password = `cold-${Math.random().toString(36).slice(2)}`;
     const fqdn = `${name}.${lab.zoneOf(kind)}`;
-    await lab.store.accounts.create({ name, passwordHash: await hashPassword(password), donator: false, createdAt: Date.now() });
+    await lab.store.accounts.create({
+      name,
+      passwordHash: await hashPassword(password),
+      donator: false,
+      createdAt: Date.now(),
+    });
     await lab.store.hosts.add(fqdn, name, 'dynamic');
     logins.push({ authorization: `Basic ${Buffer.from(`${name}:${password}`).toString('base64')}`, fqdn });
   }
@@ -189,7 +214,12 @@ export async function withColdLogins<M>(
     for (const [k, { authorization, fqdn }] of logins.entries()) {
       if (k > 0) await sleep(opts.spacingMs);
       if (!running) return;
-      const reply = await exchange('127.0.0.1', target.port, updateRequest(fqdn, '192.0.2.1', authorization), 10_000).catch(() => '');
+      const reply = await exchange(
+        '127.0.0.1',
+        target.port,
+        updateRequest(fqdn, '192.0.2.1', authorization),
+        10_000,
+      ).catch(() => '');
       if (reply.endsWith('\r\n\r\ngood 192.0.2.1\n')) answered++;
     }
   })();
@@ -230,7 +260,13 @@ export class RssSampler {
 
   stop(inProcess: boolean): RssResult {
     clearInterval(this.timer);
-    return { maxProcessBytes: this.maxProcess, maxTotalBytes: this.maxTotal, processes: this.pids.size, includesLoadGenerator: inProcess, coldLogins: this.coldLogins };
+    return {
+      maxProcessBytes: this.maxProcess,
+      maxTotalBytes: this.maxTotal,
+      processes: this.pids.size,
+      includesLoadGenerator: inProcess,
+      coldLogins: this.coldLogins,
+    };
   }
 }
 
@@ -265,10 +301,27 @@ export async function pairedRounds(
           expect: (_i, _s, body) => body === CEILING_BODY,
         }),
       );
-    const measureNochg = () => nochgRun(lab, { target, kind, concurrency, requests: profile.httpRequests, maxSeconds: seconds, hosts: cursor });
+    const measureNochg = () =>
+      nochgRun(lab, { target, kind, concurrency, requests: profile.httpRequests, maxSeconds: seconds, hosts: cursor });
     const measureRaw = () =>
-      runRawUpdates({ zone, concurrency: 1, namesPerMessage: 1, messages: profile.rawMessages, maxSeconds: seconds, prefix: 'raw-', namePool: profile.rawNamePool });
-    const measureChange = () => changeRun(lab, { target, kind, concurrency: 1, requests: profile.httpRequests, maxSeconds: seconds, hosts: cursor });
+      runRawUpdates({
+        zone,
+        concurrency: 1,
+        namesPerMessage: 1,
+        messages: profile.rawMessages,
+        maxSeconds: seconds,
+        prefix: 'raw-',
+        namePool: profile.rawNamePool,
+      });
+    const measureChange = () =>
+      changeRun(lab, {
+        target,
+        kind,
+        concurrency: 1,
+        requests: profile.httpRequests,
+        maxSeconds: seconds,
+        hosts: cursor,
+      });
     const bridgeFirst = i % 2 === 1;
     const [ceilingM, nochg] = await inOrder(measureCeiling, measureNochg, bridgeFirst);
     const [rawC1, changeC1] = await inOrder(measureRaw, measureChange, bridgeFirst);

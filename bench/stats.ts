@@ -29,7 +29,13 @@ export function percentile(sorted: ArrayLike<number>, p: number): number {
   return sorted[i]!;
 }
 
-export function summarize(latenciesMs: number[], ok: number, errors: number, seconds: number, firstError?: string): Measurement {
+export function summarize(
+  latenciesMs: number[],
+  ok: number,
+  errors: number,
+  seconds: number,
+  firstError?: string,
+): Measurement {
   const sorted = Float64Array.from(latenciesMs).sort();
   const m: Measurement = {
     ok,

@@ -45,22 +45,37 @@ export function workersOf(mode: BridgeMode): number {
   return mode === 'in-process' ? 0 : Number(mode.slice('workers-'.length));
 }
 
-export async function startBridgeTarget(mode: BridgeMode, config: Config, configPath: string, logger: Logger): Promise<Target> {
+export async function startBridgeTarget(
+  mode: BridgeMode,
+  config: Config,
+  configPath: string,
+  logger: Logger,
+): Promise<Target> {
   if (mode === 'in-process') {
     const bridge = buildBridge(config, logger);
     const port = await bridge.http.listen('127.0.0.1', 0);
     return { port, bridge, rss: ownRss, cpuSeconds: ownCpu, inProcess: true, stop: () => bridge.close() };
   }
   const child = track(
-    spawn(process.execPath, [CLI, 'serve', '--config', configPath, '--port', '0', '--workers', String(workersOf(mode))], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, DDNS_BRIDGE_CONFIG: '' },
-    }),
+    spawn(
+      process.execPath,
+      [CLI, 'serve', '--config', configPath, '--port', '0', '--workers', String(workersOf(mode))],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...process.env, DDNS_BRIDGE_CONFIG: '' },
+      },
+    ),
   );
   const lines = await waitForLog(child, (l) => l.msg === 'listening', 30_000);
   const port = Number(lines.find((l) => l.msg === 'listening')!.port);
   const pids = [child.pid!, ...lines.filter((l) => l.msg === 'worker listening').map((l) => Number(l.pid))];
-  return { port, rss: () => procRss(pids), cpuSeconds: () => procCpu(pids), inProcess: false, stop: () => stopChild(child) };
+  return {
+    port,
+    rss: () => procRss(pids),
+    cpuSeconds: () => procCpu(pids),
+    inProcess: false,
+    stop: () => stopChild(child),
+  };
 }
 
 export async function startCeilingTarget(mode: BridgeMode): Promise<Target> {
@@ -79,7 +94,9 @@ export async function startCeilingTarget(mode: BridgeMode): Promise<Target> {
     };
   }
   const workers = workersOf(mode);
-  const child = track(spawn(process.execPath, [CEILING_SCRIPT, '0', String(workers)], { stdio: ['ignore', 'pipe', 'inherit'] }));
+  const child = track(
+    spawn(process.execPath, [CEILING_SCRIPT, '0', String(workers)], { stdio: ['ignore', 'pipe', 'inherit'] }),
+  );
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error('the ceiling server did not start')), 15_000);
@@ -98,7 +115,13 @@ export async function startCeilingTarget(mode: BridgeMode): Promise<Target> {
   });
   // The primary and its cluster workers: the workers are the primary's children.
   const pids = async () => [child.pid!, ...(await childrenOf(child.pid!))];
-  return { port, rss: async () => procRss(await pids()), cpuSeconds: async () => procCpu(await pids()), inProcess: false, stop: () => stopChild(child) };
+  return {
+    port,
+    rss: async () => procRss(await pids()),
+    cpuSeconds: async () => procCpu(await pids()),
+    inProcess: false,
+    stop: () => stopChild(child),
+  };
 }
 
 async function ownCpu(): Promise<number> {
@@ -162,7 +185,10 @@ function waitForLog(child: ChildProcess, match: (l: LogLine) => boolean, timeout
   return new Promise((resolve, reject) => {
     let buf = '';
     const lines: LogLine[] = [];
-    const timer = setTimeout(() => fail(new Error(`serve did not start within ${timeoutMs} ms: ${buf.slice(-1000)}`)), timeoutMs);
+    const timer = setTimeout(
+      () => fail(new Error(`serve did not start within ${timeoutMs} ms: ${buf.slice(-1000)}`)),
+      timeoutMs,
+    );
     const fail = (err: Error): void => {
       clearTimeout(timer);
       child.kill('SIGKILL');
@@ -185,7 +211,8 @@ function waitForLog(child: ChildProcess, match: (l: LogLine) => boolean, timeout
             // Keep draining (and showing errors) so the child never blocks on a full pipe.
             child.stderr!.off('data', onData);
             child.stderr!.on('data', (more: Buffer) => {
-              for (const l of more.toString().split('\n')) if (l.includes('"level":"error"')) process.stderr.write(`bench: serve: ${l}\n`);
+              for (const l of more.toString().split('\n'))
+                if (l.includes('"level":"error"')) process.stderr.write(`bench: serve: ${l}\n`);
             });
             resolve(lines);
             return;

@@ -8,7 +8,15 @@ import type { EchoOutcome } from '../core/outcomes.js';
 import type { Logger } from '../core/log.js';
 import { normalizeHostname } from '../core/names.js';
 import { hostnameList } from '../core/params.js';
-import type { AccountView, AdmitGuard, Authenticator, Credentials, EchoGate, HostGate, TokenAuthenticator } from './ports.js';
+import type {
+  AccountView,
+  AdmitGuard,
+  Authenticator,
+  Credentials,
+  EchoGate,
+  HostGate,
+  TokenAuthenticator,
+} from './ports.js';
 
 export interface EchoRequest {
   clientIp: string;
@@ -68,7 +76,9 @@ export class EchoService {
       );
       if (byAddress === 'abuse') return { kind: 'refused', outcome: 'abuse' };
       // The distinct valid names, as an update of the same list would count them (none past its limit).
-      const names = [...new Set((hostnameList(req.hostname ?? '') ?? []).map(normalizeHostname).filter((n) => n !== undefined))];
+      const names = [
+        ...new Set((hostnameList(req.hostname ?? '') ?? []).map(normalizeHostname).filter((n) => n !== undefined)),
+      ];
       if (typeof req.credentials === 'object' && names.length > 0) {
         const login = await this.login(req.credentials, req.clientIp, req.userAgent?.trim() ?? '');
         if (login !== undefined) {
@@ -87,7 +97,8 @@ export class EchoService {
               }),
             ),
           );
-          if (admissions.some((a) => a.kind === 'rejected' && a.outcome === 'abuse')) return { kind: 'refused', outcome: 'abuse' };
+          if (admissions.some((a) => a.kind === 'rejected' && a.outcome === 'abuse'))
+            return { kind: 'refused', outcome: 'abuse' };
         }
       }
       return { kind: 'address', address: req.clientIp };

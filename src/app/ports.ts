@@ -135,7 +135,13 @@ export interface Lease {
  * Why admit refused a host: not registered, another account's, not dynamic, closed; abuse:
  * already blocked, or this request crossed the frequency limit and blocked it.
  */
-export const ADMIT_REJECTIONS = ['unknown-host', 'not-owner', 'not-dynamic', 'closed', 'abuse'] as const satisfies readonly HostOutcome[];
+export const ADMIT_REJECTIONS = [
+  'unknown-host',
+  'not-owner',
+  'not-dynamic',
+  'closed',
+  'abuse',
+] as const satisfies readonly HostOutcome[];
 export type AdmitRejection = (typeof ADMIT_REJECTIONS)[number];
 
 export type Admission =
@@ -289,7 +295,10 @@ export interface HostAdmin {
    * Hold the host's lease for an operator's change: 'busy' while a change is in flight,
    * undefined when there is no such host. Give it back with HostGate.release, or to remove().
    */
-  claim(fqdn: string, leaseMs: number): Promise<{ host: HostRecord; lease: Lease; repairDue: boolean } | 'busy' | undefined>;
+  claim(
+    fqdn: string,
+    leaseMs: number,
+  ): Promise<{ host: HostRecord; lease: Lease; repairDue: boolean } | 'busy' | undefined>;
   /** NotFoundError; with a lease, ConflictError when that lease is no longer held. */
   remove(fqdn: string, lease?: Lease): Promise<void>;
   list(account?: string): Promise<HostRecord[]>;
@@ -306,7 +315,8 @@ export interface HostChange {
   /**
    * Address families to leave as the primary has them: the change does not write them and
    * the store does not know them, e.g. a host registered over records another provider set
-   * (docs/protocol.md, "The update request": "the other family's records stay as they are"); see familiesToLeave. Absent:
+   * (docs/protocol.md, "The update request": "the other family's records stay as they are"); see familiesToLeave.
+   * Absent:
    * none — everything is rewritten.
    */
   leave?: AddressFamilies;

@@ -40,9 +40,7 @@ export class Reconciler {
   /** First and last host of the last whole batch: the same batch again means no progress. */
   private lastBatchKey: string | undefined;
 
-  constructor(
-    private readonly deps: { hosts: HostGate; publisher: Publisher; leaseMs: number; logger: Logger },
-  ) {}
+  constructor(private readonly deps: { hosts: HostGate; publisher: Publisher; leaseMs: number; logger: Logger }) {}
 
   /** Repair what has expired now; resolves with the number of hosts republished. */
   async sweep(): Promise<number> {
@@ -86,7 +84,11 @@ export class Reconciler {
   }
 
   /** Publish a reclaimed host's recorded state and record the outcome; never rejects. */
-  private async republish(fqdn: string, zone: string, { host, lease, failedRepublishes, families }: Reclaimed): Promise<boolean> {
+  private async republish(
+    fqdn: string,
+    zone: string,
+    { host, lease, failedRepublishes, families }: Reclaimed,
+  ): Promise<boolean> {
     const { hosts, publisher, leaseMs, logger } = this.deps;
     const target = { ...pickDns(host), offline: host.state === 'offline' };
     try {

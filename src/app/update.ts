@@ -6,7 +6,14 @@ import { DnsUpdateError, StoreUnavailableError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { formatAddresses, parseUpdateParams, type ParamMap, type UpdateParams } from '../core/params.js';
 import { isJunk, outcomeOfError, type HostOutcome, type RequestOutcome } from '../core/outcomes.js';
-import { emptyDnsState, expectationsFor, familiesToLeave, targetState, type RequestedSettings, type ResolvedMx } from '../core/types.js';
+import {
+  emptyDnsState,
+  expectationsFor,
+  familiesToLeave,
+  targetState,
+  type RequestedSettings,
+  type ResolvedMx,
+} from '../core/types.js';
 import { parseAddress, type AddressPair } from '../core/addresses.js';
 import { normalizeHostname } from '../core/names.js';
 import { looksLikeToken } from '../core/update-tokens.js';
@@ -139,7 +146,8 @@ export class UpdateService {
     if (!ua) return { kind: 'request', outcome: 'bad-agent' };
     // Parsed once, when first needed: a fast path that falls back hands it on (with its MX check).
     let parsed: AskedChange | undefined;
-    const asked = (): AskedChange => (parsed ??= new AskedChange(parseUpdateParams(req.params), req.clientIp, this.deps.mxResolver));
+    const asked = (): AskedChange =>
+      (parsed ??= new AskedChange(parseUpdateParams(req.params), req.clientIp, this.deps.mxResolver));
     const fast = (await this.tokenPath(req, ua, asked)) ?? (await this.fastPath(req, ua, asked));
     if (fast !== undefined) return fast;
 
@@ -148,7 +156,14 @@ export class UpdateService {
     const blocked = clientPolicy.isBlocked(ua, req.clientIp);
     const login =
       typeof req.credentials === 'object'
-        ? authenticator.authenticate(req.credentials, req.clientIp, blocked.then((b) => !b, () => false))
+        ? authenticator.authenticate(
+            req.credentials,
+            req.clientIp,
+            blocked.then(
+              (b) => !b,
+              () => false,
+            ),
+          )
         : undefined;
     login?.catch(() => undefined); // awaited below unless the agent is refused first
     if (await blocked) return { kind: 'request', outcome: 'bad-agent' };
@@ -240,7 +255,10 @@ export class UpdateService {
     if (token === undefined) return undefined;
     const guard: TokenGuard = { sourceIp: req.clientIp, userAgent: ua, token };
     const { params, mx } = asked();
-    const names = params.hosts.length > 0 || normalizeHostname(credentials.user) !== token.fqdn ? params.hosts : [{ fqdn: token.fqdn }];
+    const names =
+      params.hosts.length > 0 || normalizeHostname(credentials.user) !== token.fqdn
+        ? params.hosts
+        : [{ fqdn: token.fqdn }];
     const zone = this.deps.publisher.zoneFor(token.fqdn);
     const ownAsked = names.some((h) => h.fqdn === token.fqdn);
     if (params.tooManyHosts || !ownAsked || zone === undefined || !params.systemSupported || mx.needsLookup) {
@@ -264,7 +282,8 @@ export class UpdateService {
       }),
     );
     const refused = settled.find((r) => r.status === 'rejected' && r.reason instanceof TokenRefused);
-    if (refused !== undefined) return this.tokenRefused(token, ((refused as PromiseRejectedResult).reason as TokenRefused).check);
+    if (refused !== undefined)
+      return this.tokenRefused(token, ((refused as PromiseRejectedResult).reason as TokenRefused).check);
     return { kind: 'hosts', lines: hostLines(settled, this.deps.logger) };
   }
 
@@ -301,7 +320,11 @@ export class UpdateService {
     };
     // A non-donator's offline request is still counted by the frequency rule (it passed
     // the abuse check) but never changes anything.
-    const admission = await this.admit({ ...base, expect: forbiddenOffline ? null : expectationsFor(settings, resolvedMx), guard });
+    const admission = await this.admit({
+      ...base,
+      expect: forbiddenOffline ? null : expectationsFor(settings, resolvedMx),
+      guard,
+    });
     if (admission.kind === 'refused') return { refused: admission.check };
     if (admission.kind === 'rejected') return { outcome: admission.outcome };
     if (forbiddenOffline) return { outcome: 'offline-not-allowed' };
@@ -323,7 +346,11 @@ export class UpdateService {
       // over a repair that was due and the primary refused it, the repair stays due, after a
       // lease's time: asking again at once would most likely be refused too.
       const maybeApplied = err instanceof DnsUpdateError && err.maybeApplied;
-      const republish = maybeApplied ? { republishInMs: 0 } : admission.repairDue ? { republishInMs: this.deps.leaseMs, refused: true } : {};
+      const republish = maybeApplied
+        ? { republishInMs: 0 }
+        : admission.repairDue
+          ? { republishInMs: this.deps.leaseMs, refused: true }
+          : {};
       await this.deps.hosts.release(admission.lease, republish).catch((releaseErr: unknown) => {
         throw new ServiceFault(`release failed: ${(releaseErr as Error).message}`);
       });
@@ -347,7 +374,12 @@ export class UpdateService {
       // what it published may have landed after the deletes. Take it away again; not good.
       await this.deps.publisher
         .publish({ fqdn, zone, previous: target, target: { ...emptyDnsState(), offline: false } })
-        .catch((err: unknown) => this.deps.logger.error('could not delete the records of a removed host', { fqdn, error: (err as Error).message }));
+        .catch((err: unknown) =>
+          this.deps.logger.error('could not delete the records of a removed host', {
+            fqdn,
+            error: (err as Error).message,
+          }),
+        );
       return { outcome: 'unknown-host' };
     }
     return { outcome: 'changed', addresses: shown };
@@ -405,7 +437,10 @@ class MxCheck {
     const mx = this.params.mx;
     if (mx === undefined) return Promise.resolve(null);
     if (mx === 'keep') return Promise.resolve('keep');
-    this.pending ??= this.resolver.resolves(mx).then((ok) => (ok ? mx : null), () => null);
+    this.pending ??= this.resolver.resolves(mx).then(
+      (ok) => (ok ? mx : null),
+      () => null,
+    );
     return this.pending;
   }
 }
@@ -426,7 +461,8 @@ function hostLines(settled: PromiseSettledResult<HostLine>[], logger: Logger): H
   const lines = settled.map((r) => (r.status === 'fulfilled' ? r.value : undefined));
   const onlyHeld = faults.every((e) => e instanceof HostStayedBusy);
   if (faults.length > 0 && !(onlyHeld && lines.some((l) => l?.outcome === 'changed'))) throw faults[0];
-  for (const e of faults) logger.warn('answered dnserr for a host held by another request', { error: (e as Error).message });
+  for (const e of faults)
+    logger.warn('answered dnserr for a host held by another request', { error: (e as Error).message });
   return lines.map((l) => l ?? { outcome: 'dns-failed' });
 }
 
@@ -434,4 +470,3 @@ function isJunkReply(reply: UpdateReply): boolean {
   if (reply.kind === 'request') return isJunk(reply.outcome);
   return reply.lines.some((l) => isJunk(l.outcome));
 }
-

@@ -8,7 +8,15 @@
  * burst of concurrent guesses cannot outrun the cool-down (docs/protocol.md, "Clients that misbehave").
  */
 import { randomBytes } from 'node:crypto';
-import type { AccountView, AuthResult, Authenticator, Credentials, FailureCounter, LoginLookup, VerifiedLogin } from '../app/ports.js';
+import type {
+  AccountView,
+  AuthResult,
+  Authenticator,
+  Credentials,
+  FailureCounter,
+  LoginLookup,
+  VerifiedLogin,
+} from '../app/ports.js';
 import type { Config } from '../config/schema.js';
 import { CredentialCache, hashDigest } from './credential-cache.js';
 import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword, type ScryptCost } from './password.js';
@@ -54,7 +62,11 @@ export class PasswordAuthenticator implements Authenticator {
     this.maxParallelHashes = Math.max(1, Math.floor(options.parallelHashes ?? DEFAULT_PARALLEL_HASHES));
   }
 
-  async authenticate(credentials: Credentials, sourceIp: string, proceed: Promise<boolean> = Promise.resolve(true)): Promise<AuthResult> {
+  async authenticate(
+    credentials: Credentials,
+    sourceIp: string,
+    proceed: Promise<boolean> = Promise.resolve(true),
+  ): Promise<AuthResult> {
     const { user, password } = credentials;
     // Read while the caller's earlier check is still in flight: one round trip for both.
     const lookup = this.logins.getForLogin(user, sourceIp);
@@ -127,7 +139,12 @@ export class PasswordAuthenticator implements Authenticator {
    * of this one may have started it while this request waited, and then no hash runs. A
    * failure is counted before the slot is passed on, so the next holder's read sees it.
    */
-  private checkInSlot(user: string, sourceIp: string, check: () => Promise<boolean>, countAs: string | undefined): Promise<Verdict> {
+  private checkInSlot(
+    user: string,
+    sourceIp: string,
+    check: () => Promise<boolean>,
+    countAs: string | undefined,
+  ): Promise<Verdict> {
     return this.limited(async () => {
       if ((await this.logins.getForLogin(user, sourceIp)).throttled) return 'throttled';
       if (await check()) return 'right';

@@ -26,7 +26,8 @@ const MAX_R = 32;
 const MAX_P = 16;
 const MAX_MEMORY_BYTES = 512 * 1024 * 1024;
 
-const FORMAT = /^\$scrypt\$ln=(\d{1,2}),r=(\d{1,3}),p=(\d{1,3})\$([A-Za-z0-9+/]{16,}={0,2})\$([A-Za-z0-9+/]{16,}={0,2})$/;
+const FORMAT =
+  /^\$scrypt\$ln=(\d{1,2}),r=(\d{1,3}),p=(\d{1,3})\$([A-Za-z0-9+/]{16,}={0,2})\$([A-Za-z0-9+/]{16,}={0,2})$/;
 
 interface ParsedHash {
   cost: ScryptCost;
@@ -75,9 +76,15 @@ function parsePasswordHash(stored: string): ParsedHash | undefined {
 
 function costIsAcceptable(c: ScryptCost): boolean {
   return (
-    Number.isInteger(c.ln) && c.ln >= 1 && c.ln <= MAX_LN &&
-    Number.isInteger(c.r) && c.r >= 1 && c.r <= MAX_R &&
-    Number.isInteger(c.p) && c.p >= 1 && c.p <= MAX_P &&
+    Number.isInteger(c.ln) &&
+    c.ln >= 1 &&
+    c.ln <= MAX_LN &&
+    Number.isInteger(c.r) &&
+    c.r >= 1 &&
+    c.r <= MAX_R &&
+    Number.isInteger(c.p) &&
+    c.p >= 1 &&
+    c.p <= MAX_P &&
     memoryNeeded(c) <= MAX_MEMORY_BYTES
   );
 }

@@ -35,8 +35,13 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
   const store = openStore(config, logger);
   const publisher = new DnsPublisher(config.zones, config.dns, logger);
   const mxResolver = new DnsMxResolver(config.mx, config.zones);
-  const authenticator = new PasswordAuthenticator(store.accounts, store.failures, config.credentials, { parallelHashes: options.parallelHashes });
-  const tokens = new CachedTokenAuthenticator(store.tokens, { ttlMs: config.credentials.cacheTtlMs, maxEntries: config.credentials.cacheSize });
+  const authenticator = new PasswordAuthenticator(store.accounts, store.failures, config.credentials, {
+    parallelHashes: options.parallelHashes,
+  });
+  const tokens = new CachedTokenAuthenticator(store.tokens, {
+    ttlMs: config.credentials.cacheTtlMs,
+    maxEntries: config.credentials.cacheSize,
+  });
   const frequency = {
     minIntervalMs: config.frequency.minIntervalMs,
     donatorMinIntervalMs: config.frequency.donatorMinIntervalMs,
@@ -59,7 +64,11 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
     authenticator,
     tokens,
     hosts: store.hosts,
-    settings: { ...frequency, echoMinIntervalMs: config.frequency.echoMinIntervalMs, echoCooldownMs: config.frequency.echoCooldownMs },
+    settings: {
+      ...frequency,
+      echoMinIntervalMs: config.frequency.echoMinIntervalMs,
+      echoCooldownMs: config.frequency.echoCooldownMs,
+    },
     leaseMs: leaseMs(config),
     logger,
   });

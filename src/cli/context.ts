@@ -14,14 +14,20 @@ export function configPathFrom(argv: { config?: string }, env: NodeJS.ProcessEnv
   return p;
 }
 
-export async function loadContext(argv: { config?: string }, env: NodeJS.ProcessEnv, opts: { warn?: boolean } = {}): Promise<CommandContext> {
+export async function loadContext(
+  argv: { config?: string },
+  env: NodeJS.ProcessEnv,
+  opts: { warn?: boolean } = {},
+): Promise<CommandContext> {
   const path = configPathFrom(argv, env);
   const context = contextOf(await loadConfig(path, env));
   if (opts.warn) for (const w of await configWarnings(path, env)) context.logger.warn(w);
   return context;
 }
 
-/** The context of an already validated (and frozen) config: its logger masks the zone secrets and the Redis password. */
+/**
+ * The context of an already validated (and frozen) config: its logger masks the zone secrets and the Redis password.
+ */
 export function contextOf(config: Config): CommandContext {
   const logger = new JsonLogger(config.log.level);
   for (const zone of config.zones) logger.addSecret(zone.key.secret);

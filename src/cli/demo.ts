@@ -87,7 +87,10 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
   };
 
   try {
-    await ensureInstalled({ binaries: ['redis-server', opts.nameserver === 'knot' ? 'knotd' : 'named', 'dig'] }, progress);
+    await ensureInstalled(
+      { binaries: ['redis-server', opts.nameserver === 'knot' ? 'knotd' : 'named', 'dig'] },
+      progress,
+    );
     stop.check();
     // Each step's result is kept before the check: cleanup() must see what was started.
     dir = await makeTempDir('ddns-bridge-demo-');
@@ -103,7 +106,9 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
       records: [`mail.${DEMO_ZONE}. 3600 IN A 192.0.2.25`],
     });
     stop.check();
-    progress(`${opts.nameserver === 'knot' ? 'knotd' : 'named'} on 127.0.0.1:${ns.port}, redis on 127.0.0.1:${redis.port}`);
+    progress(
+      `${opts.nameserver === 'knot' ? 'knotd' : 'named'} on 127.0.0.1:${ns.port}, redis on 127.0.0.1:${redis.port}`,
+    );
 
     const port = opts.port ?? (await freePort());
     const secretFile = path.join(dir, 'ddns-key.secret');
@@ -112,7 +117,13 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
     const configJson = {
       listen: [`127.0.0.1:${port}`],
       redis: { url: redis.url, keyPrefix: 'ddns:' },
-      zones: [{ name: DEMO_ZONE, primary: `127.0.0.1:${ns.port}`, key: { name: key.name, algorithm: key.algorithm, secretFile } }],
+      zones: [
+        {
+          name: DEMO_ZONE,
+          primary: `127.0.0.1:${ns.port}`,
+          key: { name: key.name, algorithm: key.algorithm, secretFile },
+        },
+      ],
       mx: { resolvers: [`127.0.0.1:${ns.port}`], timeout: 1 },
       log: { level: 'info' },
     };
@@ -124,7 +135,12 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
     logger.addSecret(key.secret);
     bridge = buildBridge(config, logger);
     const password = randomBytes(9).toString('base64url');
-    await bridge.store.accounts.create({ name: DEMO_ACCOUNT, passwordHash: await hashPassword(password), donator: true, createdAt: Date.now() });
+    await bridge.store.accounts.create({
+      name: DEMO_ACCOUNT,
+      passwordHash: await hashPassword(password),
+      donator: true,
+      createdAt: Date.now(),
+    });
     await bridge.store.hosts.add(DEMO_HOST, DEMO_ACCOUNT, 'dynamic');
     stop.check();
     // The port it bound: a free one, or the system's pick for --port 0 (then in the config too).
@@ -142,7 +158,12 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
           url,
           config: configPath,
           zone: DEMO_ZONE,
-          nameserver: { kind: opts.nameserver, host: '127.0.0.1', port: ns.port, key: { name: key.name, algorithm: key.algorithm, secret: key.secret } },
+          nameserver: {
+            kind: opts.nameserver,
+            host: '127.0.0.1',
+            port: ns.port,
+            key: { name: key.name, algorithm: key.algorithm, secret: key.secret },
+          },
           account: { name: DEMO_ACCOUNT, password },
           hostname: DEMO_HOST,
         }),

@@ -60,7 +60,8 @@ function agentPattern(argv: { pattern?: string; _: (string | number)[] }): strin
   }
   if (afterDashes.length === 1) return afterDashes[0]!;
   if (argv.pattern === '' && raw.includes('-')) return '-';
-  if (argv.pattern === undefined) throw new UsageError('agent: name a User-Agent pattern (one starting with - goes after --: agent block -- -x/1.0)');
+  if (argv.pattern === undefined)
+    throw new UsageError('agent: name a User-Agent pattern (one starting with - goes after --: agent block -- -x/1.0)');
   return argv.pattern;
 }
 
@@ -82,7 +83,11 @@ const cli = yargs(hideBin(process.argv))
       withConfig(y)
         // A string: yargs would turn `abc` into NaN; serve checks it (a usage error naming the value).
         .option('port', { type: 'string', describe: 'override the port of every listen address' })
-        .option('workers', { type: 'string', default: '1', describe: "worker processes sharing the listen addresses (node:cluster); 'auto': one per CPU" }),
+        .option('workers', {
+          type: 'string',
+          default: '1',
+          describe: "worker processes sharing the listen addresses (node:cluster); 'auto': one per CPU",
+        }),
     async (argv) => {
       const command = await commands.serve();
       const context = command.isClusterWorker() ? await command.workerContext() : await ctx(argv, true);
@@ -94,7 +99,10 @@ const cli = yargs(hideBin(process.argv))
       .command(
         'add <name>',
         'add an account (password from stdin or a prompt)',
-        (a) => a.positional('name', { type: 'string', demandOption: true }).option('donator', { type: 'boolean', default: false }),
+        (a) =>
+          a
+            .positional('name', { type: 'string', demandOption: true })
+            .option('donator', { type: 'boolean', default: false }),
         async (argv) => (await commands.admin()).accountAdd(await ctx(argv), argv.name, argv.donator, out),
       )
       .command(
@@ -106,7 +114,10 @@ const cli = yargs(hideBin(process.argv))
       .command(
         'donator <name>',
         'mark an account as paying (--off: no longer paying)',
-        (a) => a.positional('name', { type: 'string', demandOption: true }).option('off', { type: 'boolean', default: false }),
+        (a) =>
+          a
+            .positional('name', { type: 'string', demandOption: true })
+            .option('off', { type: 'boolean', default: false }),
         async (argv) => (await commands.admin()).accountDonator(await ctx(argv), argv.name, !argv.off, out),
       )
       .command(
@@ -124,7 +135,10 @@ const cli = yargs(hideBin(process.argv))
       .command(
         'show <name>',
         'show an account',
-        (a) => a.positional('name', { type: 'string', demandOption: true }).option('json', { type: 'boolean', default: false }),
+        (a) =>
+          a
+            .positional('name', { type: 'string', demandOption: true })
+            .option('json', { type: 'boolean', default: false }),
         async (argv) => (await commands.admin()).accountShow(await ctx(argv), argv.name, argv.json, out),
       )
       .demandCommand(1, 'name an account command'),
@@ -138,7 +152,11 @@ const cli = yargs(hideBin(process.argv))
           a
             .positional('fqdn', { type: 'string', demandOption: true })
             .option('account', { type: 'string', demandOption: true })
-            .option('type', { type: 'string', default: 'dynamic', choices: ['dynamic', 'static', 'webhop', 'subdomain'] }),
+            .option('type', {
+              type: 'string',
+              default: 'dynamic',
+              choices: ['dynamic', 'static', 'webhop', 'subdomain'],
+            }),
         async (argv) => (await commands.admin()).hostAdd(await ctx(argv), argv.fqdn, argv.account, argv.type, out),
       )
       .command(
@@ -154,7 +172,10 @@ const cli = yargs(hideBin(process.argv))
       .command(
         'remove <fqdn>',
         'delete its records from DNS, then the host name and its update tokens',
-        (a) => a.positional('fqdn', { type: 'string', demandOption: true }).option('keep-dns', { type: 'boolean', default: false }),
+        (a) =>
+          a
+            .positional('fqdn', { type: 'string', demandOption: true })
+            .option('keep-dns', { type: 'boolean', default: false }),
         async (argv) => (await commands.admin()).hostRemove(await ctx(argv), argv.fqdn, argv.keepDns, out),
       )
       .command(
@@ -166,7 +187,10 @@ const cli = yargs(hideBin(process.argv))
       .command(
         'show <fqdn>',
         'show a host name',
-        (a) => a.positional('fqdn', { type: 'string', demandOption: true }).option('json', { type: 'boolean', default: false }),
+        (a) =>
+          a
+            .positional('fqdn', { type: 'string', demandOption: true })
+            .option('json', { type: 'boolean', default: false }),
         async (argv) => (await commands.admin()).hostShow(await ctx(argv), argv.fqdn, argv.json, out),
       )
       .command(
@@ -203,11 +227,22 @@ const cli = yargs(hideBin(process.argv))
         (a) =>
           a
             .positional('fqdn', { type: 'string', demandOption: true })
-            .option('expires', { type: 'string', describe: 'valid for this long: 90m, 12h, 30d, 8w (default: never expires)' })
-            .option('from', { type: 'string', describe: 'usable only from these CIDR blocks: 192.0.2.0/24,2001:db8::/48' })
+            .option('expires', {
+              type: 'string',
+              describe: 'valid for this long: 90m, 12h, 30d, 8w (default: never expires)',
+            })
+            .option('from', {
+              type: 'string',
+              describe: 'usable only from these CIDR blocks: 192.0.2.0/24,2001:db8::/48',
+            })
             .option('note', { type: 'string', describe: 'a note shown by token list' }),
         async (argv) =>
-          (await commands.tokens()).tokenAdd(await ctx(argv), argv.fqdn, { expires: argv.expires, from: argv.from, note: argv.note }, out),
+          (await commands.tokens()).tokenAdd(
+            await ctx(argv),
+            argv.fqdn,
+            { expires: argv.expires, from: argv.from, note: argv.note },
+            out,
+          ),
       )
       .command(
         'list [fqdn]',
@@ -239,7 +274,9 @@ const cli = yargs(hideBin(process.argv))
         (a) => a.positional('pattern', { type: 'string' }),
         agentEdit(false),
       )
-      .command('list', 'list blocked User-Agents', {}, async (argv) => (await commands.admin()).agentList(await ctx(argv as Common), out))
+      .command('list', 'list blocked User-Agents', {}, async (argv) =>
+        (await commands.admin()).agentList(await ctx(argv as Common), out),
+      )
       .demandCommand(1, 'name an agent command'),
   )
   .command(

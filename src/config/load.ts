@@ -38,14 +38,21 @@ export interface ParseOptions {
 
 export async function loadConfig(file: string, env: NodeJS.ProcessEnv = {}): Promise<Config> {
   const json = parseJson(await readConfigText(file), file);
-  return parseConfig(json, { env, baseDir: path.dirname(path.resolve(file)), readFile: (p) => readFileSync(p, 'utf8') });
+  return parseConfig(json, {
+    env,
+    baseDir: path.dirname(path.resolve(file)),
+    readFile: (p) => readFileSync(p, 'utf8'),
+  });
 }
 
 async function readConfigText(file: string): Promise<string> {
   try {
     return await readFile(file, 'utf8');
   } catch (err) {
-    throw new ConfigError(file, `cannot read the config file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new ConfigError(
+      file,
+      `cannot read the config file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
 }
 
@@ -108,7 +115,8 @@ function readListen(top: Section, opts: ParseOptions): ListenConfig[] {
     } else {
       throw new ConfigError(key, `expected "host:port" or {"host", "port"[, "tls"]}, got ${describe(item)}`);
     }
-    if (!parseAddress(endpoint.host) && !isHostName(endpoint.host)) throw new ConfigError(key, `"${endpoint.host}" is not an address or host name`);
+    if (!parseAddress(endpoint.host) && !isHostName(endpoint.host))
+      throw new ConfigError(key, `"${endpoint.host}" is not an address or host name`);
     const id = `${endpoint.host}|${endpoint.port}`;
     if (seen.has(id)) throw new ConfigError(key, 'listed twice');
     seen.add(id);
@@ -148,7 +156,8 @@ function readBasePath(top: Section): string {
 function readTrustedProxies(top: Section): string[] {
   return top.array('trustedProxies', []).map((item, i) => {
     const key = top.itemPath('trustedProxies', i);
-    if (typeof item !== 'string' || !parseCidr(item)) throw new ConfigError(key, 'expected an address or CIDR block such as "10.0.0.0/8"');
+    if (typeof item !== 'string' || !parseCidr(item))
+      throw new ConfigError(key, 'expected an address or CIDR block such as "10.0.0.0/8"');
     return item.trim();
   });
 }
@@ -191,16 +200,21 @@ function readRedis(s: Section, opts: ParseOptions): Config['redis'] {
   const tcp = parsed !== undefined && ['redis:', 'rediss:'].includes(parsed.protocol) && parsed.hostname !== '';
   // A Redis on the same machine over its Unix socket (unix:///run/redis/redis.sock?db=0):
   // cheaper per command than loopback TCP.
-  const unix = parsed !== undefined && parsed.protocol === 'unix:' && parsed.hostname === '' && parsed.pathname.length > 1;
+  const unix =
+    parsed !== undefined && parsed.protocol === 'unix:' && parsed.hostname === '' && parsed.pathname.length > 1;
   if (!tcp && !unix) {
     throw new ConfigError(s.keyPath('url'), 'expected redis://host:port/db, rediss://… or unix:///path/to/redis.sock');
   }
   if (unix) {
     // The database goes in ?db=N (a path ending in /N would name a socket that is not there).
     const db = parsed!.searchParams.get('db');
-    if (db !== null && !/^\d{1,5}$/.test(db)) throw new ConfigError(s.keyPath('url'), 'expected ?db=N with a database number');
+    if (db !== null && !/^\d{1,5}$/.test(db))
+      throw new ConfigError(s.keyPath('url'), 'expected ?db=N with a database number');
     if (/\/\d+$/.test(parsed!.pathname) || parsed!.pathname.endsWith('/')) {
-      throw new ConfigError(s.keyPath('url'), 'expected the socket file as the path (unix:///run/redis/redis.sock?db=0)');
+      throw new ConfigError(
+        s.keyPath('url'),
+        'expected the socket file as the path (unix:///run/redis/redis.sock?db=0)',
+      );
     }
   }
   // A database that cannot be selected would leave the client in database 0 (ioredis logs the
@@ -208,11 +222,15 @@ function readRedis(s: Section, opts: ParseOptions): Config['redis'] {
   if (tcp && !/^\/?(\d{1,5})?$/.test(parsed!.pathname)) {
     throw new ConfigError(s.keyPath('url'), 'expected a database number as the path (redis://host:port/0)');
   }
-  // The password may stay out of the config file (docs/operators.md, "The command line": secrets from files or the environment).
+  // The password may stay out of the config file (docs/operators.md, "The command line": secrets from files or the
+  // environment).
   const passwordSources = secretSourcesOf(s, { file: 'passwordFile', env: 'passwordEnv' });
   if (passwordSources.length > 1) throw new ConfigError(s.path, 'give at most one of passwordFile, passwordEnv');
   if (passwordSources.length > 0 && parsed!.password !== '') {
-    throw new ConfigError(s.keyPath('url'), `holds a password as well as ${passwordSources[0]!.key.split('.').pop()}: give it once`);
+    throw new ConfigError(
+      s.keyPath('url'),
+      `holds a password as well as ${passwordSources[0]!.key.split('.').pop()}: give it once`,
+    );
   }
   const ctx: SecretContext = { env: opts.env, baseDir: opts.baseDir, readFile: opts.readFile };
   const password = passwordSources.length > 0 ? loadPassword(passwordSources[0]!, ctx) : undefined;
@@ -257,7 +275,8 @@ function readMx(s: Section): Config['mx'] {
     const parsed = typeof item === 'string' ? parseHostPort(item, 53) : undefined;
     // By address only: a resolver's own name could not be looked up (c-ares refuses it, and
     // every MX would then count as unresolvable and be deleted).
-    if (!parsed || !parseAddress(parsed.host)) throw new ConfigError(key, 'expected an IP address, "address:port" or "[IPv6 address]:port"');
+    if (!parsed || !parseAddress(parsed.host))
+      throw new ConfigError(key, 'expected an IP address, "address:port" or "[IPv6 address]:port"');
     return (item as string).trim();
   });
   if (resolvers.length === 0) throw new ConfigError(s.keyPath('resolvers'), 'needs at least one resolver');
@@ -320,7 +339,8 @@ function readZones(top: Section, opts: ParseOptions): ZoneConfig[] {
     const name = normalizeZoneName(z.string('name'));
     if (!name) throw new ConfigError(z.keyPath('name'), 'expected a domain name such as "dyn.example.org"');
     const earlier = seen.get(name);
-    if (earlier !== undefined) throw new ConfigError(z.keyPath('name'), `zone ${name} is already configured as zones[${earlier}]`);
+    if (earlier !== undefined)
+      throw new ConfigError(z.keyPath('name'), `zone ${name} is already configured as zones[${earlier}]`);
     seen.set(name, i);
     const primary = parseHostPort(z.string('primary'), 53);
     if (!primary) throw new ConfigError(z.keyPath('primary'), 'expected host:port');
@@ -384,7 +404,10 @@ function isHostName(text: string): boolean {
  * "host:port", "[v6]:port", a bare IPv6 address or a bare host (when `defaultPort` is given).
  * The host is an IP address or a host name; `undefined` when malformed.
  */
-export function parseHostPort(raw: string, defaultPort: number | undefined): { host: string; port: number } | undefined {
+export function parseHostPort(
+  raw: string,
+  defaultPort: number | undefined,
+): { host: string; port: number } | undefined {
   const text = raw.trim();
   let host: string;
   let portText: string | undefined;
@@ -447,7 +470,9 @@ export async function configWarnings(file: string, env: NodeJS.ProcessEnv): Prom
     if (!key) continue;
     if (key.secret !== undefined) {
       configHoldsSecret = true;
-      warnings.push(`zones[${i}].key.secret: the TSIG secret is inline in ${file}; move it to a file (secretFile, mode 0600) or use secretEnv`);
+      warnings.push(
+        `zones[${i}].key.secret: the TSIG secret is inline in ${file}; move it to a file (secretFile, mode 0600) or use secretEnv`,
+      );
     }
     if (typeof key.secretFile === 'string') {
       const warning = await readableSecretFile(`zones[${i}].key.secretFile`, key.secretFile, baseDir, env);
@@ -496,7 +521,12 @@ export async function configWarnings(file: string, env: NodeJS.ProcessEnv): Prom
 }
 
 /** A warning when the secret file a setting names is readable by others than its owner. */
-async function readableSecretFile(setting: string, rawPath: string, baseDir: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+async function readableSecretFile(
+  setting: string,
+  rawPath: string,
+  baseDir: string,
+  env: NodeJS.ProcessEnv,
+): Promise<string | undefined> {
   let file: string;
   try {
     file = resolveSecretPath(rawPath, baseDir, env, setting);

@@ -63,7 +63,8 @@ export class Section {
       if (fallback === undefined) throw new ConfigError(this.keyPath(name), 'required setting is missing');
       return fallback;
     }
-    if (typeof value !== 'string') throw new ConfigError(this.keyPath(name), `expected a string, got ${describe(value)}`);
+    if (typeof value !== 'string')
+      throw new ConfigError(this.keyPath(name), `expected a string, got ${describe(value)}`);
     return value;
   }
 
@@ -76,10 +77,13 @@ export class Section {
     const value = this.raw(name);
     if (value === undefined) return fallback;
     const key = this.keyPath(name);
-    if (typeof value !== 'number' || !Number.isFinite(value)) throw new ConfigError(key, `expected a number, got ${describe(value)}`);
+    if (typeof value !== 'number' || !Number.isFinite(value))
+      throw new ConfigError(key, `expected a number, got ${describe(value)}`);
     if (rule.integer && !Number.isInteger(value)) throw new ConfigError(key, `expected an integer, got ${value}`);
-    if (rule.min !== undefined && value < rule.min) throw new ConfigError(key, `must be at least ${rule.min}, got ${value}`);
-    if (rule.max !== undefined && value > rule.max) throw new ConfigError(key, `must be at most ${rule.max}, got ${value}`);
+    if (rule.min !== undefined && value < rule.min)
+      throw new ConfigError(key, `must be at least ${rule.min}, got ${value}`);
+    if (rule.max !== undefined && value > rule.max)
+      throw new ConfigError(key, `must be at most ${rule.max}, got ${value}`);
     return value;
   }
 
@@ -88,9 +92,14 @@ export class Section {
   }
 
   /** A duration given in seconds (fractions allowed), returned in whole milliseconds. */
-  seconds(name: string, fallbackSeconds: number, rule: { min?: number; max?: number; positive?: boolean } = {}): number {
+  seconds(
+    name: string,
+    fallbackSeconds: number,
+    rule: { min?: number; max?: number; positive?: boolean } = {},
+  ): number {
     const seconds = this.number(name, fallbackSeconds, { min: rule.min ?? 0, max: rule.max });
-    if (rule.positive && seconds <= 0) throw new ConfigError(this.keyPath(name), `must be more than 0 seconds, got ${seconds}`);
+    if (rule.positive && seconds <= 0)
+      throw new ConfigError(this.keyPath(name), `must be more than 0 seconds, got ${seconds}`);
     const ms = Math.round(seconds * 1000);
     if (rule.positive && ms === 0) throw new ConfigError(this.keyPath(name), 'must be at least 0.001 seconds');
     return ms;

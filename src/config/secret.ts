@@ -25,12 +25,15 @@ export interface SecretFileContent {
  * systemd (`${CREDENTIALS_DIRECTORY:-/etc/ddns-bridge}/ddns-key.secret`) and outside it.
  */
 export function expandPath(raw: string, env: NodeJS.ProcessEnv, key: string): string {
-  return raw.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_whole, name: string, fallback: string | undefined) => {
-    const value = env[name];
-    if (value !== undefined && value !== '') return value;
-    if (fallback !== undefined) return fallback;
-    throw new ConfigError(key, `environment variable ${name} (used in the path) is not set`);
-  });
+  return raw.replace(
+    /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
+    (_whole, name: string, fallback: string | undefined) => {
+      const value = env[name];
+      if (value !== undefined && value !== '') return value;
+      if (fallback !== undefined) return fallback;
+      throw new ConfigError(key, `environment variable ${name} (used in the path) is not set`);
+    },
+  );
 }
 
 export function resolveSecretPath(raw: string, baseDir: string, env: NodeJS.ProcessEnv, key: string): string {
@@ -95,7 +98,11 @@ export interface SecretContext {
  * Read and check the secret of one key. `expect` is the key's configured name and algorithm:
  * a BIND or Knot file that declares a different one is a mistake worth stopping for.
  */
-export function loadSecret(source: SecretSource, ctx: SecretContext, expect: { name: string; algorithm: string }): Buffer {
+export function loadSecret(
+  source: SecretSource,
+  ctx: SecretContext,
+  expect: { name: string; algorithm: string },
+): Buffer {
   switch (source.kind) {
     case 'inline': {
       const secret = decodeSecret(source.value);
@@ -112,13 +119,22 @@ export function loadSecret(source: SecretSource, ctx: SecretContext, expect: { n
       const { text, shown } = readFileOf(source, ctx);
       const parsed = parseSecretFile(text);
       if (!parsed) {
-        throw new ConfigError(source.key, `${shown} holds neither a base64 secret, a BIND key statement nor a Knot key`);
+        throw new ConfigError(
+          source.key,
+          `${shown} holds neither a base64 secret, a BIND key statement nor a Knot key`,
+        );
       }
       if (parsed.keyName !== undefined && parsed.keyName.replace(/\.$/, '').toLowerCase() !== expect.name) {
-        throw new ConfigError(source.key, `${shown} defines key "${parsed.keyName}", but the key is named "${expect.name}"`);
+        throw new ConfigError(
+          source.key,
+          `${shown} defines key "${parsed.keyName}", but the key is named "${expect.name}"`,
+        );
       }
       if (parsed.algorithm !== undefined && parsed.algorithm.toLowerCase() !== expect.algorithm) {
-        throw new ConfigError(source.key, `${shown} says algorithm ${parsed.algorithm}, but the key is configured as ${expect.algorithm}`);
+        throw new ConfigError(
+          source.key,
+          `${shown} says algorithm ${parsed.algorithm}, but the key is configured as ${expect.algorithm}`,
+        );
       }
       const secret = decodeSecret(parsed.secret);
       if (!secret) throw new ConfigError(source.key, `the secret in ${shown} ${BAD_SECRET}`);
@@ -146,7 +162,8 @@ export function loadPassword(source: SecretSource, ctx: SecretContext): string {
       value = readFileOf(source, ctx, { neverShow: true }).text.replace(/\r?\n$/, '');
       break;
   }
-  if (value === '' || /[\r\n]/.test(value)) throw new ConfigError(source.key, 'expected the password on one line, not empty');
+  if (value === '' || /[\r\n]/.test(value))
+    throw new ConfigError(source.key, 'expected the password on one line, not empty');
   return value;
 }
 
@@ -154,9 +171,16 @@ export function loadPassword(source: SecretSource, ctx: SecretContext): string {
  * The value of a `*Env` setting's variable, and how errors may name it. A secret pasted in
  * place of the name never comes back in an error; with `neverShow`, no name does.
  */
-function readEnv(source: Extract<SecretSource, { kind: 'env' }>, ctx: SecretContext, opts: { neverShow?: boolean } = {}): { value: string; shown: string } {
+function readEnv(
+  source: Extract<SecretSource, { kind: 'env' }>,
+  ctx: SecretContext,
+  opts: { neverShow?: boolean } = {},
+): { value: string; shown: string } {
   if (!ENV_NAME.test(source.variable)) {
-    throw new ConfigError(source.key, 'expected the name of an environment variable (letters, digits and _, not starting with a digit), not its value');
+    throw new ConfigError(
+      source.key,
+      'expected the name of an environment variable (letters, digits and _, not starting with a digit), not its value',
+    );
   }
   const shown = opts.neverShow
     ? 'the environment variable named here'
@@ -172,7 +196,11 @@ function readEnv(source: Extract<SecretSource, { kind: 'env' }>, ctx: SecretCont
  * The text of a `*File` setting's file, and how errors may name it (never a pasted secret;
  * with `neverShow`, never the path).
  */
-function readFileOf(source: Extract<SecretSource, { kind: 'file' }>, ctx: SecretContext, opts: { neverShow?: boolean } = {}): { text: string; shown: string } {
+function readFileOf(
+  source: Extract<SecretSource, { kind: 'file' }>,
+  ctx: SecretContext,
+  opts: { neverShow?: boolean } = {},
+): { text: string; shown: string } {
   const file = resolveSecretPath(source.path, ctx.baseDir, ctx.env, source.key);
   const pasted = looksLikeSecret(source.path);
   try {

@@ -25,7 +25,8 @@ export function parseAddress(raw: string): { family: 4 | 6; address: string } | 
   }
   if (text.includes('%') || !isIPv6(text)) return undefined;
   const canonical = canonicalIPv6(text);
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(canonical) ?? /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(canonical);
+  const mapped =
+    /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(canonical) ?? /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(canonical);
   if (mapped) {
     if (mapped.length === 2) return { family: 4, address: mapped[1]! };
     const hi = parseInt(mapped[1]!, 16);

@@ -49,7 +49,11 @@ interface Glob {
 
 function compileGlob(pattern: string): Glob {
   const parts = pattern.split('*');
-  return { prefix: parts[0]!, middle: parts.slice(1, -1).filter((p) => p.length > 0), suffix: parts[parts.length - 1]! };
+  return {
+    prefix: parts[0]!,
+    middle: parts.slice(1, -1).filter((p) => p.length > 0),
+    suffix: parts[parts.length - 1]!,
+  };
 }
 
 /**

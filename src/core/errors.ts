@@ -41,7 +41,8 @@ export class StoreUnavailableError extends BridgeError {
   }
 }
 
-export type DnsFailureCode = 'ERR_DNS_TIMEOUT' | 'ERR_DNS_CONNECTION' | 'ERR_DNS_RCODE' | 'ERR_DNS_TSIG' | 'ERR_DNS_PROTOCOL';
+export type DnsFailureCode =
+  'ERR_DNS_TIMEOUT' | 'ERR_DNS_CONNECTION' | 'ERR_DNS_RCODE' | 'ERR_DNS_TSIG' | 'ERR_DNS_PROTOCOL';
 
 /**
  * An UPDATE was not applied (or we cannot prove it was). `retryable` marks failures
@@ -79,7 +80,13 @@ export class DnsUpdateError extends BridgeError {
   asMaybeApplied(): DnsUpdateError {
     if (this.maybeApplied) return this;
     const { rcode, retryable, signedAnswer, cause } = this;
-    return new DnsUpdateError(this.code, this.zone, this.detail, { rcode, retryable, maybeApplied: true, signedAnswer, cause });
+    return new DnsUpdateError(this.code, this.zone, this.detail, {
+      rcode,
+      retryable,
+      maybeApplied: true,
+      signedAnswer,
+      cause,
+    });
   }
 }
 

@@ -31,7 +31,10 @@ export interface UpdateParams {
 }
 
 const SUPPORTED_SYSTEMS = new Set(['dyndns', 'statdns', 'custom']);
-/** `myip`'s aliases that carry the IPv6 address (docs/protocol.md, "The update request"); an IPv4 address in them is ignored. */
+/**
+ * `myip`'s aliases that carry the IPv6 address (docs/protocol.md, "The update request"); an IPv4 address in them is
+ * ignored.
+ */
 const IPV6_ALIASES = ['myipv6', 'ipv6', 'myip6'];
 
 function first(params: ParamMap, name: string): string | undefined {
@@ -44,7 +47,10 @@ function yesNo(value: string | undefined): boolean {
 
 /** The names of a `hostname` value (trimmed, empty items dropped); undefined past MAX_HOSTS_PER_REQUEST. */
 export function hostnameList(value: string): string[] | undefined {
-  const names = value.split(',').map((h) => h.trim()).filter((h) => h.length > 0);
+  const names = value
+    .split(',')
+    .map((h) => h.trim())
+    .filter((h) => h.length > 0);
   return names.length > MAX_HOSTS_PER_REQUEST ? undefined : names;
 }
 
@@ -53,7 +59,10 @@ export function parseUpdateParams(params: ParamMap): UpdateParams {
   const tooManyHosts = rawHosts === undefined;
   const hosts = (rawHosts ?? []).map((raw) => ({ raw, fqdn: normalizeHostname(raw) }));
 
-  const addresses = parseAddressList(params.get('myip') ?? [], IPV6_ALIASES.flatMap((n) => params.get(n) ?? []));
+  const addresses = parseAddressList(
+    params.get('myip') ?? [],
+    IPV6_ALIASES.flatMap((n) => params.get(n) ?? []),
+  );
 
   const wildcardValue = first(params, 'wildcard')?.trim().toUpperCase();
   const wildcard = wildcardValue === 'ON' ? true : wildcardValue === 'NOCHG' ? 'keep' : false;

@@ -13,7 +13,8 @@ export function checkRegistration(
   if (zones.includes(fqdn)) return { problem: `${fqdn} is a zone apex: only names below it can be hosts` };
   const zone = zoneOf(fqdn, zones);
   if (zone === undefined) return { problem: `${fqdn} is not below any configured zone (${zones.join(', ')})` };
-  if (!(HOST_TYPES as readonly string[]).includes(type)) return { problem: `unknown type ${JSON.stringify(type)} (one of ${HOST_TYPES.join(', ')})` };
+  if (!(HOST_TYPES as readonly string[]).includes(type))
+    return { problem: `unknown type ${JSON.stringify(type)} (one of ${HOST_TYPES.join(', ')})` };
   // between: where a host of another account must not sit (docs/security.md, "No shadowing").
   return { fqdn, type: type as HostType, between: namesBetween(fqdn, zone) };
 }

@@ -96,7 +96,10 @@ export interface AddressFamilies {
  * full (`written`) and the store does not know — records the bridge never set, such as those
  * another provider left (docs/protocol.md, "The update request": "the other family's records stay as they are").
  */
-export function familiesToLeave(stored: Pick<HostDnsState, 'ipv4' | 'ipv6'>, written: AddressFamilies): AddressFamilies {
+export function familiesToLeave(
+  stored: Pick<HostDnsState, 'ipv4' | 'ipv6'>,
+  written: AddressFamilies,
+): AddressFamilies {
   return { ipv4: !written.ipv4 && stored.ipv4 === null, ipv6: !written.ipv6 && stored.ipv6 === null };
 }
 

@@ -63,7 +63,10 @@ export function parseDuration(text: string): number | undefined {
  * normalised to `address/prefix`; or the reason it is not valid.
  */
 export function parseSourceList(text: string): { from: string[] } | { problem: string } {
-  const items = text.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const items = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   if (items.length === 0) return { problem: 'expected one or more CIDR blocks, e.g. 192.0.2.0/24,2001:db8::/48' };
   if (items.length > MAX_TOKEN_SOURCES) return { problem: `at most ${MAX_TOKEN_SOURCES} CIDR blocks` };
   const from: string[] = [];

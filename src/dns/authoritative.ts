@@ -19,7 +19,11 @@ import dnsPacket from 'dns-packet';
 export type PrimaryView = 'address' | 'alias' | 'none' | 'referral' | 'unanswered' | 'unreachable';
 
 /** Never throws: every failure is a view. */
-export function askPrimary(primary: { host: string; port: number }, name: string, timeoutMs: number): Promise<PrimaryView> {
+export function askPrimary(
+  primary: { host: string; port: number },
+  name: string,
+  timeoutMs: number,
+): Promise<PrimaryView> {
   return new Promise<PrimaryView>((resolve) => {
     const socket = createSocket(isIPv6(primary.host) ? 'udp6' : 'udp4');
     const pending = new Set<number>(); // the ids of our queries not answered yet
@@ -47,7 +51,8 @@ export function askPrimary(primary: { host: string; port: number }, name: string
       // An address, an alias or a refusal decides at once; 'none' only once both types said so.
       const decided = views.find((v) => v === 'address' || v === 'alias' || v === 'unreachable');
       if (decided) return finish(decided);
-      if (pending.size === 0) finish(views.every((v) => v === 'none') ? 'none' : views.includes('unanswered') ? 'unanswered' : 'referral');
+      if (pending.size === 0)
+        finish(views.every((v) => v === 'none') ? 'none' : views.includes('unanswered') ? 'unanswered' : 'referral');
     });
     try {
       // Connected: the kernel drops datagrams from anyone else.
@@ -66,7 +71,10 @@ export function askPrimary(primary: { host: string; port: number }, name: string
   });
 }
 
-function viewOf(packet: dnsPacket.Packet & { flag_aa?: boolean; flag_tc?: boolean; rcode?: string }, name: string): PrimaryView {
+function viewOf(
+  packet: dnsPacket.Packet & { flag_aa?: boolean; flag_tc?: boolean; rcode?: string },
+  name: string,
+): PrimaryView {
   if (packet.flag_tc) return 'unanswered'; // the answer did not fit (no EDNS here): the resolvers tell
   const owner = name.toLowerCase().replace(/\.$/, '');
   const at = (packet.answers ?? []).filter((r) => r.name.toLowerCase().replace(/\.$/, '') === owner);

@@ -68,10 +68,25 @@ export function planChange(change: HostChange, ttl: number): HostPlan {
   if (t.mx) {
     if (t.backmx) {
       // Mail goes to the client's machine first, the backup server second.
-      updates.push({ kind: 'add', name: host, ttl, data: { type: 'MX', preference: MX_PRIMARY_PREFERENCE, exchange: host } });
-      updates.push({ kind: 'add', name: host, ttl, data: { type: 'MX', preference: MX_BACKUP_PREFERENCE, exchange: t.mx } });
+      updates.push({
+        kind: 'add',
+        name: host,
+        ttl,
+        data: { type: 'MX', preference: MX_PRIMARY_PREFERENCE, exchange: host },
+      });
+      updates.push({
+        kind: 'add',
+        name: host,
+        ttl,
+        data: { type: 'MX', preference: MX_BACKUP_PREFERENCE, exchange: t.mx },
+      });
     } else {
-      updates.push({ kind: 'add', name: host, ttl, data: { type: 'MX', preference: MX_PRIMARY_PREFERENCE, exchange: t.mx } });
+      updates.push({
+        kind: 'add',
+        name: host,
+        ttl,
+        data: { type: 'MX', preference: MX_PRIMARY_PREFERENCE, exchange: t.mx },
+      });
     }
   }
   return { fqdn: host, zone: change.zone, prerequisites, updates };

@@ -34,7 +34,8 @@ export async function probeZone(
   const signing = { zone, fudge: dns.fudge, now: () => clock() + dns.clockOffsetSeconds };
   const probe = `${PROBE_LABEL}.${zone.name}`;
   const apexExists = { kind: 'rrset-exists', name: zone.name, type: 'SOA' } as const;
-  const accepted = (id: number): Buffer => encodeUpdate({ id, zone: zone.name, prerequisites: [apexExists], updates: [] });
+  const accepted = (id: number): Buffer =>
+    encodeUpdate({ id, zone: zone.name, prerequisites: [apexExists], updates: [] });
   const granted = (id: number): Buffer =>
     encodeUpdate({
       id,
@@ -60,7 +61,8 @@ export async function probeZone(
 
 /** Why the second probe failed, for an operator: the key works, its rights are the problem. */
 function notGranted(err: DnsUpdateError, probe: string): string {
-  if (err.rcode === 'YXRRSET') return `${probe} has an A record, so the probe could not prove the key's rights: free that name`;
+  if (err.rcode === 'YXRRSET')
+    return `${probe} has an A record, so the probe could not prove the key's rights: free that name`;
   if (err.rcode !== 'REFUSED' && err.rcode !== 'NOTAUTH' && err.rcode !== 'BADKEY') return err.message;
   return (
     `the primary accepts the key but refused a change of the A records at ${probe} (${err.rcode}): ` +

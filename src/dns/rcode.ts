@@ -73,7 +73,7 @@ export function hintFor(rcode: string | undefined, code?: DnsUpdateError['code']
     case 'ERR_DNS_PROTOCOL':
       return 'the primary sent an unexpected response';
     default:
-      return 'see the primary\'s log';
+      return "see the primary's log";
   }
 }
 
@@ -151,13 +151,20 @@ export function responseFailure(zone: string, rcode: number, verdict: TsigVerdic
   const maybeApplied = rcode === 0 || verdict.macVerified !== true;
   const message = `${what}: ${hintFor(mnemonic, 'ERR_DNS_TSIG')}`;
   if (verdict.reason.startsWith('server-')) {
-    return new TsigErrorAnswer(zone, message, { rcode: mnemonic, maybeApplied }, mnemonic ?? `TSIG error ${verdict.tsig?.error}`);
+    return new TsigErrorAnswer(
+      zone,
+      message,
+      { rcode: mnemonic, maybeApplied },
+      mnemonic ?? `TSIG error ${verdict.tsig?.error}`,
+    );
   }
   return failure('ERR_DNS_TSIG', zone, what, { rcode: mnemonic, retryable: false, maybeApplied });
 }
 
 export function timeoutFailure(zone: string, ms: number): DnsUpdateError {
-  return failure('ERR_DNS_TIMEOUT', zone, `no answer from the primary within ${Math.round(ms)} ms`, { retryable: true });
+  return failure('ERR_DNS_TIMEOUT', zone, `no answer from the primary within ${Math.round(ms)} ms`, {
+    retryable: true,
+  });
 }
 
 export function connectionFailure(zone: string, what: string, cause?: unknown): DnsUpdateError {

@@ -42,7 +42,10 @@ export class DnsMxResolver implements MxResolver {
   constructor(mx: Config['mx'], zones: readonly MxZone[] = []) {
     this.timeoutMs = mx.timeoutMs;
     this.servers = mx.resolvers;
-    this.zones = zones.map((z) => ({ name: z.name.toLowerCase(), primary: z.primary && isIP(z.primary.host) ? z.primary : undefined }));
+    this.zones = zones.map((z) => ({
+      name: z.name.toLowerCase(),
+      primary: z.primary && isIP(z.primary.host) ? z.primary : undefined,
+    }));
     this.zoneNames = this.zones.map((z) => z.name);
   }
 
@@ -110,8 +113,11 @@ export class DnsMxResolver implements MxResolver {
     try {
       // An MX at an alias inside the zone makes BIND refuse the whole UPDATE (RFC 2181 §10.3:
       // the address with it, on every retry) and Knot publish a broken MX. Outside our zones
-      // the primary cannot tell, and docs/protocol.md, "The update request" asks only for an address. Asked beside the address.
-      const alias = checkAlias ? Promise.any(resolvers.map((r) => isAlias(r, name))).catch(() => false) : Promise.resolve(false);
+      // the primary cannot tell, and docs/protocol.md, "The update request" asks only for an address. Asked beside
+      // the address.
+      const alias = checkAlias
+        ? Promise.any(resolvers.map((r) => isAlias(r, name))).catch(() => false)
+        : Promise.resolve(false);
       const address = Promise.any(resolvers.map((r) => hasAddress(r, name))).then(
         () => ({ found: true, definite: true }),
         (err: AggregateError) => ({ found: false, definite: err.errors.every(saysNoRecord) }),

@@ -44,7 +44,10 @@ interface Request {
   done: boolean;
 }
 
-/** How long the ID of an abandoned (timed-out) request stays reserved on its connection: a late answer must not match a new request. */
+/**
+ * How long the ID of an abandoned (timed-out) request stays reserved on its connection: a late answer must not match
+ * a new request.
+ */
 const ABANDONED_ID_HOLD_MS = 60_000;
 const ID_SPACE = 0x10000;
 /** Free IDs kept so that a random pick succeeds within a few tries. */
@@ -205,7 +208,9 @@ export class TcpTransport {
       if (this.socket === socket) this.socket = undefined;
       // Late answers cannot arrive on another connection: its held IDs are free again.
       for (const [id, held] of this.abandoned) if (held.socket === socket) this.abandoned.delete(id);
-      const why = lastError ? `connection to the primary failed: ${lastError.message}` : 'the primary closed the connection';
+      const why = lastError
+        ? `connection to the primary failed: ${lastError.message}`
+        : 'the primary closed the connection';
       // Every request still in flight on it was sent: the primary may have read it and may
       // still apply it, even after a later message on a new connection (no ordering across
       // connections). Maybe applied: a host that then fails has its stored state republished.

@@ -4,7 +4,15 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { TsigAlgorithm, TsigKeyConfig } from '../config/schema.js';
-import { CLASS_ANY, TYPE_TSIG, WireFormatError, encodeCanonicalName, encodeName, parseMessage, readName } from './wire.js';
+import {
+  CLASS_ANY,
+  TYPE_TSIG,
+  WireFormatError,
+  encodeCanonicalName,
+  encodeName,
+  parseMessage,
+  readName,
+} from './wire.js';
 
 /** Algorithm name (wire form, without trailing dot) → node:crypto digest. */
 const DIGESTS: Record<TsigAlgorithm, { wireName: string; digest: string; macLength: number }> = {
@@ -110,7 +118,13 @@ function formsOf(key: TsigKeyConfig): KeyForms {
  * The variables' names are the key's canonical forms: a message whose names differ (other
  * than in case) is refused before its MAC is computed.
  */
-function macOf(key: TsigKeyConfig, forms: KeyForms, requestMac: Buffer | undefined, message: Buffer, t: Pick<TsigRecord, 'timeSigned' | 'fudge' | 'error' | 'otherData'>): Buffer {
+function macOf(
+  key: TsigKeyConfig,
+  forms: KeyForms,
+  requestMac: Buffer | undefined,
+  message: Buffer,
+  t: Pick<TsigRecord, 'timeSigned' | 'fudge' | 'error' | 'otherData'>,
+): Buffer {
   const h = createHmac(DIGESTS[key.algorithm].digest, key.secret);
   if (requestMac) {
     const length = Buffer.allocUnsafe(2);
@@ -131,7 +145,13 @@ function tsigRecordLength(owner: Buffer, algorithmName: Buffer, t: Pick<TsigReco
 }
 
 /** Write the TSIG record at `pos` (room for tsigRecordLength bytes). */
-function writeTsigRecord(buf: Buffer, pos: number, owner: Buffer, algorithmName: Buffer, t: Omit<TsigRecord, 'keyName' | 'algorithm'>): void {
+function writeTsigRecord(
+  buf: Buffer,
+  pos: number,
+  owner: Buffer,
+  algorithmName: Buffer,
+  t: Omit<TsigRecord, 'keyName' | 'algorithm'>,
+): void {
   pos += owner.copy(buf, pos);
   pos = buf.writeUInt16BE(TYPE_TSIG, pos);
   pos = buf.writeUInt16BE(CLASS_ANY, pos);
@@ -198,7 +218,11 @@ export function signMessage(message: Buffer, key: TsigKeyConfig, opts: SignOptio
 }
 
 /** Sign a request: see signMessage. */
-export function signRequest(message: Buffer, key: TsigKeyConfig, opts: { timeSigned: number; fudge: number }): SignedMessage {
+export function signRequest(
+  message: Buffer,
+  key: TsigKeyConfig,
+  opts: { timeSigned: number; fudge: number },
+): SignedMessage {
   return signMessage(message, key, opts);
 }
 
@@ -320,19 +344,26 @@ export function verifyMessage(buf: Buffer, key: TsigKeyConfig, opts: VerifyOptio
   }
   const macLength = DIGESTS[key.algorithm].macLength;
   // The names in the variables are the key's (canonical): the message's were checked above.
-  const macMatches = (): boolean => tsig.mac.length === macLength && timingSafeEqual(macOf(key, forms, opts.requestMac, unsigned, tsig), tsig.mac);
+  const macMatches = (): boolean =>
+    tsig.mac.length === macLength && timingSafeEqual(macOf(key, forms, opts.requestMac, unsigned, tsig), tsig.mac);
   if (tsig.error !== 0) {
     const reason = SERVER_ERRORS[tsig.error] ?? 'server-error';
     // A BADTIME answer is signed and carries the peer's clock in Other Data (RFC 8945
     // §5.2.3). The skew is only believed from an answer whose MAC verifies: anyone can
     // send an unsigned BADTIME naming any clock.
     // BADSIG and BADKEY answers carry no MAC (RFC 8945 §5.3.2): they stay unverified.
-    const peerTime = tsig.otherData.length === 6 ? tsig.otherData.readUInt16BE(0) * 2 ** 32 + tsig.otherData.readUInt32BE(2) : undefined;
+    const peerTime =
+      tsig.otherData.length === 6
+        ? tsig.otherData.readUInt16BE(0) * 2 ** 32 + tsig.otherData.readUInt32BE(2)
+        : undefined;
     if (reason === 'server-badtime' && macMatches()) {
       const skew = peerTime === undefined ? {} : { skewSeconds: Math.floor(opts.now) - peerTime };
       return { ok: false, reason, detail: `peer reported TSIG error ${tsig.error}`, tsig, macVerified: true, ...skew };
     }
-    const unverified = reason === 'server-badtime' && peerTime !== undefined ? ' (its MAC does not verify: the clock it names is ignored)' : '';
+    const unverified =
+      reason === 'server-badtime' && peerTime !== undefined
+        ? ' (its MAC does not verify: the clock it names is ignored)'
+        : '';
     return { ok: false, reason, detail: `peer reported TSIG error ${tsig.error}${unverified}`, tsig };
   }
   if (tsig.mac.length !== macLength) {
@@ -343,7 +374,14 @@ export function verifyMessage(buf: Buffer, key: TsigKeyConfig, opts: VerifyOptio
   const skew = Math.floor(opts.now) - tsig.timeSigned;
   const fudge = Math.max(tsig.fudge, opts.fudge ?? 0);
   if (Math.abs(skew) > fudge) {
-    return { ok: false, reason: 'bad-time', detail: `time signed is ${skew} s behind ours (fudge ${fudge} s)`, tsig, skewSeconds: skew, macVerified: true };
+    return {
+      ok: false,
+      reason: 'bad-time',
+      detail: `time signed is ${skew} s behind ours (fudge ${fudge} s)`,
+      tsig,
+      skewSeconds: skew,
+      macVerified: true,
+    };
   }
   return { ok: true, tsig };
 }

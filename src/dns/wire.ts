@@ -70,7 +70,8 @@ function splitLabels(text: string, name: string): string[] {
   if (text === '') return [];
   const labels = text.split('.');
   for (const label of labels) {
-    if (label.length === 0 || label.length > 63) throw new WireFormatError(`bad label length in name ${JSON.stringify(name)}`);
+    if (label.length === 0 || label.length > 63)
+      throw new WireFormatError(`bad label length in name ${JSON.stringify(name)}`);
   }
   return labels;
 }
@@ -151,7 +152,11 @@ function splitOwner(name: string, apex: Apex): OwnerForm {
   if (apex.name !== '') {
     if (lower === apex.name) prefix = '';
     // At least one character and a dot before the apex: ".ex.org" is no name under ex.org.
-    else if (lower.length > apex.name.length + 1 && lower.endsWith(apex.name) && lower[lower.length - apex.name.length - 1] === '.') {
+    else if (
+      lower.length > apex.name.length + 1 &&
+      lower.endsWith(apex.name) &&
+      lower[lower.length - apex.name.length - 1] === '.'
+    ) {
       prefix = text.slice(0, text.length - apex.name.length - 1);
     }
   }
@@ -162,7 +167,8 @@ function splitOwner(name: string, apex: Apex): OwnerForm {
   }
   const labels = splitLabels(prefix, name);
   // The whole name, as a reader expands it, must still fit the 255-byte limit.
-  if (labelsLength(labels, 0) + apex.wireLength > 255) throw new WireFormatError(`name too long: ${JSON.stringify(name)}`);
+  if (labelsLength(labels, 0) + apex.wireLength > 255)
+    throw new WireFormatError(`name too long: ${JSON.stringify(name)}`);
   return { labels, toApex: true };
 }
 
@@ -244,8 +250,23 @@ function planPrerequisite(p: Prerequisite, apex: Apex): RecordPlan {
 
 function planUpdate(u: UpdateOperation, apex: Apex): RecordPlan {
   const owner = ownerForm(u.name, apex);
-  if (u.kind === 'delete-rrset') return { owner, type: TYPE_CODES[u.type], klass: CLASS_ANY, ttl: 0, data: undefined, length: ownerLength(owner) + RECORD_FIXED };
-  return { owner, type: TYPE_CODES[u.data.type], klass: CLASS_IN, ttl: u.ttl, data: u.data, length: ownerLength(owner) + RECORD_FIXED + rdataLength(u.data) };
+  if (u.kind === 'delete-rrset')
+    return {
+      owner,
+      type: TYPE_CODES[u.type],
+      klass: CLASS_ANY,
+      ttl: 0,
+      data: undefined,
+      length: ownerLength(owner) + RECORD_FIXED,
+    };
+  return {
+    owner,
+    type: TYPE_CODES[u.data.type],
+    klass: CLASS_IN,
+    ttl: u.ttl,
+    data: u.data,
+    length: ownerLength(owner) + RECORD_FIXED + rdataLength(u.data),
+  };
 }
 
 function writeRecord(buf: Buffer, pos: number, r: RecordPlan): number {
@@ -266,7 +287,10 @@ function writeRecord(buf: Buffer, pos: number, r: RecordPlan): number {
  */
 export function encodeUpdate(msg: UpdateMessage): Buffer {
   const apex = apexOf(msg.zone);
-  const records = [...msg.prerequisites.map((p) => planPrerequisite(p, apex)), ...msg.updates.map((u) => planUpdate(u, apex))];
+  const records = [
+    ...msg.prerequisites.map((p) => planPrerequisite(p, apex)),
+    ...msg.updates.map((u) => planUpdate(u, apex)),
+  ];
   let length = HEADER_LENGTH + apex.wireLength + 4;
   for (const r of records) length += r.length;
   const buf = Buffer.allocUnsafe(length);
@@ -285,7 +309,11 @@ export function encodeUpdate(msg: UpdateMessage): Buffer {
 }
 
 /** Bytes the prerequisites and updates of a plan add to an UPDATE for `zone` (for size caps). */
-export function encodedLength(zone: string, prerequisites: readonly Prerequisite[], updates: readonly UpdateOperation[]): number {
+export function encodedLength(
+  zone: string,
+  prerequisites: readonly Prerequisite[],
+  updates: readonly UpdateOperation[],
+): number {
   const apex = apexOf(zone);
   let n = 0;
   for (const p of prerequisites) n += planPrerequisite(p, apex).length;

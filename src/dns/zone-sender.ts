@@ -111,7 +111,9 @@ export class ZoneSender {
       size = encodedLength(this.zone.name, plan.prerequisites, plan.updates);
     } catch (err) {
       // Not representable in DNS (a wildcard of a 252-character name): this host fails, nothing is sent.
-      return Promise.reject(protocolFailure(this.zone.name, `cannot encode the update of ${plan.fqdn}: ${(err as Error).message}`, err));
+      return Promise.reject(
+        protocolFailure(this.zone.name, `cannot encode the update of ${plan.fqdn}: ${(err as Error).message}`, err),
+      );
     }
     const promise = new Promise<void>((resolve, reject) => {
       const host: PendingHost = {
@@ -234,7 +236,8 @@ export class ZoneSender {
       const err = asDnsUpdateError(this.zone.name, e);
       this.countSent(sent);
       if (sent.length === 0 && batch.every((h) => h.settled)) return; // nothing was sent
-      if (err.code === 'ERR_DNS_TIMEOUT' || err.code === 'ERR_DNS_CONNECTION') this.lastUnreachableAt = performance.now();
+      if (err.code === 'ERR_DNS_TIMEOUT' || err.code === 'ERR_DNS_CONNECTION')
+        this.lastUnreachableAt = performance.now();
       else this.lastUnreachableAt = undefined; // it answered
       if (err.signedAnswer) this.keyAcceptedAt = performance.now(); // an error, but signed with our key
       for (const h of batch) {

@@ -1,5 +1,6 @@
 /**
- * The one place that turns outcomes into bytes (their tokens and statuses from core/outcomes). Every reply: an HTTP/1.0 status line,
+ * The one place that turns outcomes into bytes (their tokens and statuses from core/outcomes). Every reply: an
+ * HTTP/1.0 status line,
  * text/plain, Content-Length, Connection: close, never chunked, and no header value that
  * looks like an IP address (ddclient scans headers for one).
  */
@@ -57,7 +58,10 @@ export function outcomeReply(outcome: RequestOutcome | EchoOutcome, realm: strin
 
 export function updateReply(reply: UpdateReply, realm: string): RawReply {
   if (reply.kind === 'request') return outcomeReply(reply.outcome, realm);
-  return { status: 200, body: reply.lines.map((l: HostLine) => line(hostReply(l.outcome).token, l.addresses)).join('') };
+  return {
+    status: 200,
+    body: reply.lines.map((l: HostLine) => line(hostReply(l.outcome).token, l.addresses)).join(''),
+  };
 }
 
 export function echoReply(reply: EchoReply, realm: string): RawReply {

@@ -78,7 +78,8 @@ export class HttpFrontend {
     private readonly logger: Logger,
   ) {
     const base = settings.basePath.replace(/\/+$/, '');
-    for (const p of [`${base}/dyndns/update`, ...UPDATE_ALIASES, ...UPDATE_ALIASES.map((a) => base + a)]) this.routes.set(p, 'update');
+    for (const p of [`${base}/dyndns/update`, ...UPDATE_ALIASES, ...UPDATE_ALIASES.map((a) => base + a)])
+      this.routes.set(p, 'update');
     for (const p of [...ECHO_PATHS, ...ECHO_PATHS.map((e) => base + e)]) this.routes.set(p, 'echo');
     this.clientAddress = new ClientAddressResolver(settings.trustedProxies);
   }
@@ -93,7 +94,10 @@ export class HttpFrontend {
       keepAliveTimeout: settings.keepAliveTimeoutMs,
       // node checks the two timeouts above only this often (default 30 s): keep it a
       // fraction of the shorter one so slow clients are cut off on time.
-      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.min(settings.headersTimeoutMs, settings.requestTimeoutMs) / 4)),
+      connectionsCheckingInterval: Math.max(
+        100,
+        Math.min(1000, Math.min(settings.headersTimeoutMs, settings.requestTimeoutMs) / 4),
+      ),
     };
     const server: Server = tls
       ? https.createServer({
@@ -247,10 +251,20 @@ export class HttpFrontend {
 
     if (route === 'echo') {
       const userAgent = req.headers['user-agent'];
-      const reply = await this.services.echo.echo({ clientIp, credentials, userAgent, hostname: params.get('hostname')?.[0] });
+      const reply = await this.services.echo.echo({
+        clientIp,
+        credentials,
+        userAgent,
+        hostname: params.get('hostname')?.[0],
+      });
       return echoReply(reply, this.settings.realm);
     }
-    const reply = await this.services.update.update({ credentials, userAgent: req.headers['user-agent'], clientIp, params });
+    const reply = await this.services.update.update({
+      credentials,
+      userAgent: req.headers['user-agent'],
+      clientIp,
+      params,
+    });
     return updateReply(reply, this.settings.realm);
   }
 
@@ -308,11 +322,15 @@ export class HttpFrontend {
       return;
     }
     const status =
-      err.code === 'HPE_HEADER_OVERFLOW' ? 431
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408
-      : err.code === 'HPE_URI_TOO_LONG' ? 414
-      : err.code === 'HPE_INVALID_METHOD' && isRequestLine(err.rawPacket) ? 405
-      : 400;
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? 431
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? 408
+          : err.code === 'HPE_URI_TOO_LONG'
+            ? 414
+            : err.code === 'HPE_INVALID_METHOD' && isRequestLine(err.rawPacket)
+              ? 405
+              : 400;
     socket.end(encodeReply(errorReply(status)));
     socket.destroySoon();
   }
@@ -322,7 +340,8 @@ export class HttpFrontend {
  * Whether the bytes node's parser failed on start with a request line, `<token> <target> HTTP/x.y`.
  * It reports a method it does not know (`FOO`, lowercase `get`: methods are case-sensitive) and
  * bytes that are no request at all (`GARBAGE`, a TLS hello) alike as an invalid method: the
- * first are a request with a wrong method, 405 as for known wrong methods (docs/protocol.md, "The update request"); the others
+ * first are a request with a wrong method, 405 as for known wrong methods (docs/protocol.md, "The update request");
+ * the others
  * stay 400. (A request line trickled in pieces is judged on its first piece: 400.)
  */
 function isRequestLine(raw: Buffer | undefined): boolean {

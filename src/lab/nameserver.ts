@@ -79,8 +79,13 @@ export async function startNameServer(kind: LabKind, opts: NameServerOptions): P
     const confPath = path.join(dir, confName);
     const template = kind === 'knot' ? 'knot/knot.conf.example' : 'bind/named.conf.example';
     const conf = await renderTemplate(template, vars);
-    const restricted = opts.updatableNames ? restrictUpdates(kind, conf, zone, opts.key.name, opts.updatableNames) : conf;
-    await writePrivateFile(confPath, opts.ungrantedKey ? addUngrantedKey(kind, restricted, opts.ungrantedKey) : restricted);
+    const restricted = opts.updatableNames
+      ? restrictUpdates(kind, conf, zone, opts.key.name, opts.updatableNames)
+      : conf;
+    await writePrivateFile(
+      confPath,
+      opts.ungrantedKey ? addUngrantedKey(kind, restricted, opts.ungrantedKey) : restricted,
+    );
     // named: -g keeps it in the foreground (so the process is ours) and logs to stderr.
     const args = kind === 'knot' ? ['-c', confPath] : ['-g', '-4', '-n', '2', '-c', confPath];
     const proc = new ServerProcess(`${kind === 'knot' ? 'knotd' : 'named'} on ${HOST}:${port}`, binary, args, dir);
@@ -117,7 +122,10 @@ function addUngrantedKey(kind: LabKind, conf: string, key: TsigKey): string {
   const [from, to] =
     kind === 'knot'
       ? ['\nacl:', `  - id: ${key.name}\n    algorithm: ${key.algorithm}\n    secret: ${key.secret}\n\nacl:`]
-      : ['\nzone "', `\nkey "${key.name}" {\n    algorithm ${key.algorithm};\n    secret "${key.secret}";\n};\n\nzone "`];
+      : [
+          '\nzone "',
+          `\nkey "${key.name}" {\n    algorithm ${key.algorithm};\n    secret "${key.secret}";\n};\n\nzone "`,
+        ];
   if (!conf.includes(from)) throw new Error(`lab: the ${kind} example config has no place for another key`);
   return conf.replace(from, to);
 }
@@ -160,7 +168,11 @@ export function digQuery(port: number, name: string, type: string): Promise<stri
         .filter((l) => l.length > 0);
       // dig +short prints ";; ..." lines on communication errors (and exits non-zero).
       if (err || lines.some((l) => l.startsWith(';;'))) {
-        reject(new Error(`lab: ${path.basename(dig.path)} ${name} ${type} at ${HOST}:${port} failed: ${lines.join(' ') || err?.message}`));
+        reject(
+          new Error(
+            `lab: ${path.basename(dig.path)} ${name} ${type} at ${HOST}:${port} failed: ${lines.join(' ') || err?.message}`,
+          ),
+        );
         return;
       }
       resolve(lines.sort());

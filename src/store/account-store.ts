@@ -58,7 +58,12 @@ export class RedisAccountStore implements AccountStore {
       this.redis,
       ACCOUNT_CREATE,
       { account: this.keys.account(account.name), accounts: this.keys.accountSet() },
-      { name: account.name, passwordHash: account.passwordHash, donator: account.donator, createdAt: account.createdAt },
+      {
+        name: account.name,
+        passwordHash: account.passwordHash,
+        donator: account.donator,
+        createdAt: account.createdAt,
+      },
       'account create',
     );
     if (!created) throw new ConflictError(`account ${account.name} already exists`);
@@ -76,7 +81,8 @@ export class RedisAccountStore implements AccountStore {
     const keys = { account: this.keys.account(name), accounts: this.keys.accountSet() };
     const result = await runScript(this.redis, ACCOUNT_REMOVE, keys, { name }, 'account remove');
     if (result === 'gone') throw new NotFoundError(`no such account: ${name}`);
-    if (result === 'owns tokens') throw new ConflictError(`account ${name} still owns update tokens; remove them first (token list)`);
+    if (result === 'owns tokens')
+      throw new ConflictError(`account ${name} still owns update tokens; remove them first (token list)`);
     if (result !== 'ok') throw new ConflictError(`account ${name} still owns hosts; remove them first`);
   }
 
@@ -98,12 +104,20 @@ export class RedisAccountStore implements AccountStore {
 
   /** Number of hosts the account owns (kept by host add/remove). */
   async hostCount(name: string): Promise<number> {
-    const n = await storeCall('account hosts', () => this.redis.hget(this.keys.account(name), ACCOUNT_FIELDS.hostCount));
+    const n = await storeCall('account hosts', () =>
+      this.redis.hget(this.keys.account(name), ACCOUNT_FIELDS.hostCount),
+    );
     return n === null ? 0 : Number(n);
   }
 
   private async setField(name: string, field: SettableAccountField, value: string): Promise<void> {
-    const found = await runScript(this.redis, ACCOUNT_SET, { account: this.keys.account(name) }, { field, value }, 'account update');
+    const found = await runScript(
+      this.redis,
+      ACCOUNT_SET,
+      { account: this.keys.account(name) },
+      { field, value },
+      'account update',
+    );
     if (!found) throw new NotFoundError(`no such account: ${name}`);
   }
 }

@@ -1,5 +1,6 @@
 /**
- * Misbehaving clients (docs/protocol.md, "Clients that misbehave"): the User-Agent block list (config ∪ the Redis set the
+ * Misbehaving clients (docs/protocol.md, "Clients that misbehave"): the User-Agent block list (config ∪ the Redis set
+ * the
  * CLI edits) and junk blocking of (source address, User-Agent) pairs.
  */
 import type { Redis } from 'ioredis';
@@ -104,7 +105,10 @@ export class RedisClientPolicy implements ClientPolicy {
 
   async recordJunk(userAgent: string, sourceIp: string): Promise<void> {
     const { threshold, windowMs, blockMs } = this.opts.junk;
-    const pair = { counter: this.keys.junkCount(sourceIp, userAgent), marker: this.keys.junkBlock(sourceIp, userAgent) };
+    const pair = {
+      counter: this.keys.junkCount(sourceIp, userAgent),
+      marker: this.keys.junkBlock(sourceIp, userAgent),
+    };
     await runScript(this.redis, STRIKE, { pairs: [pair] }, { threshold, windowMs, markMs: blockMs }, 'junk count');
   }
 }

@@ -3,7 +3,15 @@
  * only its owner, type and state. Flags are stored as '1' or left out.
  */
 import type { Expectations } from '../app/ports.js';
-import { HOST_STATES, HOST_TYPES, type Account, type AddressFamilies, type HostRecord, type HostState, type HostType } from '../core/types.js';
+import {
+  HOST_STATES,
+  HOST_TYPES,
+  type Account,
+  type AddressFamilies,
+  type HostRecord,
+  type HostState,
+  type HostType,
+} from '../core/types.js';
 import { ACCOUNT_FIELDS as A, HOST_FIELDS as H } from './keys.js';
 
 export type HashFields = Record<string, string>;

@@ -1,4 +1,7 @@
-/** The frequency rule of the address echo, per requesting address (docs/protocol.md, "The address echo"), one Lua call. */
+/**
+ * The frequency rule of the address echo, per requesting address (docs/protocol.md, "The address echo"), one Lua
+ * call.
+ */
 import type { Redis } from 'ioredis';
 import type { EchoGate } from '../app/ports.js';
 import { Keys } from './keys.js';
@@ -12,6 +15,12 @@ export class RedisEchoGate implements EchoGate {
   ) {}
 
   admit(sourceIp: string, minIntervalMs: number, maxFrequent: number, cooldownMs: number): Promise<'ok' | 'abuse'> {
-    return runScript(this.redis, ECHO, { echo: this.keys.echo(sourceIp) }, { minIntervalMs, maxFrequent, cooldownMs }, 'echo admit');
+    return runScript(
+      this.redis,
+      ECHO,
+      { echo: this.keys.echo(sourceIp) },
+      { minIntervalMs, maxFrequent, cooldownMs },
+      'echo admit',
+    );
   }
 }

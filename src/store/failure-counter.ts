@@ -1,5 +1,6 @@
 /**
- * Failed-login counting (docs/protocol.md, "Clients that misbehave"): per source address and per account, shared by every
+ * Failed-login counting (docs/protocol.md, "Clients that misbehave"): per source address and per account, shared by
+ * every
  * frontend. Reaching `maxFailures` within `windowMs` puts that address or account into a
  * cool-down of `cooldownMs`, during which logins are refused without a password check.
  */
@@ -26,7 +27,9 @@ export class RedisFailureCounter implements FailureCounter {
   }
 
   async recordFailure(sourceIp: string, account: string | undefined): Promise<void> {
-    const pairs: StrikePair[] = [{ counter: this.keys.failuresBySource(sourceIp), marker: this.keys.cooldownBySource(sourceIp) }];
+    const pairs: StrikePair[] = [
+      { counter: this.keys.failuresBySource(sourceIp), marker: this.keys.cooldownBySource(sourceIp) },
+    ];
     if (account !== undefined) {
       pairs.push({ counter: this.keys.failuresByAccount(account), marker: this.keys.cooldownByAccount(account) });
     }

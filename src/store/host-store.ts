@@ -4,7 +4,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { Admission, AdmitRequest, CommitOutcome, DnsRepair, HostAdmin, HostGate, Lease, Reclaimed, TokenGuard } from '../app/ports.js';
+import type {
+  Admission,
+  AdmitRequest,
+  CommitOutcome,
+  DnsRepair,
+  HostAdmin,
+  HostGate,
+  Lease,
+  Reclaimed,
+  TokenGuard,
+} from '../app/ports.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { ancestorsOf, namesBetween, normalizeHostname, zoneOf } from '../core/names.js';
@@ -89,7 +99,13 @@ export class RedisHostStore implements HostGate, HostAdmin {
         accountCooldown: this.keys.cooldownByAccount(account.name),
         account: this.keys.account(account.name),
       };
-      reply = await runScript(this.redis, ADMIT_GUARDED, guardKeys, { ...args, hashDigest, donator: account.donator }, 'admit');
+      reply = await runScript(
+        this.redis,
+        ADMIT_GUARDED,
+        guardKeys,
+        { ...args, hashDigest, donator: account.donator },
+        'admit',
+      );
     }
     return admission(req.fqdn, reply, args.leaseToken);
   }
@@ -100,13 +116,22 @@ export class RedisHostStore implements HostGate, HostAdmin {
       this.redis,
       COMMIT,
       { host: this.keys.host(lease.fqdn), pending: this.keys.pendingChanges() },
-      { token: lease.token, target, republish: opts.republish ?? false, undo: own?.undo ?? NO_COUNT_UNDO, families: own?.families ?? '46' },
+      {
+        token: lease.token,
+        target,
+        republish: opts.republish ?? false,
+        undo: own?.undo ?? NO_COUNT_UNDO,
+        families: own?.families ?? '46',
+      },
       'commit',
     );
     if (status === 'lost') {
-      this.logger.warn('host lease ended before the commit: the change is not recorded, the stored state is published again', {
-        host: lease.fqdn,
-      });
+      this.logger.warn(
+        'host lease ended before the commit: the change is not recorded, the stored state is published again',
+        {
+          host: lease.fqdn,
+        },
+      );
       return 'lost';
     }
     if (status === 'gone') {
@@ -118,7 +143,10 @@ export class RedisHostStore implements HostGate, HostAdmin {
     return 'committed';
   }
 
-  async release(lease: Lease, opts: { republishInMs?: number; failedRepublish?: boolean; refused?: boolean } = {}): Promise<void> {
+  async release(
+    lease: Lease,
+    opts: { republishInMs?: number; failedRepublish?: boolean; refused?: boolean } = {},
+  ): Promise<void> {
     const own = asHostLease(lease);
     // A failed republish is one the primary refused.
     const refused = opts.refused ?? opts.failedRepublish ?? false;
@@ -153,7 +181,13 @@ export class RedisHostStore implements HostGate, HostAdmin {
 
   async reclaim(fqdn: string, leaseMs: number): Promise<Reclaimed | undefined> {
     const token = REPAIR_TOKEN_PREFIX + randomUUID();
-    const reply = await runScript(this.redis, RECLAIM, { host: this.keys.host(fqdn), pending: this.keys.pendingChanges() }, { token, leaseMs }, 'reclaim');
+    const reply = await runScript(
+      this.redis,
+      RECLAIM,
+      { host: this.keys.host(fqdn), pending: this.keys.pendingChanges() },
+      { token, leaseMs },
+      'reclaim',
+    );
     if (reply.kind !== 'reclaimed') return undefined;
     const { host: fields, families } = reply;
     return {
@@ -211,10 +245,17 @@ export class RedisHostStore implements HostGate, HostAdmin {
       nestIndex: this.keys.nestIndex(name),
       between: between.map((b) => ({ host: this.keys.host(b), nestIndex: this.keys.nestIndex(b) })),
     };
-    const reply = await runScript(this.redis, HOST_ADD, keys, { owner: account, type, fqdn: name, between }, 'host add');
+    const reply = await runScript(
+      this.redis,
+      HOST_ADD,
+      keys,
+      { owner: account, type, fqdn: name, between },
+      'host add',
+    );
     if (reply.kind === 'noaccount') throw new NotFoundError(`no such account: ${account}`);
     if (reply.kind === 'exists') throw new ConflictError(`host ${name} already exists`);
-    if (reply.kind === 'below' || reply.kind === 'above') throw new ConflictError(shadowingMessage(name, reply.kind, reply.name, reply.owner));
+    if (reply.kind === 'below' || reply.kind === 'above')
+      throw new ConflictError(shadowingMessage(name, reply.kind, reply.name, reply.owner));
   }
 
   /**
@@ -229,7 +270,8 @@ export class RedisHostStore implements HostGate, HostAdmin {
       const pipeline = this.redis.pipeline();
       for (const { fqdn, owner } of batch) {
         const zone = zoneOf(fqdn, zones);
-        for (const name of zone === undefined ? [] : namesBetween(fqdn, zone)) pipeline.hset(this.keys.nestIndex(name), fqdn, owner);
+        for (const name of zone === undefined ? [] : namesBetween(fqdn, zone))
+          pipeline.hset(this.keys.nestIndex(name), fqdn, owner);
       }
       if (pipeline.length > 0) {
         await execPipeline('nest index', pipeline);
@@ -244,7 +286,9 @@ export class RedisHostStore implements HostGate, HostAdmin {
   private async *scanHosts(): AsyncGenerator<{ fqdn: string; owner: string }[]> {
     let cursor = '0';
     do {
-      const [next, keys] = await storeCall('host scan', () => this.redis.scan(cursor, 'MATCH', this.keys.hostScanPattern(), 'COUNT', SCAN_BATCH));
+      const [next, keys] = await storeCall('host scan', () =>
+        this.redis.scan(cursor, 'MATCH', this.keys.hostScanPattern(), 'COUNT', SCAN_BATCH),
+      );
       cursor = next;
       if (keys.length === 0) continue;
       const pipeline = this.redis.pipeline();
@@ -276,15 +320,28 @@ export class RedisHostStore implements HostGate, HostAdmin {
     return pairs.sort((a, b) => (a.lower < b.lower ? -1 : a.lower > b.lower ? 1 : 0));
   }
 
-  async claim(fqdn: string, leaseMs: number): Promise<{ host: HostRecord; lease: Lease; repairDue: boolean } | 'busy' | undefined> {
+  async claim(
+    fqdn: string,
+    leaseMs: number,
+  ): Promise<{ host: HostRecord; lease: Lease; repairDue: boolean } | 'busy' | undefined> {
     const name = lookupName(fqdn);
     const token = ADMIN_TOKEN_PREFIX + randomUUID();
-    const reply = await runScript(this.redis, HOST_CLAIM, { host: this.keys.host(name), pending: this.keys.pendingChanges() }, { token, leaseMs }, 'host claim');
+    const reply = await runScript(
+      this.redis,
+      HOST_CLAIM,
+      { host: this.keys.host(name), pending: this.keys.pendingChanges() },
+      { token, leaseMs },
+      'host claim',
+    );
     if (reply.kind === 'gone') return undefined;
     if (reply.kind === 'busy') return 'busy';
     // No frequency bookkeeping: releasing this lease leaves the counters as they are. The
     // removal deletes every record: both families.
-    return { host: decodeHost(name, reply.host), lease: new HostLease(name, token, NO_COUNT_UNDO, '46', reply.takenOver), repairDue: reply.repairDue };
+    return {
+      host: decodeHost(name, reply.host),
+      lease: new HostLease(name, token, NO_COUNT_UNDO, '46', reply.takenOver),
+      repairDue: reply.repairDue,
+    };
   }
 
   async remove(fqdn: string, lease?: Lease): Promise<void> {
@@ -298,12 +355,26 @@ export class RedisHostStore implements HostGate, HostAdmin {
       if (owner === null) throw new NotFoundError(`no such host: ${name}`);
       const tokens = await this.tokensOf(tokensKey);
       const nestIndexes = ancestorsOf(name).map((a) => this.keys.nestIndex(a));
-      const keys = { host: hostKey, account: this.keys.account(owner), pending: this.keys.pendingChanges(), hostTokens: tokensKey, nestIndexes, tokens };
-      const args = { owner, leaseToken: lease?.token ?? '', fqdn: name, ancestors: nestIndexes.length, tokenIds: tokens.map((t) => t.id) };
+      const keys = {
+        host: hostKey,
+        account: this.keys.account(owner),
+        pending: this.keys.pendingChanges(),
+        hostTokens: tokensKey,
+        nestIndexes,
+        tokens,
+      };
+      const args = {
+        owner,
+        leaseToken: lease?.token ?? '',
+        fqdn: name,
+        ancestors: nestIndexes.length,
+        tokenIds: tokens.map((t) => t.id),
+      };
       const result = await runScript(this.redis, HOST_REMOVE, keys, args, 'host remove');
       if (result === 'ok') return;
       if (result === 'gone') throw new NotFoundError(`no such host: ${name}`);
-      if (result === 'lost') throw new ConflictError(`host ${name}: the claim on it ended before the removal (a slow Redis?); try again`);
+      if (result === 'lost')
+        throw new ConflictError(`host ${name}: the claim on it ended before the removal (a slow Redis?); try again`);
     }
     throw new ConflictError(`host ${name} changed owner while being removed; try again`);
   }
@@ -316,7 +387,11 @@ export class RedisHostStore implements HostGate, HostAdmin {
     for (const id of ids) pipeline.hget(this.keys.token(id), TOKEN_FIELDS.hash);
     const hashes = await execPipeline('host tokens', pipeline);
     // A record already gone leaves its index key to nobody: only the set entry goes.
-    return ids.map((id, i) => ({ id, record: this.keys.token(id), index: this.keys.tokenIndex(String(hashes[i] ?? '')) }));
+    return ids.map((id, i) => ({
+      id,
+      record: this.keys.token(id),
+      index: this.keys.tokenIndex(String(hashes[i] ?? '')),
+    }));
   }
 
   async list(account?: string): Promise<HostRecord[]> {

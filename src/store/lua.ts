@@ -25,7 +25,8 @@ local function ms(n) return string.format('%.0f', n) end
  * holder of a lease writes, the lease token they belong to, and the late mark, kept until its
  * commit. A repair of an interrupted change rewrites those families (and every one Redis
  * knows) and leaves the rest as the primary has them
- * (docs/protocol.md, "The update request"). A record of another lease than the one asked about (an older version's frontend
+ * (docs/protocol.md, "The update request"). A record of another lease than the one asked about (an older version's
+ * frontend
  * took the lease over) or none means both. Late: a change that lost its lease may have landed
  * while this holder was in flight; its families were added, and the holder's commit or release
  * leaves a repair due. Versions before kept all three in one field, `<families>[r]:<token>`

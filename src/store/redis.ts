@@ -20,7 +20,11 @@ export function connectionOf(url: string): string | { path: string; db: number; 
   const u = new URL(url);
   if (u.protocol !== 'unix:') return url;
   const password = u.searchParams.get('password') ?? undefined;
-  return { path: decodeURIComponent(u.pathname), db: Number(u.searchParams.get('db') ?? 0), ...(password ? { password } : {}) };
+  return {
+    path: decodeURIComponent(u.pathname),
+    db: Number(u.searchParams.get('db') ?? 0),
+    ...(password ? { password } : {}),
+  };
 }
 
 /** Emitted (with the StoreUnavailableError) once the client has given up for good. */
@@ -66,7 +70,9 @@ class SelectGuardedRedis extends Redis {
     // (flushQueue is ioredis's own way to do this; private in its typings). Only those: the
     // ones written before ready are ioredis's own, and flushing them would stop reading the
     // socket, so the close below would wait for its 2 s fallback.
-    (this as unknown as { flushQueue?: (e: Error, o: { commandQueue: boolean }) => void }).flushQueue?.(error, { commandQueue: false });
+    (this as unknown as { flushQueue?: (e: Error, o: { commandQueue: boolean }) => void }).flushQueue?.(error, {
+      commandQueue: false,
+    });
     this.disconnect();
     this.emit(FATAL_EVENT, error);
   }
@@ -91,7 +97,8 @@ export function fatalErrorOf(redis: Redis): StoreUnavailableError | undefined {
  * good. `serve` waits for this before it listens.
  */
 export function firstOutcome(redis: Redis, maxWaitMs: number): Promise<StoreUnavailableError | undefined> {
-  if (fatalErrorOf(redis) || redis.status === 'ready' || redis.status === 'end') return Promise.resolve(fatalErrorOf(redis));
+  if (fatalErrorOf(redis) || redis.status === 'ready' || redis.status === 'end')
+    return Promise.resolve(fatalErrorOf(redis));
   const events = ['ready', 'error', 'end', FATAL_EVENT];
   return new Promise((resolve) => {
     const done = () => {
@@ -129,7 +136,10 @@ export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
     // From redis.passwordFile / passwordEnv (the config refuses one beside a password in the URL).
     ...(cfg.password !== undefined ? { password: cfg.password } : {}),
   };
-  const redis = typeof target === 'string' ? new SelectGuardedRedis(target, options) : new SelectGuardedRedis({ ...options, ...target });
+  const redis =
+    typeof target === 'string'
+      ? new SelectGuardedRedis(target, options)
+      : new SelectGuardedRedis({ ...options, ...target });
 
   let down = false;
   redis.on('error', (err: Error) => {
@@ -147,7 +157,9 @@ export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
       }
       // The reply text only: the URL may carry a password.
       logger.error('redis: cannot select the configured database; not using Redis', { error: err.message });
-      redis.giveUp(new StoreUnavailableError(`redis: cannot select the database of redis.url: ${err.message}`, { cause: err }));
+      redis.giveUp(
+        new StoreUnavailableError(`redis: cannot select the database of redis.url: ${err.message}`, { cause: err }),
+      );
       return;
     }
     if (down || redis.fatal) return;
@@ -163,7 +175,10 @@ export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
   redis.on('close', () => {
     if (!connected) return;
     connected = false;
-    (redis as unknown as { flushQueue(e: Error, o: { offlineQueue: boolean }): void }).flushQueue(new Error('redis connection lost'), { offlineQueue: false });
+    (redis as unknown as { flushQueue(e: Error, o: { offlineQueue: boolean }): void }).flushQueue(
+      new Error('redis connection lost'),
+      { offlineQueue: false },
+    );
   });
   redis.on('ready', () => {
     connected = true;

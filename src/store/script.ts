@@ -45,14 +45,19 @@ export async function runScript<K, A, R>(
   let names = defined.get(redis);
   if (names === undefined) defined.set(redis, (names = new Set()));
   if (!names.has(script.name)) {
-    redis.defineCommand(script.name, { lua: script.lua, ...(script.numberOfKeys === undefined ? {} : { numberOfKeys: script.numberOfKeys }) });
+    redis.defineCommand(script.name, {
+      lua: script.lua,
+      ...(script.numberOfKeys === undefined ? {} : { numberOfKeys: script.numberOfKeys }),
+    });
     names.add(script.name);
   }
   const command = (redis as unknown as Record<string, Command>)[script.name]!;
   const keyList = script.keys(keys);
   const argList = script.args(args);
   const raw = await storeCall(operation, () =>
-    script.numberOfKeys === undefined ? command.call(redis, keyList.length, ...keyList, ...argList) : command.call(redis, ...keyList, ...argList),
+    script.numberOfKeys === undefined
+      ? command.call(redis, keyList.length, ...keyList, ...argList)
+      : command.call(redis, ...keyList, ...argList),
   );
   return script.reply(raw);
 }
@@ -76,7 +81,8 @@ export function replyString(raw: unknown, script: string): string {
 }
 
 export function replyInteger(raw: unknown, script: string): number {
-  if (typeof raw !== 'number' || !Number.isInteger(raw)) throw new Error(`${script}: expected an integer reply, got ${JSON.stringify(raw)}`);
+  if (typeof raw !== 'number' || !Number.isInteger(raw))
+    throw new Error(`${script}: expected an integer reply, got ${JSON.stringify(raw)}`);
   return raw;
 }
 
@@ -86,7 +92,11 @@ export function replyFields(raw: unknown, script: string): HashFields {
 }
 
 /** The first element of an array reply, which names the kind of the rest (`{'change', …}`). */
-export function replyKind<T extends string>(raw: unknown, kinds: readonly T[], script: string): { kind: T; rest: unknown[] } {
+export function replyKind<T extends string>(
+  raw: unknown,
+  kinds: readonly T[],
+  script: string,
+): { kind: T; rest: unknown[] } {
   const [kind, ...rest] = replyArray(raw, script);
   return { kind: replyOneOf(kind, kinds, script), rest };
 }

@@ -31,7 +31,13 @@ export class RedisTokenStore implements TokenLookup {
   ) {}
 
   async find(hash: string): Promise<TokenLogin | undefined> {
-    const found = await runScript(this.redis, TOKEN_FIND, { index: this.keys.tokenIndex(hash) }, { keyPrefix: this.keys.prefix, hash }, 'token find');
+    const found = await runScript(
+      this.redis,
+      TOKEN_FIND,
+      { index: this.keys.tokenIndex(hash) },
+      { keyPrefix: this.keys.prefix, hash },
+      'token find',
+    );
     if (found === undefined) return undefined;
     const { id, fqdn, account, donator, from } = found;
     return { id, hash, fqdn, account: { name: account, donator }, from: splitList(from) };
@@ -77,7 +83,10 @@ export class RedisTokenStore implements TokenLookup {
 
   /** Every token, or the tokens of one host; sorted by host, then creation. */
   async list(fqdn?: string): Promise<TokenRecord[]> {
-    const ids = fqdn === undefined ? await this.allIds() : await storeCall('token list', () => this.redis.smembers(this.keys.hostTokens(fqdn)));
+    const ids =
+      fqdn === undefined
+        ? await this.allIds()
+        : await storeCall('token list', () => this.redis.smembers(this.keys.hostTokens(fqdn)));
     if (ids.length === 0) return [];
     const pipeline = this.redis.pipeline();
     for (const id of ids) pipeline.hgetall(this.keys.token(id));
@@ -96,7 +105,12 @@ export class RedisTokenStore implements TokenLookup {
       if (fields[TOKEN_FIELDS.fqdn] === undefined) throw new NotFoundError(`no such token: ${id}`);
       const record = decodeToken(id, fields);
       const hash = fields[TOKEN_FIELDS.hash] ?? '';
-      const keys = { token: this.keys.token(id), index: this.keys.tokenIndex(hash), hostTokens: this.keys.hostTokens(record.fqdn), account: this.keys.account(record.account) };
+      const keys = {
+        token: this.keys.token(id),
+        index: this.keys.tokenIndex(hash),
+        hostTokens: this.keys.hostTokens(record.fqdn),
+        account: this.keys.account(record.account),
+      };
       const result = await runScript(this.redis, TOKEN_REMOVE, keys, { id, hash }, 'token remove');
       if (result === 'ok') return record;
     }

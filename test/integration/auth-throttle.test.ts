@@ -1,5 +1,6 @@
 /**
- * The credential-guessing throttle (docs/protocol.md, "Clients that misbehave") against a real `serve` process and redis-server:
+ * The credential-guessing throttle (docs/protocol.md, "Clients that misbehave") against a real `serve` process and
+ * redis-server:
  * a burst of concurrent wrong guesses from one source must not get more password checks
  * than the cool-down allows, so the right password sent behind them is refused (badauth).
  */

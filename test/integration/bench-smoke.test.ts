@@ -30,7 +30,8 @@ type M = Measurement;
 function expectMeasurement(m: M | undefined, where: string): void {
   expect(m, where).to.be.an('object');
   expect(m!.errors, `${where}: ${m!.firstError}`).to.equal(0);
-  for (const f of ['ok', 'seconds', 'rps', 'p50Ms', 'p99Ms'] as const) expect(m![f], `${where}.${f}`).to.be.a('number').above(0);
+  for (const f of ['ok', 'seconds', 'rps', 'p50Ms', 'p99Ms'] as const)
+    expect(m![f], `${where}.${f}`).to.be.a('number').above(0);
   expect(m!.p99Ms, `${where}: p99 ≥ p50`).to.be.at.least(m!.p50Ms);
 }
 
@@ -75,7 +76,8 @@ describe('bench --quick (CI smoke)', function () {
     expect(modes).to.deep.equal(['in-process', 'workers-2']);
     expect(report.settings.headlineMode, 'the deployable layout is the headline').to.equal('workers-2');
     expect(report.machine.nproc).to.be.above(0);
-    for (const v of ['cpu', 'node', 'knot', 'bind', 'redis']) expect(report.machine[v], v).to.be.a('string').and.not.equal('');
+    for (const v of ['cpu', 'node', 'knot', 'bind', 'redis'])
+      expect(report.machine[v], v).to.be.a('string').and.not.equal('');
 
     for (const mode of modes) expectByConcurrency(report.httpCeiling[mode], `httpCeiling.${mode}`, conc);
     expectMeasurement(report.redisRoundTrips.backToBack, 'redisRoundTrips.backToBack');
@@ -96,13 +98,18 @@ describe('bench --quick (CI smoke)', function () {
         expect(ratios.changeVsRawBatched, 'changeVsRawBatched').to.be.above(0);
         expect(ratios.nochgVsHttpCeiling, 'nochgVsHttpCeiling').to.be.above(0);
         expect(ratios.p50C1MinusRawMs, 'p50C1MinusRawMs').to.be.a('number').and.satisfy(Number.isFinite);
-        expect(ratios.p50C1MinusIsolatedRawMs, 'p50C1MinusIsolatedRawMs').to.be.a('number').and.satisfy(Number.isFinite);
+        expect(ratios.p50C1MinusIsolatedRawMs, 'p50C1MinusIsolatedRawMs')
+          .to.be.a('number')
+          .and.satisfy(Number.isFinite);
         expect(ratios.httpCeilingVsRawBatched, 'httpCeilingVsRawBatched').to.be.above(0);
         for (const path of ['change', 'nochg'] as const) {
           const m = ns.bridge[mode][path]['64'];
           expect(m.cpuMsPerRequest, `${kind}.${mode}.${path} cpu`).to.be.a('number').and.at.least(0);
           expect(m.redisCpuMsPerRequest, `${kind}.${mode}.${path} redis cpu`).to.be.a('number').and.at.least(0);
-          expect(ns.bridge[mode].redisCommandsPerRequest[path].evalsha, `${kind}.${mode}.${path} evalsha/request`).to.be.at.least(1);
+          expect(
+            ns.bridge[mode].redisCommandsPerRequest[path].evalsha,
+            `${kind}.${mode}.${path} evalsha/request`,
+          ).to.be.at.least(1);
         }
       }
       expect(ns.bridge['in-process'].hostsPerMessage['1'], 'hosts per message').to.be.at.least(1);
@@ -113,35 +120,62 @@ describe('bench --quick (CI smoke)', function () {
       expect(ns.large.smallHosts).to.equal(1000);
       expect(ns.large.rounds).to.have.length(report.settings.pairedRounds);
       for (const [i, round] of ns.large.rounds.entries()) {
-        for (const part of ['smallChange', 'largeChange', 'smallNochg', 'largeNochg']) expectMeasurement(round[part], `${kind}.large.rounds[${i}].${part}`);
+        for (const part of ['smallChange', 'largeChange', 'smallNochg', 'largeNochg'])
+          expectMeasurement(round[part], `${kind}.large.rounds[${i}].${part}`);
       }
       // The targets are the medians of the rounds' own ratios, whatever the number of rounds.
       const headline = ns.ratios[report.settings.headlineMode];
       const ofRounds = (rounds: Round[], f: (r: Round) => number) => medianOf(rounds.map(f));
-      expect(headline.changeLargeVsSmall).to.be.closeTo(ofRounds(ns.large.rounds, (r) => r.largeChange!.rps / r.smallChange!.rps), 0.001);
-      expect(headline.nochgLargeVsSmall).to.be.closeTo(ofRounds(ns.large.rounds, (r) => r.largeNochg!.rps / r.smallNochg!.rps), 0.001);
+      expect(headline.changeLargeVsSmall).to.be.closeTo(
+        ofRounds(ns.large.rounds, (r) => r.largeChange!.rps / r.smallChange!.rps),
+        0.001,
+      );
+      expect(headline.nochgLargeVsSmall).to.be.closeTo(
+        ofRounds(ns.large.rounds, (r) => r.largeNochg!.rps / r.smallNochg!.rps),
+        0.001,
+      );
       // Paired rounds (headline layout): each reference beside the bridge; the targets use their medians.
       expect(ns.paired.mode).to.equal(report.settings.headlineMode);
       expect(ns.paired.rounds).to.have.length(report.settings.pairedRounds).and.length.above(0);
       for (const [i, round] of ns.paired.rounds.entries()) {
-        for (const part of ['ceiling', 'nochg', 'rawC1', 'changeC1']) expectMeasurement(round[part], `${kind}.paired.rounds[${i}].${part}`);
+        for (const part of ['ceiling', 'nochg', 'rawC1', 'changeC1'])
+          expectMeasurement(round[part], `${kind}.paired.rounds[${i}].${part}`);
       }
-      expect(headline.nochgVsHttpCeilingPaired).to.be.closeTo(ofRounds(ns.paired.rounds, (r) => r.nochg!.rps / r.ceiling!.rps), 0.001);
-      expect(headline.p50C1MinusRawMsPaired).to.be.closeTo(ofRounds(ns.paired.rounds, (r) => r.changeC1!.p50Ms - r.rawC1!.p50Ms), 0.001);
+      expect(headline.nochgVsHttpCeilingPaired).to.be.closeTo(
+        ofRounds(ns.paired.rounds, (r) => r.nochg!.rps / r.ceiling!.rps),
+        0.001,
+      );
+      expect(headline.p50C1MinusRawMsPaired).to.be.closeTo(
+        ofRounds(ns.paired.rounds, (r) => r.changeC1!.p50Ms - r.rawC1!.p50Ms),
+        0.001,
+      );
       // What bounds them: both derived from measured figures.
       expect(headline.nochgVsHttpCeilingCpuBound).to.be.above(0).and.below(1);
       expect(headline.changeVsRawBatchedCpuBound).to.be.above(0);
       // The nameserver's CPU per name is read from its own process: batched raw UPDATEs and the change path.
-      expect(ns.rawBatched['64'].nameserverCpuMsPerRequest, `${kind} raw batched ns cpu`).to.be.a('number').and.at.least(0);
-      expect(ns.bridge['workers-2'].change['64'].nameserverCpuMsPerRequest, `${kind} change ns cpu`).to.be.a('number').and.at.least(0);
-      expect(ns.bridge['workers-2'].nochg['64'].nameserverCpuMsPerRequest, 'nochg never involves the nameserver').to.equal(undefined);
+      expect(ns.rawBatched['64'].nameserverCpuMsPerRequest, `${kind} raw batched ns cpu`)
+        .to.be.a('number')
+        .and.at.least(0);
+      expect(ns.bridge['workers-2'].change['64'].nameserverCpuMsPerRequest, `${kind} change ns cpu`)
+        .to.be.a('number')
+        .and.at.least(0);
+      expect(
+        ns.bridge['workers-2'].nochg['64'].nameserverCpuMsPerRequest,
+        'nochg never involves the nameserver',
+      ).to.equal(undefined);
       const ceilingCpu = (r: Round) => r.ceiling!.clientCpuMsPerRequest! + r.ceiling!.cpuMsPerRequest!;
       expect(headline.nochgVsHttpCeilingCpuBound).to.be.closeTo(
         ofRounds(ns.paired.rounds, (r) => ceilingCpu(r) / (ceilingCpu(r) + r.nochg!.redisCpuMsPerRequest!)),
         0.001,
       );
-      expect(headline.p50C1OverheadFloorMs).to.be.closeTo(report.httpCeiling[report.settings.headlineMode]['1'].p50Ms + 2 * report.redisRoundTrips.isolated.p50Ms, 0.001);
-      const target = (prefix: string) => report.targets.find((t: { name: string; nameserver?: string }) => t.nameserver === kind && t.name.startsWith(prefix));
+      expect(headline.p50C1OverheadFloorMs).to.be.closeTo(
+        report.httpCeiling[report.settings.headlineMode]['1'].p50Ms + 2 * report.redisRoundTrips.isolated.p50Ms,
+        0.001,
+      );
+      const target = (prefix: string) =>
+        report.targets.find(
+          (t: { name: string; nameserver?: string }) => t.nameserver === kind && t.name.startsWith(prefix),
+        );
       expect(target('nochg path / HTTP ceiling').value).to.equal(headline.nochgVsHttpCeilingPaired);
       expect(target('p50 at c=1 minus raw UPDATE p50').value).to.equal(headline.p50C1MinusRawMsPaired);
     }
@@ -152,19 +186,34 @@ describe('bench --quick (CI smoke)', function () {
     expect(report.redisMemory.large.importRate).to.be.above(0);
     for (const mode of modes) {
       expect(report.bridgeRss[mode].maxProcessBytes, `rss ${mode}`).to.be.above(0);
-      expect(report.bridgeRss[mode].maxTotalBytes, `rss ${mode}`).to.be.at.least(report.bridgeRss[mode].maxProcessBytes);
+      expect(report.bridgeRss[mode].maxTotalBytes, `rss ${mode}`).to.be.at.least(
+        report.bridgeRss[mode].maxProcessBytes,
+      );
     }
     expect(report.bridgeRss['workers-2'].processes, 'primary + 2 workers').to.equal(3);
     // One login of a new account in each c=64 change and nochg run of the headline layout, answered good.
-    expect(report.bridgeRss['workers-2'].coldLogins, 'password checks under load').to.equal(2 * Object.keys(report.nameservers).length);
+    expect(report.bridgeRss['workers-2'].coldLogins, 'password checks under load').to.equal(
+      2 * Object.keys(report.nameservers).length,
+    );
     expect(report.bridgeRss['in-process'].coldLogins).to.equal(0);
     // 5 per nameserver + RSS + Redis bytes per host
     expect(report.targets).to.have.length(12);
     for (const t of report.targets) expect(t.value, t.name).to.be.a('number').and.satisfy(Number.isFinite);
 
     const md = await readFile(markdown, 'utf8');
-    expect(md).to.include('| path | c | Knot /s | p50 ms | p99 ms | cpu ms/req | BIND /s | p50 ms | p99 ms | cpu ms/req |');
-    for (const row of ['raw UPDATE, 1 name/message', 'raw UPDATE, 1 name/message, isolated (2 ms idle between)', 'raw UPDATE, 50 names/message', 'nsupdate process per update', 'HTTP ceiling', 'bridge change path', 'bridge nochg path', '| change /s, 1,000 hosts | change /s, 10,000 |']) {
+    expect(md).to.include(
+      '| path | c | Knot /s | p50 ms | p99 ms | cpu ms/req | BIND /s | p50 ms | p99 ms | cpu ms/req |',
+    );
+    for (const row of [
+      'raw UPDATE, 1 name/message',
+      'raw UPDATE, 1 name/message, isolated (2 ms idle between)',
+      'raw UPDATE, 50 names/message',
+      'nsupdate process per update',
+      'HTTP ceiling',
+      'bridge change path',
+      'bridge nochg path',
+      '| change /s, 1,000 hosts | change /s, 10,000 |',
+    ]) {
       expect(md, row).to.include(row);
     }
     expect(md).to.match(/Redis: [\d.]+ bytes per registered host/);

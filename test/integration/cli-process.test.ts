@@ -7,7 +7,14 @@ import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { CLI, ZONE, parseHttp, rawRequest, runCli, writeRedisOnlyConfig } from '../support/bridge.js';
-import { freePort, makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
+import {
+  freePort,
+  makeTempDir,
+  removeDir,
+  requireBinariesOrSkip,
+  startRedis,
+  type RedisServer,
+} from '../../src/lab/index.js';
 
 describe('CLI: stdout closed early by its reader', function () {
   this.timeout(60000);
@@ -35,7 +42,9 @@ describe('CLI: stdout closed early by its reader', function () {
   });
 
   it('host list | head -1: exits 0 quietly, no EPIPE stack trace', async () => {
-    const child = spawn(process.execPath, [CLI, 'host', 'list', '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, 'host', 'list', '--config', config], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     let first = '';
@@ -77,7 +86,9 @@ describe('CLI: serve keeps serving when its log reader goes away', function () {
     const host = await runCli(['host', 'add', `h.${ZONE}`, '--account', 'fred', '--config', config]);
     expect(host.code, host.stderr).to.equal(0);
     const port = await freePort();
-    serve = spawn(process.execPath, [CLI, 'serve', '--config', config, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    serve = spawn(process.execPath, [CLI, 'serve', '--config', config, '--port', String(port)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const exited = new Promise<number | null>((resolve) => serve!.once('exit', (code) => resolve(code)));
     await new Promise<void>((resolve, reject) => {
       let log = '';
@@ -91,7 +102,11 @@ describe('CLI: serve keeps serving when its log reader goes away', function () {
     const auth = Buffer.from('fred:fred-Secret-pw-1').toString('base64');
     for (let i = 1; i <= 3; i++) {
       const reply = parseHttp(
-        await rawRequest('127.0.0.1', port, `GET /nic/update?hostname=h.${ZONE}&myip=192.0.2.${i} HTTP/1.0\r\nUser-Agent: t/1\r\nAuthorization: Basic ${auth}\r\n\r\n`),
+        await rawRequest(
+          '127.0.0.1',
+          port,
+          `GET /nic/update?hostname=h.${ZONE}&myip=192.0.2.${i} HTTP/1.0\r\nUser-Agent: t/1\r\nAuthorization: Basic ${auth}\r\n\r\n`,
+        ),
       );
       expect(reply.body, `request ${i}`).to.equal('dnserr\n');
     }

@@ -8,7 +8,14 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { BridgeEnv, ZONE, deepMerge, expectedReply, runCli, sleep, type CliResult } from '../support/bridge.js';
-import { freePort, generateTsigKey, requireBinariesOrSkip, startNameServer, type LabKind, type NameServer } from '../../src/lab/index.js';
+import {
+  freePort,
+  generateTsigKey,
+  requireBinariesOrSkip,
+  startNameServer,
+  type LabKind,
+  type NameServer,
+} from '../../src/lab/index.js';
 
 const UA = 'ddns-bridge-cli-tests/1.0 tests@example.test';
 const BADAUTH = expectedReply(401, 'Unauthorized', 'badauth\n', ['WWW-Authenticate: Basic realm="ddns-bridge"']);
@@ -103,7 +110,10 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       try {
         await redis.connect();
         const keys = await redis.keys('*');
-        expect(keys.some((k) => k.includes(name)), `a key for ${name} among ${keys.join(' ')}`).to.equal(true);
+        expect(
+          keys.some((k) => k.includes(name)),
+          `a key for ${name} among ${keys.join(' ')}`,
+        ).to.equal(true);
         let dump = '';
         for (const key of keys) {
           const type = await redis.type(key);
@@ -139,8 +149,12 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       await env.cliOk(['account', 'add', name], 'first-line-pw\r\nsecond-line-pw\n');
       const h = uniqHost('fl');
       await env.addHost(h, name);
-      expect((await update(`hostname=${h}&myip=192.0.2.60`, [name, 'first-line-pw'])).body).to.equal('good 192.0.2.60\n');
-      expect((await update(`hostname=${h}&myip=192.0.2.60`, [name, 'first-line-pw\r\nsecond-line-pw'])).status).to.equal(401);
+      expect((await update(`hostname=${h}&myip=192.0.2.60`, [name, 'first-line-pw'])).body).to.equal(
+        'good 192.0.2.60\n',
+      );
+      expect(
+        (await update(`hostname=${h}&myip=192.0.2.60`, [name, 'first-line-pw\r\nsecond-line-pw'])).status,
+      ).to.equal(401);
     });
 
     it('passwd: the old password gets badauth at once, the new one works', async () => {
@@ -194,7 +208,9 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       // The first password still holds: the duplicate did not overwrite it.
       const h = uniqHost('dup');
       await env.addHost(h, name);
-      expect((await update(`hostname=${h}&myip=192.0.2.64`, [name, 'dup-first-pw'])).body).to.equal('good 192.0.2.64\n');
+      expect((await update(`hostname=${h}&myip=192.0.2.64`, [name, 'dup-first-pw'])).body).to.equal(
+        'good 192.0.2.64\n',
+      );
 
       const ghost = uniq('ghost');
       expectFailure(await env.cli(['account', 'show', ghost]), 1, ghost);
@@ -228,7 +244,15 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       expect(added.code, added.stderr).to.equal(0);
       expect(added.stdout).to.include(dyn);
       const view = await env.hostJson(dyn);
-      expect(view).to.include({ owner, type: 'dynamic', state: 'active', wildcard: false, mx: null, backmx: false, repair: null });
+      expect(view).to.include({
+        owner,
+        type: 'dynamic',
+        state: 'active',
+        wildcard: false,
+        mx: null,
+        backmx: false,
+        repair: null,
+      });
       expect(view.addresses).to.deep.equal([]);
       expect(await env.cliOk(['host', 'show', dyn])).to.include('\nrepair: none\n');
 
@@ -238,17 +262,30 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       expect((await update(`hostname=${stat}&myip=192.0.2.70`, [owner, ownerPw])).body).to.equal('badsys\n');
 
       // After an update, show reflects what was published.
-      const r = await update(`hostname=${dyn}&myip=192.0.2.71,2001:db8::71&wildcard=ON&mx=mail.${ZONE}&backmx=YES`, [owner, ownerPw]);
+      const r = await update(`hostname=${dyn}&myip=192.0.2.71,2001:db8::71&wildcard=ON&mx=mail.${ZONE}&backmx=YES`, [
+        owner,
+        ownerPw,
+      ]);
       expect(r.body).to.equal('good 192.0.2.71,2001:db8::71\n');
       const after = await env.hostJson(dyn);
-      expect(after).to.include({ owner, type: 'dynamic', state: 'active', wildcard: true, mx: `mail.${ZONE}`, backmx: true });
+      expect(after).to.include({
+        owner,
+        type: 'dynamic',
+        state: 'active',
+        wildcard: true,
+        mx: `mail.${ZONE}`,
+        backmx: true,
+      });
       expect(after.addresses).to.have.members(['192.0.2.71', '2001:db8::71']);
     });
 
     it('names are normalised (case, trailing dot)', async () => {
       const label = uniq('Mixed');
       await env.cliOk(['host', 'add', `${label.toUpperCase()}.${ZONE.toUpperCase()}.`, '--account', owner]);
-      expect(await env.hostJson(`${label.toLowerCase()}.${ZONE}`)).to.include({ fqdn: `${label.toLowerCase()}.${ZONE}`, owner });
+      expect(await env.hostJson(`${label.toLowerCase()}.${ZONE}`)).to.include({
+        fqdn: `${label.toLowerCase()}.${ZONE}`,
+        owner,
+      });
     });
 
     it('refuses a name outside every zone, the zone apex, an unknown account, a duplicate, a bad type', async () => {
@@ -289,15 +326,25 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       await env.addHost(ha1, a);
       await env.addHost(ha2, a, 'static');
       await env.addHost(hb, b);
-      const fqdns = (out: string) => out.trimEnd().split('\n').filter(Boolean).map((l) => l.split('\t')[0]);
+      const fqdns = (out: string) =>
+        out
+          .trimEnd()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => l.split('\t')[0]);
 
       const all = fqdns(await env.cliOk(['host', 'list']));
       expect(all).to.include.members([ha1, ha2, hb]);
       expect(fqdns(await env.cliOk(['host', 'list', '--account', a]))).to.have.members([ha1, ha2]);
       expect(fqdns(await env.cliOk(['host', 'list', '--account', b]))).to.deep.equal([hb]);
-      const line = (await env.cliOk(['host', 'list', '--account', a])).split('\n').find((l) => l.startsWith(ha2 + '\t'));
+      const line = (await env.cliOk(['host', 'list', '--account', a]))
+        .split('\n')
+        .find((l) => l.startsWith(ha2 + '\t'));
       expect(line).to.match(new RegExp(`^${ha2}\\t${a}\\tstatic\\tactive\\t`));
-      const json = JSON.parse(await env.cliOk(['host', 'list', '--account', a, '--json'])) as { fqdn: string; owner: string }[];
+      const json = JSON.parse(await env.cliOk(['host', 'list', '--account', a, '--json'])) as {
+        fqdn: string;
+        owner: string;
+      }[];
       expect(json.map((h) => h.fqdn)).to.have.members([ha1, ha2]);
       expect(json.every((h) => h.owner === a)).to.equal(true);
     });
@@ -330,7 +377,8 @@ describe('CLI (knot): accounts, hosts, agents', function () {
 
       // The 4th quick update blocks it (the 60 s default interval).
       const bodies: string[] = [];
-      for (let i = 0; i < 4; i++) bodies.push((await update(`hostname=${h}&myip=192.0.2.${83 + i}`, [owner, ownerPw])).body);
+      for (let i = 0; i < 4; i++)
+        bodies.push((await update(`hostname=${h}&myip=192.0.2.${83 + i}`, [owner, ownerPw])).body);
       expect(bodies.at(-1)).to.equal('abuse\n');
       expect(await state()).to.equal('blocked');
       expectFailure(await env.cli(['host', 'reopen', h]), 1, h, /blocked/);
@@ -350,7 +398,10 @@ describe('CLI (knot): accounts, hosts, agents', function () {
     it('remove deletes the records from DNS (address, wildcard, MX), then the host', async () => {
       const h = uniqHost('gone');
       await env.addHost(h, owner);
-      const r = await update(`hostname=${h}&myip=192.0.2.91,2001:db8::91&wildcard=ON&mx=mail.${ZONE}`, [owner, ownerPw]);
+      const r = await update(`hostname=${h}&myip=192.0.2.91,2001:db8::91&wildcard=ON&mx=mail.${ZONE}`, [
+        owner,
+        ownerPw,
+      ]);
       expect(r.body).to.equal('good 192.0.2.91,2001:db8::91\n');
       const below = `x${seq}.${h}`;
       expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.91']);
@@ -367,7 +418,9 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       expect(await env.ns.query(below, 'AAAA')).to.deep.equal([]);
       expect(await env.ns.query(h, 'MX')).to.deep.equal([]);
       expectFailure(await env.cli(['host', 'show', h, '--json']), 1, h);
-      const listed = JSON.parse(await env.cliOk(['host', 'list', '--account', owner, '--json'])) as Array<{ fqdn: string }>;
+      const listed = JSON.parse(await env.cliOk(['host', 'list', '--account', owner, '--json'])) as Array<{
+        fqdn: string;
+      }>;
       expect(listed.map((x) => x.fqdn)).to.not.include(h);
       expect((await update(`hostname=${h}&myip=192.0.2.92`, [owner, ownerPw])).body).to.equal('nohost\n');
       expect(await env.ns.query(h, 'A')).to.deep.equal([]);
@@ -380,7 +433,10 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       await env.addHost(h, owner);
       expect((await update(`hostname=${h}&myip=192.0.2.93`, [owner, ownerPw])).body).to.equal('good 192.0.2.93\n');
       const { file, secret } = await writeWrongSecret(env);
-      const wrongKey = await writeVariant(env, 'wrong-key-remove.json', { zones: [zoneWith(env, { secretFile: file })], dns: { timeout: 2 } });
+      const wrongKey = await writeVariant(env, 'wrong-key-remove.json', {
+        zones: [zoneWith(env, { secretFile: file })],
+        dns: { timeout: 2 },
+      });
       const r = await runCli(['host', 'remove', h, '--config', wrongKey]);
       expect(r.code).to.not.equal(0);
       expect(r.stderr).to.include(ZONE);
@@ -393,7 +449,9 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       const h = uniqHost('orphan');
       await env.addHost(h, owner);
       expect((await update(`hostname=${h}&myip=192.0.2.94`, [owner, ownerPw])).body).to.equal('good 192.0.2.94\n');
-      const otherZone = await writeVariant(env, 'other-zone.json', { zones: [{ ...(env.config.zones as Record<string, unknown>[])[0]!, name: `other.${ZONE}` }] });
+      const otherZone = await writeVariant(env, 'other-zone.json', {
+        zones: [{ ...(env.config.zones as Record<string, unknown>[])[0]!, name: `other.${ZONE}` }],
+      });
       const r = await runCli(['host', 'remove', h, '--config', otherZone]);
       expect(r.code).to.equal(1);
       expect(r.stderr).to.include('no configured zone').and.include('--keep-dns');
@@ -425,14 +483,20 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       const h = uniqHost('agent');
       await env.addHost(h, acct);
       await sleep(2500);
-      const refused = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.95`, { auth: [acct, 'agent-pw'], ua: `CliBlocked-${process.pid}/2.0` });
+      const refused = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.95`, {
+        auth: [acct, 'agent-pw'],
+        ua: `CliBlocked-${process.pid}/2.0`,
+      });
       expect(refused.body).to.equal('badagent\n');
 
       const unblocked = await env.cli(['agent', 'unblock', pattern]);
       expect(unblocked.code, unblocked.stderr).to.equal(0);
       expect((await env.cliOk(['agent', 'list'])).trimEnd().split('\n')).to.deep.equal(before);
       await sleep(2500);
-      const served = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.95`, { auth: [acct, 'agent-pw'], ua: `CliBlocked-${process.pid}/2.0` });
+      const served = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.95`, {
+        auth: [acct, 'agent-pw'],
+        ua: `CliBlocked-${process.pid}/2.0`,
+      });
       expect(served.body).to.equal('good 192.0.2.95\n');
 
       expect((await env.cli(['agent', 'block', '   '])).code).to.not.equal(0);
@@ -484,7 +548,9 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       expect(r.code, r.stderr).to.equal(0);
       expect(r.stdout).to.equal(`blocked: ${typed}\n`);
       try {
-        expect((await env.cliOk(['agent', 'list'])).trimEnd().split('\n')).to.include(typed).and.not.include('-1');
+        expect((await env.cliOk(['agent', 'list'])).trimEnd().split('\n'))
+          .to.include(typed)
+          .and.not.include('-1');
       } finally {
         expect((await runCli(['agent', 'unblock', ...cfg, '--', typed])).code).to.equal(0);
       }
@@ -524,11 +590,15 @@ describe('CLI config lookup: --config, DDNS_BRIDGE_CONFIG, none', function () {
   });
 
   it('--config wins over DDNS_BRIDGE_CONFIG', async () => {
-    const r = await runCli(['account', 'list', '--config', env.configPath], undefined, { DDNS_BRIDGE_CONFIG: path.join(env.dir, 'missing.json') });
+    const r = await runCli(['account', 'list', '--config', env.configPath], undefined, {
+      DDNS_BRIDGE_CONFIG: path.join(env.dir, 'missing.json'),
+    });
     expect(r.code, r.stderr).to.equal(0);
     expect(r.stdout.split('\n')).to.include(account);
     // And the other way round: a broken --config is not rescued by a good variable.
-    const bad = await runCli(['account', 'list', '--config', path.join(env.dir, 'missing.json')], undefined, { DDNS_BRIDGE_CONFIG: env.configPath });
+    const bad = await runCli(['account', 'list', '--config', path.join(env.dir, 'missing.json')], undefined, {
+      DDNS_BRIDGE_CONFIG: env.configPath,
+    });
     expectFailure(bad, 2, 'missing.json');
   });
 
@@ -588,7 +658,9 @@ for (const kind of ['knot', 'bind'] as const) {
 
     it('a zone the primary does not serve fails alone; the good zone is still ok', async () => {
       const good = (env.config.zones as Record<string, unknown>[])[0]!;
-      const cfg = await writeVariant(env, 'two-zones.json', { zones: [good, { ...good, name: 'not-served.example.test' }] });
+      const cfg = await writeVariant(env, 'two-zones.json', {
+        zones: [good, { ...good, name: 'not-served.example.test' }],
+      });
       const r = await runCli(['check', '--config', cfg]);
       expect(r.code).to.not.equal(0);
       expect(r.stdout).to.match(new RegExp(`zone ${ZONE.replace(/\./g, '\\.')}\\b.*: ok`));
@@ -622,7 +694,11 @@ describe('CLI check: several zones, Redis down, invalid config', function () {
     await writeFile(secretFile, second!.key.secret + '\n', { mode: 0o600 });
     const zones = [
       ...(env.config.zones as unknown[]),
-      { name: secondZone, primary: `127.0.0.1:${second!.port}`, key: { name: second!.key.name, algorithm: second!.key.algorithm, secretFile } },
+      {
+        name: secondZone,
+        primary: `127.0.0.1:${second!.port}`,
+        key: { name: second!.key.name, algorithm: second!.key.algorithm, secretFile },
+      },
     ];
     const cfg = await writeVariant(env, 'two-good-zones.json', { zones });
     const r = await runCli(['check', '--config', cfg]);
@@ -652,7 +728,9 @@ describe('CLI check: several zones, Redis down, invalid config', function () {
     const nested = await writeVariant(env, 'unknown-nested.json', { redis: { urll: 'redis://x' } });
     expectFailure(await runCli(['check', '--config', nested]), 2, 'redis.urll');
 
-    const badPrimary = await writeVariant(env, 'bad-primary.json', { zones: [{ ...(env.config.zones as Record<string, unknown>[])[0]!, primary: 'nowhere:notaport' }] });
+    const badPrimary = await writeVariant(env, 'bad-primary.json', {
+      zones: [{ ...(env.config.zones as Record<string, unknown>[])[0]!, primary: 'nowhere:notaport' }],
+    });
     expectFailure(await runCli(['check', '--config', badPrimary]), 2, 'zones[0].primary');
 
     const badAlg = await writeVariant(env, 'bad-alg.json', { zones: [zoneWith(env, { algorithm: 'hmac-md4' })] });

@@ -10,7 +10,15 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { CLI, parseHttp, rawRequest, runCli } from '../support/bridge.js';
-import { freePort, makeTempDir, removeDir, requireBinariesOrSkip, requireBinary, writeKeyFile, type LabKind } from '../../src/lab/index.js';
+import {
+  freePort,
+  makeTempDir,
+  removeDir,
+  requireBinariesOrSkip,
+  requireBinary,
+  writeKeyFile,
+  type LabKind,
+} from '../../src/lab/index.js';
 
 const UA = 'ddns-bridge-demo-tests/1.0 tests@example.test';
 const READY_TIMEOUT_MS = 60000;
@@ -34,7 +42,9 @@ class DemoProcess {
   constructor(readonly child: ChildProcess) {
     child.stdout!.on('data', (d: Buffer) => (this.stdout += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()));
-    this.exited = new Promise((resolve) => child.once('exit', (code, signal) => ((this.exit = { code, signal }), resolve())));
+    this.exited = new Promise((resolve) =>
+      child.once('exit', (code, signal) => ((this.exit = { code, signal }), resolve())),
+    );
   }
 
   static start(args: string[]): DemoProcess {
@@ -108,15 +118,20 @@ function acceptsTcp(host: string, port: number): Promise<boolean> {
   });
 }
 
-const exists = (p: string) => access(p).then(
-  () => true,
-  () => false,
-);
+const exists = (p: string) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
 
 function run(cmd: string, args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = execFile(cmd, args, { timeout: 20000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      const code = err
+        ? typeof (err as { code?: unknown }).code === 'number'
+          ? (err as { code: number }).code
+          : 1
+        : 0;
       resolve({ code, stdout, stderr });
     });
     child.stdin!.end(input ?? '');
@@ -184,7 +199,11 @@ for (const kind of ['knot', 'bind'] as const) {
       expect(reply.status).to.equal(200);
       expect(reply.body).to.equal('good 203.0.113.7\n');
       const wrong = parseHttp(
-        await rawRequest('127.0.0.1', httpPort, request.replace(basicAuth(account.name, account.password), basicAuth(account.name, 'not-it'))),
+        await rawRequest(
+          '127.0.0.1',
+          httpPort,
+          request.replace(basicAuth(account.name, account.password), basicAuth(account.name, 'not-it')),
+        ),
       );
       expect(wrong.status).to.equal(401);
 
@@ -228,7 +247,9 @@ for (const kind of ['knot', 'bind'] as const) {
         ),
       );
       expect(mxReply.body).to.equal('good 203.0.113.7\n');
-      expect((await dig(info.nameserver.host, info.nameserver.port, hostname, 'MX')).stdout.trim()).to.equal(`10 mail.${info.zone}.`);
+      expect((await dig(info.nameserver.host, info.nameserver.port, hostname, 'MX')).stdout.trim()).to.equal(
+        `10 mail.${info.zone}.`,
+      );
 
       // Ctrl-C: it stops within a few seconds and leaves nothing behind.
       await demo.stop('SIGINT');
@@ -333,7 +354,8 @@ async function processesMentioning(dir: string): Promise<{ pid: number; cmdline:
     if (!/^\d+$/.test(entry)) continue;
     const cmdline = (await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).replace(/\0/g, ' ');
     const cwd = await readlink(`/proc/${entry}/cwd`).catch(() => '');
-    if (cmdline.includes(dir) || cwd === dir || cwd.startsWith(`${dir}/`) || cwd.startsWith(`${dir} `)) found.push({ pid: Number(entry), cmdline });
+    if (cmdline.includes(dir) || cwd === dir || cwd.startsWith(`${dir}/`) || cwd.startsWith(`${dir} `))
+      found.push({ pid: Number(entry), cmdline });
   }
   return found;
 }
@@ -365,14 +387,19 @@ describe('demo: a signal during start-up', function () {
     for (;;) {
       const m = /demo: working directory (\S+)/.exec(d.stderr);
       if (m) return m[1]!;
-      if (d.exit) throw new Error(`demo exited (${JSON.stringify(d.exit)}) before it named its directory:\n${d.stderr}`);
+      if (d.exit)
+        throw new Error(`demo exited (${JSON.stringify(d.exit)}) before it named its directory:\n${d.stderr}`);
       if (Date.now() > deadline) throw new Error(`no working directory after ${READY_TIMEOUT_MS} ms:\n${d.stderr}`);
       await new Promise((r) => setTimeout(r, 5));
     }
   }
 
   /** What an interrupted start-up must leave: nothing, and a normal exit. */
-  async function expectNothingLeft(d: DemoProcess, workDir: string, children: { pid: number; comm: string }[]): Promise<void> {
+  async function expectNothingLeft(
+    d: DemoProcess,
+    workDir: string,
+    children: { pid: number; comm: string }[],
+  ): Promise<void> {
     expect(await processesMentioning(workDir), 'processes naming the working directory').to.deep.equal([]);
     for (const c of children) expect(isAlive(c.pid), `${c.comm} (pid ${c.pid}) stopped`).to.equal(false);
     expect(await exists(workDir), `${workDir} removed`).to.equal(false);

@@ -1,6 +1,7 @@
 /**
  * DnsPublisher and probeZone against real primaries (knotd and named from the lab): every
- * docs/protocol.md, "What goes into DNS" plan is published and read back with dig, and every failure mode the protocol names
+ * docs/protocol.md, "What goes into DNS" plan is published and read back with dig, and every failure mode the
+ * protocol names
  * is provoked for real.
  */
 import { expect } from 'chai';
@@ -89,7 +90,11 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
         zone: ZONE,
         key,
         ungrantedKey,
-        records: ['alias 60 IN CNAME target.example.net.', 'mail 60 IN A 192.0.2.25', 'sub 60 IN NS ns.elsewhere.example.'],
+        records: [
+          'alias 60 IN CNAME target.example.net.',
+          'mail 60 IN A 192.0.2.25',
+          'sub 60 IN NS ns.elsewhere.example.',
+        ],
       });
       zone = {
         name: ZONE,
@@ -107,7 +112,11 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
     });
 
     /** A publisher with a variation of the zone or dns config (closed in after()). */
-    function variant(zoneOver: Partial<ZoneConfig>, dnsOver: Partial<Config['dns']> = {}, lines: LogLine[] = []): DnsPublisher {
+    function variant(
+      zoneOver: Partial<ZoneConfig>,
+      dnsOver: Partial<Config['dns']> = {},
+      lines: LogLine[] = [],
+    ): DnsPublisher {
       const p = new DnsPublisher([{ ...zone, ...zoneOver }], dnsConfig(dnsOver), captureLogger(lines));
       extraPublishers.push(p);
       return p;
@@ -169,7 +178,9 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
 
     it('offline removes the addresses (host and wildcard), keeps MX; the next change restores', async () => {
       const random = `r${randomBytes(4).toString('hex')}.off`;
-      await publisher.publish(change('off', { ipv4: '192.0.2.8', ipv6: '2001:db8::8', wildcard: true, mx: `mail.${ZONE}` }));
+      await publisher.publish(
+        change('off', { ipv4: '192.0.2.8', ipv6: '2001:db8::8', wildcard: true, mx: `mail.${ZONE}` }),
+      );
       expect(await q(random, 'A')).to.deep.equal(['192.0.2.8']);
       await publisher.publish(change('off', { offline: true, wildcard: true, mx: `mail.${ZONE}` }));
       expect(await q('off', 'A')).to.deep.equal([]);
@@ -232,18 +243,30 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
         const restrictedZone = { ...zone, primary: { host: restricted.host, port: restricted.port } };
         // check cannot prove rights granted only to some names, and says so.
         const probed = await probeZone(restrictedZone, dnsConfig());
-        expect(!probed.ok && probed.reason).to.match(/accepts the key but refused .* grants only some names or types updates just those/);
+        expect(!probed.ok && probed.reason).to.match(
+          /accepts the key but refused .* grants only some names or types updates just those/,
+        );
         const p = new DnsPublisher([{ ...restrictedZone, maxInFlight: 1 }], dnsConfig(), quietLogger);
         extraPublishers.push(p);
         // 'first' goes alone; the others queue behind it and go out as one message.
         const labels = ['first', 'ok1', 'denied', 'ok2', 'ok3'];
-        const results = await Promise.allSettled(labels.map((l, i) => p.publish(change(l, { ipv4: `192.0.2.${120 + i}` }))));
+        const results = await Promise.allSettled(
+          labels.map((l, i) => p.publish(change(l, { ipv4: `192.0.2.${120 + i}` }))),
+        );
         expect(p.senderFor(ZONE)!.stats.largestMessageHosts, 'the four were merged').to.equal(4);
-        expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+        expect(results.map((r) => r.status)).to.deep.equal([
+          'fulfilled',
+          'fulfilled',
+          'rejected',
+          'fulfilled',
+          'fulfilled',
+        ]);
         const denied = (results[2] as PromiseRejectedResult).reason as DnsUpdateError;
         expect(denied.rcode).to.equal(kind === 'knot' ? 'BADKEY' : 'REFUSED');
         for (const [i, l] of labels.entries()) {
-          expect(await restricted.query(`${l}.${ZONE}`, 'A'), l).to.deep.equal(l === 'denied' ? [] : [`192.0.2.${120 + i}`]);
+          expect(await restricted.query(`${l}.${ZONE}`, 'A'), l).to.deep.equal(
+            l === 'denied' ? [] : [`192.0.2.${120 + i}`],
+          );
         }
       } finally {
         await restricted.stop();
@@ -314,11 +337,19 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
 
     it('probeZone: a key the primary knows but no update rule grants fails (BIND checks its update-policy per record)', async () => {
       const serial = await server.serial();
-      const ungranted = { name: ungrantedKey.name, algorithm: ungrantedKey.algorithm, secret: Buffer.from(ungrantedKey.secret, 'base64') };
+      const ungranted = {
+        name: ungrantedKey.name,
+        algorithm: ungrantedKey.algorithm,
+        secret: Buffer.from(ungrantedKey.secret, 'base64'),
+      };
       const r = await probeZone({ ...zone, key: ungranted }, dnsConfig());
       expect(r.ok).to.equal(false);
       // Knot's ACL turns the key away at once; BIND accepts it and refuses only the record.
-      expect(!r.ok && r.reason).to.match(kind === 'knot' ? /BADKEY|NOTAUTH|REFUSED/ : /accepts the key but refused a change of the A records at ddns-bridge-check\.\S+ \(REFUSED\): grant the key/);
+      expect(!r.ok && r.reason).to.match(
+        kind === 'knot'
+          ? /BADKEY|NOTAUTH|REFUSED/
+          : /accepts the key but refused a change of the A records at ddns-bridge-check\.\S+ \(REFUSED\): grant the key/,
+      );
       expect(await server.serial()).to.equal(serial);
     });
 
@@ -326,7 +357,10 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
       await publisher.publish(change('ddns-bridge-check', { ipv4: '192.0.2.98' }));
       try {
         const r = await probeZone(zone, dnsConfig());
-        expect(r).to.deep.equal({ ok: false, reason: `ddns-bridge-check.${ZONE} has an A record, so the probe could not prove the key's rights: free that name` });
+        expect(r).to.deep.equal({
+          ok: false,
+          reason: `ddns-bridge-check.${ZONE} has an A record, so the probe could not prove the key's rights: free that name`,
+        });
         expect(await q('ddns-bridge-check', 'A')).to.deep.equal(['192.0.2.98']);
       } finally {
         await publisher.publish(change('ddns-bridge-check', {}));

@@ -46,7 +46,10 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
   });
 
   const resolver = (servers: string[], timeoutMs = 1000, zones: (string | MxZone)[] = [ZONE]) =>
-    new DnsMxResolver({ resolvers: servers, timeoutMs }, zones.map((z) => (typeof z === 'string' ? { name: z } : z)));
+    new DnsMxResolver(
+      { resolvers: servers, timeoutMs },
+      zones.map((z) => (typeof z === 'string' ? { name: z } : z)),
+    );
   const primary = () => ({ name: ZONE, primary: { host: '127.0.0.1', port: server!.port } });
 
   it('true for a name with an A record, and for one with only AAAA', async () => {
@@ -92,7 +95,13 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
    * A scripted UDP resolver: `mail.example.net` has A 192.0.2.25, nothing else; `mode` says
    * what happens to CNAME queries (answered NODATA, dropped) and whether A is answered at all.
    */
-  async function scriptedResolver(): Promise<{ address: string; port: number; mode: { cname: 'answer' | 'drop'; a: 'answer' | 'drop'; silent: boolean }; queries: () => number; close(): void }> {
+  async function scriptedResolver(): Promise<{
+    address: string;
+    port: number;
+    mode: { cname: 'answer' | 'drop'; a: 'answer' | 'drop'; silent: boolean };
+    queries: () => number;
+    close(): void;
+  }> {
     const socket = createSocket('udp4');
     const mode = { cname: 'answer' as 'answer' | 'drop', a: 'answer' as 'answer' | 'drop', silent: false };
     let queries = 0;
@@ -107,11 +116,18 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
       header.writeUInt16BE(0x8180, 2); // a response, recursion desired and available, NOERROR
       header.writeUInt16BE(qtype === 1 ? 1 : 0, 6);
       header.writeUInt32BE(0, 8);
-      const answer = qtype === 1 ? Buffer.from([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 25]) : Buffer.alloc(0);
+      const answer =
+        qtype === 1 ? Buffer.from([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 25]) : Buffer.alloc(0);
       socket.send(Buffer.concat([header, q.subarray(12, off + 5), answer]), peer.port, peer.address);
     });
     await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-    return { address: `127.0.0.1:${socket.address().port}`, port: socket.address().port, mode, queries: () => queries, close: () => socket.close() };
+    return {
+      address: `127.0.0.1:${socket.address().port}`,
+      port: socket.address().port,
+      mode,
+      queries: () => queries,
+      close: () => socket.close(),
+    };
   }
 
   it('a CNAME query that goes unanswered does not count against an address found (in our zone)', async () => {
@@ -143,7 +159,10 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
       const good = `127.0.0.1:${server!.port}`;
       expect(await resolver([dead.address, good]).resolves(`mail4.${ZONE}`), 'dead first').to.equal(true);
       expect(await resolver([good, dead.address]).resolves(`mail6.${ZONE}`), 'dead last').to.equal(true);
-      expect(await resolver([dead.address, good]).resolves(`nothere.${ZONE}`), 'a missing name is still missing').to.equal(false);
+      expect(
+        await resolver([dead.address, good]).resolves(`nothere.${ZONE}`),
+        'a missing name is still missing',
+      ).to.equal(false);
     } finally {
       dead.close();
     }
@@ -152,13 +171,30 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
   it("inside our zones the primary's answer wins over a resolver still holding a deleted address", async () => {
     const stale = await scriptedResolver(); // has an A for every name
     try {
-      expect(await resolver([stale.address], 500, [ZONE]).resolves(`nothere.${ZONE}`), 'the resolver alone').to.equal(true);
-      expect(await resolver([stale.address], 500, [primary()]).resolves(`nothere.${ZONE}`), 'with the primary').to.equal(false);
-      expect(await resolver([stale.address], 500, [primary()]).resolves(`mail6.${ZONE}`), 'an address the primary has').to.equal(true);
-      expect(await resolver([stale.address], 500, [primary()]).resolves(`alias.${ZONE}`), 'an alias at the primary').to.equal(false);
-      expect(await resolver([stale.address], 500, [primary()]).resolves('mail.example.net'), 'outside our zones').to.equal(true);
+      expect(await resolver([stale.address], 500, [ZONE]).resolves(`nothere.${ZONE}`), 'the resolver alone').to.equal(
+        true,
+      );
+      expect(
+        await resolver([stale.address], 500, [primary()]).resolves(`nothere.${ZONE}`),
+        'with the primary',
+      ).to.equal(false);
+      expect(
+        await resolver([stale.address], 500, [primary()]).resolves(`mail6.${ZONE}`),
+        'an address the primary has',
+      ).to.equal(true);
+      expect(
+        await resolver([stale.address], 500, [primary()]).resolves(`alias.${ZONE}`),
+        'an alias at the primary',
+      ).to.equal(false);
+      expect(
+        await resolver([stale.address], 500, [primary()]).resolves('mail.example.net'),
+        'outside our zones',
+      ).to.equal(true);
       // Below a delegation the primary holds nothing (it answers with a referral): the resolvers decide.
-      expect(await resolver([stale.address], 500, [primary()]).resolves(`mail.sub.${ZONE}`), 'below a delegation').to.equal(true);
+      expect(
+        await resolver([stale.address], 500, [primary()]).resolves(`mail.sub.${ZONE}`),
+        'below a delegation',
+      ).to.equal(true);
     } finally {
       stale.close();
     }
@@ -167,7 +203,9 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
   it('inside our zones a primary that does not answer leaves it to the resolvers (no yes remembered), and is left alone a while', async () => {
     const flaky = await scriptedResolver(); // stands in for the primary
     try {
-      const r = resolver([`127.0.0.1:${server!.port}`], 300, [{ name: ZONE, primary: { host: '127.0.0.1', port: flaky.port } }]);
+      const r = resolver([`127.0.0.1:${server!.port}`], 300, [
+        { name: ZONE, primary: { host: '127.0.0.1', port: flaky.port } },
+      ]);
       expect(await r.resolves(`nothere.${ZONE}`), 'the primary says yes').to.equal(true);
       flaky.mode.a = 'drop';
       expect(await r.resolves(`nothere.${ZONE}`), 'the A answer lost: the resolver says no').to.equal(false);
@@ -177,7 +215,9 @@ describe('dns mx resolver (node:dns against a real nameserver)', function () {
       expect(await r.resolves(`nothere.${ZONE}`), 'no answer at all: the resolver says no').to.equal(false);
       flaky.mode.silent = false;
       const asked = flaky.queries();
-      expect(await r.resolves(`nothere.${ZONE}`), 'the quiet primary is not asked: the resolver decides').to.equal(false);
+      expect(await r.resolves(`nothere.${ZONE}`), 'the quiet primary is not asked: the resolver decides').to.equal(
+        false,
+      );
       expect(flaky.queries(), 'queries to the quiet primary').to.equal(asked);
     } finally {
       flaky.close();

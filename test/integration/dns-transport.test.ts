@@ -10,7 +10,14 @@ import type { ZoneConfig } from '../../src/config/schema.js';
 import type { Logger } from '../../src/core/log.js';
 import { emptyDnsState } from '../../src/core/types.js';
 import { DnsPublisher } from '../../src/dns/index.js';
-import { generateTsigKey, makeTempDir, removeDir, requireBinariesOrSkip, startNameServer, type NameServer } from '../../src/lab/index.js';
+import {
+  generateTsigKey,
+  makeTempDir,
+  removeDir,
+  requireBinariesOrSkip,
+  startNameServer,
+  type NameServer,
+} from '../../src/lab/index.js';
 
 const ZONE = 'dyn.example.org';
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -108,7 +115,11 @@ describe('dns transport against knotd through a relay', function () {
       key: { name: key.name, algorithm: key.algorithm, secret: Buffer.from(key.secret, 'base64') },
     };
     // 3 s: each attempt gets 1.5 s (knotd 3.2 now and then holds an update ~0.7 s).
-    publisher = new DnsPublisher([zone], { ttl: 60, timeoutMs: 3000, maxInFlight: 4, fudge: 300, clockOffsetSeconds: 0 }, quiet);
+    publisher = new DnsPublisher(
+      [zone],
+      { ttl: 60, timeoutMs: 3000, maxInFlight: 4, fudge: 300, clockOffsetSeconds: 0 },
+      quiet,
+    );
   });
 
   after(async () => {

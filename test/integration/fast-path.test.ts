@@ -59,7 +59,8 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     await clearLoginCounters(raw, KEYS);
   });
 
-  const update = (query: string, creds: [string, string], ua: string) => env.get(`/nic/update?${query}`, { auth: creds, ua });
+  const update = (query: string, creds: [string, string], ua: string) =>
+    env.get(`/nic/update?${query}`, { auth: creds, ua });
 
   /**
    * Make sure the bridge's copy of the agent block list is fresh (it is kept 2 s and, once a
@@ -85,7 +86,11 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
    * Prime, send, wait for MONITOR to catch up: the reply and what the bridge sent Redis for
    * this request alone.
    */
-  async function measured(query: string, creds: [string, string], ua: string): Promise<{ reply: string; sent: string[][] }> {
+  async function measured(
+    query: string,
+    creds: [string, string],
+    ua: string,
+  ): Promise<{ reply: string; sent: string[][] }> {
     await prime();
     const mark = commands.mark();
     const r = await update(query, creds, ua);
@@ -93,7 +98,10 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     return { reply: r.raw.toString(), sent: commands.since(mark) };
   }
 
-  async function account(name: string, opts: { donator?: boolean; hosts?: number } = {}): Promise<{ creds: [string, string]; hosts: string[] }> {
+  async function account(
+    name: string,
+    opts: { donator?: boolean; hosts?: number } = {},
+  ): Promise<{ creds: [string, string]; hosts: string[] }> {
     const creds: [string, string] = [name, `${name}-secret-pw`];
     await env.addAccount(name, creds[1], opts.donator ?? false);
     const hosts: string[] = [];
@@ -106,7 +114,10 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
   }
 
   it('a repeated request is nochg in exactly ONE Redis command; a change costs exactly two (admit + commit)', async () => {
-    const { creds, hosts: [h] } = await account('una');
+    const {
+      creds,
+      hosts: [h],
+    } = await account('una');
     const ua = agent('una');
     // First: the full path verifies the password (several commands: agent check, login lookup, admit, commit).
     const first = await measured(`hostname=${h}&myip=192.0.2.1`, creds, ua);
@@ -147,7 +158,10 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
   });
 
   it('a sparse client still gets one round trip: the block list is refreshed in the background, not by requests', async () => {
-    const { creds, hosts: [h] } = await account('sparse');
+    const {
+      creds,
+      hosts: [h],
+    } = await account('sparse');
     const ua = agent('sparse');
     expect((await update(`hostname=${h}&myip=192.0.2.9`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.9\n'));
     // No request for longer than the list is trusted (2 s): only the background refresh keeps it fresh.
@@ -162,7 +176,10 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
   });
 
   it('a password change takes effect at once: the old password gets badauth, nothing changes; the new one works', async () => {
-    const { creds, hosts: [h] } = await account('pat');
+    const {
+      creds,
+      hosts: [h],
+    } = await account('pat');
     const ua = agent('pat');
     expect((await update(`hostname=${h}&myip=192.0.2.10`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.10\n'));
     const cached = await measured(`hostname=${h}&myip=192.0.2.10`, creds, ua);
@@ -192,7 +209,10 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
   });
 
   it('an account removed and made again under its name: the old password, still cached, gets badauth at once', async () => {
-    const { creds, hosts: [h] } = await account('rex');
+    const {
+      creds,
+      hosts: [h],
+    } = await account('rex');
     const ua = agent('rex');
     expect((await update(`hostname=${h}&myip=192.0.2.20`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.20\n'));
     const cached = await measured(`hostname=${h}&myip=192.0.2.20`, creds, ua);
@@ -206,14 +226,21 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     await env.addHost(h!, 'rex');
     const old = await measured(`hostname=${h}&myip=192.0.2.22`, creds, ua);
     expect(old.reply).to.equal(BADAUTH);
-    expect(old.sent.some(isGuardedAdmitOf(KEYS, h!)), 'the fast path was tried and refused by its guard').to.equal(true);
+    expect(old.sent.some(isGuardedAdmitOf(KEYS, h!)), 'the fast path was tried and refused by its guard').to.equal(
+      true,
+    );
     expect(await raw.hgetall(KEYS.host(h!))).to.not.have.property('fl');
     expect(await env.ns.query(h!, 'A')).to.deep.equal([]);
-    expect((await update(`hostname=${h}&myip=192.0.2.22`, ['rex', 'rex-other-pw'], ua)).raw.toString()).to.equal(OK('good 192.0.2.22\n'));
+    expect((await update(`hostname=${h}&myip=192.0.2.22`, ['rex', 'rex-other-pw'], ua)).raw.toString()).to.equal(
+      OK('good 192.0.2.22\n'),
+    );
   });
 
   it('an account removed: badauth at once, and its cached login is dropped (the next request goes straight to the full path)', async () => {
-    const { creds, hosts: [h] } = await account('rox');
+    const {
+      creds,
+      hosts: [h],
+    } = await account('rox');
     const ua = agent('rox');
     expect((await update(`hostname=${h}&myip=192.0.2.30`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.30\n'));
     expect((await measured(`hostname=${h}&myip=192.0.2.30`, creds, ua)).sent).to.have.length(1);
@@ -229,12 +256,17 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
   });
 
   it('the login cool-down applies on the fast path: the right password gets badauth, the host is unchanged', async () => {
-    const { creds, hosts: [h] } = await account('cody');
+    const {
+      creds,
+      hosts: [h],
+    } = await account('cody');
     const ua = agent('cody');
     expect((await update(`hostname=${h}&myip=192.0.2.20`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.20\n'));
     // maxFailures (3) wrong passwords from the same source start the cool-down.
     for (let i = 0; i < 3; i++) {
-      expect((await update(`hostname=${h}&myip=192.0.2.21`, ['cody', `wrong-${i}`], ua)).raw.toString()).to.equal(BADAUTH);
+      expect((await update(`hostname=${h}&myip=192.0.2.21`, ['cody', `wrong-${i}`], ua)).raw.toString()).to.equal(
+        BADAUTH,
+      );
     }
     expect(await raw.exists(KEYS.cooldownBySource('127.0.0.1'))).to.equal(1);
     expect(await raw.exists(KEYS.cooldownByAccount('cody'))).to.equal(1);
@@ -253,12 +285,17 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
   });
 
   it('a junk block applies on the fast path: badagent, nothing changes; another agent is not affected', async () => {
-    const { creds, hosts: [h] } = await account('judy');
+    const {
+      creds,
+      hosts: [h],
+    } = await account('judy');
     const ua = agent('judy');
     expect((await update(`hostname=${h}&myip=192.0.2.30`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.30\n'));
     // junk.threshold (5) junk replies for the same (source, agent): names nobody registered.
     for (let i = 0; i < 5; i++) {
-      expect((await update(`hostname=${uniq('nobody')}&myip=192.0.2.31`, creds, ua)).raw.toString()).to.equal(OK('nohost\n'));
+      expect((await update(`hostname=${uniq('nobody')}&myip=192.0.2.31`, creds, ua)).raw.toString()).to.equal(
+        OK('nohost\n'),
+      );
     }
     await sleep(SETTLE_MS); // junk is counted after the reply
     expect(await raw.exists(KEYS.junkBlock('127.0.0.1', ua))).to.equal(1);
@@ -271,12 +308,17 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     expect(await env.ns.query(h!, 'A')).to.deep.equal(['192.0.2.30']);
 
     const other = agent('judy-other');
-    expect((await update(`hostname=${h}&myip=192.0.2.31`, creds, other)).raw.toString()).to.equal(OK('good 192.0.2.31\n'));
+    expect((await update(`hostname=${h}&myip=192.0.2.31`, creds, other)).raw.toString()).to.equal(
+      OK('good 192.0.2.31\n'),
+    );
     expect(await env.ns.query(h!, 'A')).to.deep.equal(['192.0.2.31']);
   });
 
   it('donator flag change: !donator first, then (same cached credentials) offline=YES is honoured', async () => {
-    const { creds, hosts: [h] } = await account('dora');
+    const {
+      creds,
+      hosts: [h],
+    } = await account('dora');
     const ua = agent('dora');
     expect((await update(`hostname=${h}&myip=192.0.2.40`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.40\n'));
     const refused = await measured(`hostname=${h}&myip=192.0.2.40&offline=YES`, creds, ua);
@@ -301,7 +343,10 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
   });
 
   it('an agent added to the Redis block list is answered badagent within 3 s, even for cached credentials', async () => {
-    const { creds, hosts: [h] } = await account('ally');
+    const {
+      creds,
+      hosts: [h],
+    } = await account('ally');
     const label = `Blocked${process.pid}`;
     const ua = `${label}/1.0`;
     expect((await update(`hostname=${h}&myip=192.0.2.50`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.50\n'));
@@ -313,7 +358,12 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
       let reply = '';
       while (Date.now() - blockedAt < 3000) {
         reply = (await update(`hostname=${h}&myip=192.0.2.51`, creds, ua)).raw.toString();
-        if (reply !== OK('nochg 192.0.2.50\n') && reply !== OK('good 192.0.2.51\n') && reply !== OK('nochg 192.0.2.51\n')) break;
+        if (
+          reply !== OK('nochg 192.0.2.50\n') &&
+          reply !== OK('good 192.0.2.51\n') &&
+          reply !== OK('nochg 192.0.2.51\n')
+        )
+          break;
         await sleep(100);
       }
       expect(reply).to.equal(OK('badagent\n'));
@@ -331,7 +381,10 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
   });
 
   it('several names and mx= with cached credentials: one line per host, exact bytes; mx takes the full path', async () => {
-    const { creds, hosts: [a, b] } = await account('mona', { hosts: 2 });
+    const {
+      creds,
+      hosts: [a, b],
+    } = await account('mona', { hosts: 2 });
     const ua = agent('mona');
     expect((await update(`hostname=${a}&myip=192.0.2.60`, creds, ua)).raw.toString()).to.equal(OK('good 192.0.2.60\n'));
 
@@ -360,7 +413,9 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     expect(await env.ns.query(b!, 'MX')).to.deep.equal([]);
 
     // A system the service does not support is not for the fast path either.
-    expect((await update(`system=webhop&hostname=${b}&myip=192.0.2.62`, creds, ua)).raw.toString()).to.equal(OK('badsys\n'));
+    expect((await update(`system=webhop&hostname=${b}&myip=192.0.2.62`, creds, ua)).raw.toString()).to.equal(
+      OK('badsys\n'),
+    );
     expect(await env.ns.query(b!, 'A')).to.deep.equal(['192.0.2.61']);
   });
 });

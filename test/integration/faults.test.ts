@@ -13,7 +13,15 @@ import net from 'node:net';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { BridgeEnv, ZONE, expectedReply, sleep, type HttpResult } from '../support/bridge.js';
-import { generateTsigKey, makeTempDir, removeDir, requireBinariesOrSkip, startRedis, writeKeyFile, type RedisServer } from '../../src/lab/index.js';
+import {
+  generateTsigKey,
+  makeTempDir,
+  removeDir,
+  requireBinariesOrSkip,
+  startRedis,
+  writeKeyFile,
+  type RedisServer,
+} from '../../src/lab/index.js';
 import { nsupdate } from '../support/nsupdate.js';
 import { encodeTsigRecord, extractTsig, readName, signMessage } from '../../src/dns/index.js';
 import type { TsigKeyConfig } from '../../src/config/schema.js';
@@ -71,7 +79,12 @@ async function hostHash(url: string, fqdn: string): Promise<Record<string, strin
  * Poll (every 200 ms, `tries` times) until the primary holds `address` for `fqdn` and Redis no
  * lease on it (the republish was acknowledged and recorded); returns what was seen last.
  */
-async function untilRepaired(env: BridgeEnv, fqdn: string, address: string, tries: number): Promise<{ dns: string[]; hash: Record<string, string> }> {
+async function untilRepaired(
+  env: BridgeEnv,
+  fqdn: string,
+  address: string,
+  tries: number,
+): Promise<{ dns: string[]; hash: Record<string, string> }> {
   let dns: string[] = [];
   let hash: Record<string, string> = {};
   for (let i = 0; i < tries; i++) {
@@ -116,7 +129,8 @@ async function dumpState(url: string): Promise<Record<string, unknown>> {
 /** The serve log lines written since `mark` (printed with FAULTS_VERBOSE=1, to see what the primary said). */
 function logsSince(env: BridgeEnv, mark: number): string {
   const text = env.logs.slice(mark).join('');
-  if (process.env.FAULTS_VERBOSE) for (const l of text.split('\n')) if (/failed/.test(l)) console.log(`      log: ${l.slice(0, 400)}`);
+  if (process.env.FAULTS_VERBOSE)
+    for (const l of text.split('\n')) if (/failed/.test(l)) console.log(`      log: ${l.slice(0, 400)}`);
   return text;
 }
 
@@ -173,9 +187,19 @@ function spoofedAnswer(mode: SpoofMode, request: Buffer, key: TsigKeyConfig): Bu
   const id = request.readUInt16BE(0);
   const requestMac = extractTsig(request)!.tsig.mac;
   const now = Math.floor(Date.now() / 1000);
-  const sign = (msg: Buffer, k: TsigKeyConfig, mac: Buffer | undefined) => signMessage(msg, k, { timeSigned: now, fudge: 300, requestMac: mac }).message;
+  const sign = (msg: Buffer, k: TsigKeyConfig, mac: Buffer | undefined) =>
+    signMessage(msg, k, { timeSigned: now, fudge: 300, requestMac: mac }).message;
   const plain = bareResponse(request, id);
-  const rawTsig = (mac: Buffer) => ({ keyName: key.name, algorithm: 'hmac-sha256', timeSigned: now, fudge: 300, mac, originalId: id, error: 0, otherData: Buffer.alloc(0) });
+  const rawTsig = (mac: Buffer) => ({
+    keyName: key.name,
+    algorithm: 'hmac-sha256',
+    timeSigned: now,
+    fudge: 300,
+    mac,
+    originalId: id,
+    error: 0,
+    otherData: Buffer.alloc(0),
+  });
   switch (mode) {
     case 'valid':
       return sign(plain, key, requestMac);
@@ -261,7 +285,15 @@ class RelayPrimary {
 }
 
 function zonesWithPrimary(port: number, key: Record<string, unknown> = {}): Record<string, unknown> {
-  return { zones: [{ name: ZONE, primary: `127.0.0.1:${port}`, key: { name: 'ddns-key', algorithm: 'hmac-sha256', secretFile: 'tsig.secret', ...key } }] };
+  return {
+    zones: [
+      {
+        name: ZONE,
+        primary: `127.0.0.1:${port}`,
+        key: { name: 'ddns-key', algorithm: 'hmac-sha256', secretFile: 'tsig.secret', ...key },
+      },
+    ],
+  };
 }
 
 // ---- 1. a primary that accepts TCP and never answers -----------------------------------
@@ -277,7 +309,10 @@ describe('fault: primary not answering at all (knot)', function () {
     requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
     blackHole = net.createServer((s) => sockets.push(s.on('error', () => undefined)));
     await new Promise<void>((r) => blackHole.listen(0, '127.0.0.1', r));
-    env = await BridgeEnv.start({ kind: 'knot', config: { dns: { timeout: 1.5 }, frequency: { minInterval: 60, maxFrequent: 3 } } });
+    env = await BridgeEnv.start({
+      kind: 'knot',
+      config: { dns: { timeout: 1.5 }, frequency: { minInterval: 60, maxFrequent: 3 } },
+    });
     await env.addAccount(...auth);
   });
   after(async () => {
@@ -308,7 +343,9 @@ describe('fault: primary not answering at all (knot)', function () {
     expect(storedState(after)).to.deep.equal(before);
     expect(after.lk, 'left for the reconciler').to.be.a('string');
     expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.10']);
-    expect(logsSince(env, mark)).to.match(/dns update failed[^\n]*zone dyn\.example\.test[^\n]*no answer from the primary/);
+    expect(logsSince(env, mark)).to.match(
+      /dns update failed[^\n]*zone dyn\.example\.test[^\n]*no answer from the primary/,
+    );
 
     // Recovery: back to the real primary. Had the 4 dnserr counted, the next request would be
     // the 5th frequent one (abuse); instead three quick requests are frequent #1..#3 and served.
@@ -376,7 +413,9 @@ for (const kind of ['knot', 'bind'] as const) {
         expect(logsSince(env, mark)).to.match(c.log);
         const hash = await hostHash(env.redis.url, h);
         expect(storedState(hash)).to.deep.equal(before);
-        expect(hash.lk !== undefined, c.leaseLeft ? 'the lease stays for the reconciler' : 'no lease left').to.equal(c.leaseLeft);
+        expect(hash.lk !== undefined, c.leaseLeft ? 'the lease stays for the reconciler' : 'no lease left').to.equal(
+          c.leaseLeft,
+        );
         expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.30']);
 
         await reconfigure(env, {});
@@ -390,7 +429,11 @@ for (const kind of ['knot', 'bind'] as const) {
       const patch = {
         zones: [
           (env.config.zones as unknown[])[0],
-          { name: OTHER_ZONE, primary: `127.0.0.1:${env.ns.port}`, key: { name: 'ddns-key', algorithm: 'hmac-sha256', secretFile: 'tsig.secret' } },
+          {
+            name: OTHER_ZONE,
+            primary: `127.0.0.1:${env.ns.port}`,
+            key: { name: 'ddns-key', algorithm: 'hmac-sha256', secretFile: 'tsig.secret' },
+          },
         ],
       };
       await reconfigure(env, patch);
@@ -400,10 +443,14 @@ for (const kind of ['knot', 'bind'] as const) {
       await env.addHost(h, auth[0]);
       const before = await recordedState(env.redis.url, stray);
       const mark = env.logs.length;
-      const [r, ms] = await timed(() => env.get(`/nic/update?hostname=${stray},${h}&myip=192.0.2.33`, { auth, ua: UA }));
+      const [r, ms] = await timed(() =>
+        env.get(`/nic/update?hostname=${stray},${h}&myip=192.0.2.33`, { auth, ua: UA }),
+      );
       expect(r.raw.toString()).to.equal(OK('dnserr\ngood 192.0.2.33\n'));
       expect(ms).to.be.below(2000 + SLACK_MS);
-      expect(logsSince(env, mark)).to.match(/dns update failed[^\n]*zone unserved\.example\.test[^\n]*(NOTAUTH|REFUSED|NOTZONE)/);
+      expect(logsSince(env, mark)).to.match(
+        /dns update failed[^\n]*zone unserved\.example\.test[^\n]*(NOTAUTH|REFUSED|NOTZONE)/,
+      );
       expect(await recordedState(env.redis.url, stray)).to.deep.equal(before);
       expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.33']);
       await env.cliOk(['host', 'remove', stray, '--keep-dns']);
@@ -475,16 +522,22 @@ describe('fault: Redis (AOF) killed -9 and restarted (knot)', function () {
     const [active, blocked, closed, offline] = ['active', 'blocked', 'closed', 'offline'].map((s) => uniq(s));
     for (const h of [active, blocked, closed]) await env.addHost(h!, 'alice');
     await env.addHost(offline!, 'dora');
-    const up = (h: string, q: string, creds = alice) => env.get(`/nic/update?hostname=${h}&${q}`, { auth: creds, ua: UA });
-    for (const h of [active, blocked, closed]) expect((await up(h!, 'myip=192.0.2.40')).body).to.equal('good 192.0.2.40\n');
+    const up = (h: string, q: string, creds = alice) =>
+      env.get(`/nic/update?hostname=${h}&${q}`, { auth: creds, ua: UA });
+    for (const h of [active, blocked, closed])
+      expect((await up(h!, 'myip=192.0.2.40')).body).to.equal('good 192.0.2.40\n');
     expect((await up(offline!, 'myip=192.0.2.41', dora)).body).to.equal('good 192.0.2.41\n');
     expect((await up(offline!, 'myip=192.0.2.41&offline=YES', dora)).body).to.match(/^good/);
     await env.cliOk(['host', 'block', blocked!]);
     await env.cliOk(['host', 'close', closed!]);
     await env.cliOk(['agent', 'block', 'FaultBot/*']);
-    const states = async () => Promise.all([active, blocked, closed, offline].map(async (h) => (await env.hostJson(h!)).state));
+    const states = async () =>
+      Promise.all([active, blocked, closed, offline].map(async (h) => (await env.hostJson(h!)).state));
     expect(await states()).to.deep.equal(['active', 'blocked', 'closed', 'offline']);
-    const accounts = [await env.cliOk(['account', 'show', 'alice', '--json']), await env.cliOk(['account', 'show', 'dora', '--json'])];
+    const accounts = [
+      await env.cliOk(['account', 'show', 'alice', '--json']),
+      await env.cliOk(['account', 'show', 'dora', '--json']),
+    ];
     const hosts = await Promise.all([active, blocked, closed, offline].map((h) => env.hostJson(h!)));
     const state = await dumpState(aof.url);
     expect(Object.keys(state).length).to.be.at.least(7);
@@ -497,7 +550,10 @@ describe('fault: Redis (AOF) killed -9 and restarted (knot)', function () {
     await aof.start();
 
     expect(await dumpState(aof.url)).to.deep.equal(state);
-    expect([await env.cliOk(['account', 'show', 'alice', '--json']), await env.cliOk(['account', 'show', 'dora', '--json'])]).to.deep.equal(accounts);
+    expect([
+      await env.cliOk(['account', 'show', 'alice', '--json']),
+      await env.cliOk(['account', 'show', 'dora', '--json']),
+    ]).to.deep.equal(accounts);
     expect(await Promise.all([active, blocked, closed, offline].map((h) => env.hostJson(h!)))).to.deep.equal(hosts);
 
     // the running serve reconnects by itself; the states still rule
@@ -510,7 +566,9 @@ describe('fault: Redis (AOF) killed -9 and restarted (knot)', function () {
     expect((await up(blocked!, 'myip=192.0.2.43')).body).to.equal('abuse\n');
     expect((await up(closed!, 'myip=192.0.2.43')).body).to.equal('!active\n');
     expect((await up(active!, 'myip=192.0.2.44', alice)).body).to.equal('good 192.0.2.44\n');
-    expect((await env.get(`/nic/update?hostname=${active}&myip=192.0.2.45`, { auth: alice, ua: 'FaultBot/1' })).body).to.equal('badagent\n');
+    expect(
+      (await env.get(`/nic/update?hostname=${active}&myip=192.0.2.45`, { auth: alice, ua: 'FaultBot/1' })).body,
+    ).to.equal('badagent\n');
     expect(await env.ns.query(active!, 'A')).to.deep.equal(['192.0.2.44']);
     expect(await env.ns.query(offline!, 'A')).to.deep.equal([]);
     expect(await env.ns.query(blocked!, 'A')).to.deep.equal(['192.0.2.40']);
@@ -561,7 +619,13 @@ describe('fault: kill -9 of the bridge during a stream of changes (knot)', funct
     let killed = false;
     const ip = (i: number, k: number) => `10.${i}.${k >> 8}.${k & 255}`;
     // warm up: the first request of each client (credential check, first publish) before the stream
-    await Promise.all(hosts.map(async (h, i) => expect((await env.get(`/nic/update?hostname=${h}&myip=${ip(i, 0)}`, { auth, ua: UA, port })).body).to.equal(`good ${ip(i, 0)}\n`)));
+    await Promise.all(
+      hosts.map(async (h, i) =>
+        expect((await env.get(`/nic/update?hostname=${h}&myip=${ip(i, 0)}`, { auth, ua: UA, port })).body).to.equal(
+          `good ${ip(i, 0)}\n`,
+        ),
+      ),
+    );
     const client = async (i: number) => {
       for (let k = 1; !killed && k < 60000; k++) {
         lastSent[i] = k;
@@ -579,7 +643,8 @@ describe('fault: kill -9 of the bridge during a stream of changes (knot)', funct
           // seen once under the whole suite's load): nothing was recorded, the client retries.
           dnserrs++;
           refusedSinceGood[i]!.push(k);
-        } else if (r.raw.length === 0) return; // no reply: the request died with the process
+        } else if (r.raw.length === 0)
+          return; // no reply: the request died with the process
         else unexpected.push(r.body);
       }
     };
@@ -589,7 +654,10 @@ describe('fault: kill -9 of the bridge during a stream of changes (knot)', funct
     serve.kill('SIGKILL');
     await Promise.all(clients);
     expect(unexpected, 'replies before the kill').to.deep.equal([]);
-    expect(Math.min(...lastGood), `every client got good during the stream: ${lastGood.join(' ')} (${dnserrs} dnserr)`).to.be.above(0);
+    expect(
+      Math.min(...lastGood),
+      `every client got good during the stream: ${lastGood.join(' ')} (${dnserrs} dnserr)`,
+    ).to.be.above(0);
 
     await env.startServe();
     const problems: string[] = [];
@@ -609,9 +677,11 @@ describe('fault: kill -9 of the bridge during a stream of changes (knot)', funct
     for (const o of read) {
       const host = o.host;
       outcomes.push(o);
-      if (o.dns.length !== 1 || !o.dnsAllowed.includes(o.dns[0]!)) problems.push(`${host}: DNS ${o.dns.join(',')} not in ${o.dnsAllowed.join('|')}`);
+      if (o.dns.length !== 1 || !o.dnsAllowed.includes(o.dns[0]!))
+        problems.push(`${host}: DNS ${o.dns.join(',')} not in ${o.dnsAllowed.join('|')}`);
       // dnserr promises the stored state untouched: Redis never holds a refused address.
-      if (!o.allowed.includes(String(o.redis))) problems.push(`${host}: Redis ${o.redis} not in ${o.allowed.join('|')}`);
+      if (!o.allowed.includes(String(o.redis)))
+        problems.push(`${host}: Redis ${o.redis} not in ${o.allowed.join('|')}`);
     }
     expect(problems).to.deep.equal([]);
   });
@@ -675,7 +745,9 @@ describe('fault: kill -9 after the primary applied a change but before the bridg
     const h = uniq('crash');
     await env.addHost(h, auth[0]);
     relay.holdAnswers = false;
-    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.70`, { auth, ua: UA, port })).body).to.equal('good 192.0.2.70\n');
+    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.70`, { auth, ua: UA, port })).body).to.equal(
+      'good 192.0.2.70\n',
+    );
     relay.holdAnswers = true;
     const pending = env.get(`/nic/update?hostname=${h}&myip=192.0.2.71`, { auth, ua: UA, port }).catch(() => undefined);
     for (let i = 0; i < 50 && (await env.ns.query(h, 'A'))[0] !== '192.0.2.71'; i++) await sleep(50);
@@ -787,13 +859,18 @@ describe('fault: the primary applied a change but its answer was lost (knot)', f
    * `foreignAaaa`: the name already has an AAAA the bridge never set (another provider's), and
    * the change is `change` (default: myip=192.0.2.81).
    */
-  async function lostAnswer(opts: { foreignAaaa?: string; change?: string } = {}): Promise<{ h: string; before: Record<string, string> }> {
+  async function lostAnswer(
+    opts: { foreignAaaa?: string; change?: string } = {},
+  ): Promise<{ h: string; before: Record<string, string> }> {
     const h = uniq('lost');
     await env.addHost(h, auth[0]);
     if (opts.foreignAaaa) await addForeignRecord(`${h}. 60 IN AAAA ${opts.foreignAaaa}`);
     relay.holdAnswers = false;
-    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.80`, { auth, ua: UA })).body).to.equal('good 192.0.2.80\n');
-    if (opts.foreignAaaa) expect(await env.ns.query(h, 'AAAA'), 'an IPv4 update keeps it').to.deep.equal([opts.foreignAaaa]);
+    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.80`, { auth, ua: UA })).body).to.equal(
+      'good 192.0.2.80\n',
+    );
+    if (opts.foreignAaaa)
+      expect(await env.ns.query(h, 'AAAA'), 'an IPv4 update keeps it').to.deep.equal([opts.foreignAaaa]);
     const before = await hostHash(env.redis.url, h);
     relay.holdAnswers = true;
     const swallowed = relay.answersSwallowed;
@@ -857,7 +934,9 @@ describe('fault: the primary applied a change but its answer was lost (knot)', f
     it('a request taking the due repair over keeps it too', async () => {
       const { h } = await lostAnswer({ foreignAaaa: '2001:db8::f2' });
       relay.holdAnswers = false;
-      expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.80`, { auth, ua: UA })).body).to.equal('good 192.0.2.80\n');
+      expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.80`, { auth, ua: UA })).body).to.equal(
+        'good 192.0.2.80\n',
+      );
       expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.80']);
       expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::f2']);
     });
@@ -908,13 +987,15 @@ describe('fault: a frontend stalls after the primary applied its change, past it
   it('the change is answered 911, not good: Redis keeps the record of the frontend that took over, DNS ends on it', async () => {
     const h = uniq('stall');
     await env.addHost(h, auth[0]);
-    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.90`, { auth, ua: UA, port })).body).to.equal('good 192.0.2.90\n');
+    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.90`, { auth, ua: UA, port })).body).to.equal(
+      'good 192.0.2.90\n',
+    );
     const hosts = bridge!.store.hosts;
     const commit = hosts.commit.bind(hosts);
     let takeover: HttpResult | undefined;
     hosts.commit = async (lease, target, opts) => {
       if (target.ipv4 === '192.0.2.91') {
-        expect(await env.ns.query(h, 'A'), 'the primary applied A\'s change').to.deep.equal(['192.0.2.91']);
+        expect(await env.ns.query(h, 'A'), "the primary applied A's change").to.deep.equal(['192.0.2.91']);
         await sleep(3800); // past A's lease: B serves the host meanwhile
         takeover = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.92`, { auth, ua: UA, port: env.ports[0] });
       }
@@ -934,7 +1015,9 @@ describe('fault: a frontend stalls after the primary applied its change, past it
     const { dns, hash } = await untilRepaired(env, h, '192.0.2.92', 40);
     expect(dns).to.deep.equal(['192.0.2.92']);
     expect(hash.lk, 'the repair was recorded').to.equal(undefined);
-    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.92`, { auth, ua: UA, port })).body).to.equal('nochg 192.0.2.92\n');
+    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.92`, { auth, ua: UA, port })).body).to.equal(
+      'nochg 192.0.2.92\n',
+    );
   });
 
   it('two hosts, one held by another frontend past a lease: good for the one changed, dnserr for the other — not 911', async () => {
@@ -945,10 +1028,15 @@ describe('fault: a frontend stalls after the primary applied its change, past it
       const [sec] = await redis.time();
       await redis.hset(`ddns:h:${held}`, 'lk', 'elsewhere', 'lu', String(Number(sec) * 1000 + 20_000));
       const reply = await env.get(`/nic/update?hostname=${free},${held}&myip=192.0.2.95`, { auth, ua: UA, port });
-      expect(reply.raw.toString(), 'the change of the first host is reported').to.equal(OK('good 192.0.2.95\ndnserr\n'));
+      expect(reply.raw.toString(), 'the change of the first host is reported').to.equal(
+        OK('good 192.0.2.95\ndnserr\n'),
+      );
       expect(await redis.hget(`ddns:h:${free}`, '4')).to.equal('192.0.2.95');
       expect(await env.ns.query(free, 'A')).to.deep.equal(['192.0.2.95']);
-      expect(await redis.hmget(`ddns:h:${held}`, '4', 'fl', 'lk'), 'nothing recorded or counted for the held host').to.deep.equal([null, null, 'elsewhere']);
+      expect(
+        await redis.hmget(`ddns:h:${held}`, '4', 'fl', 'lk'),
+        'nothing recorded or counted for the held host',
+      ).to.deep.equal([null, null, 'elsewhere']);
       // One host alone that stays held: the request is 911, as before.
       const alone = await env.get(`/nic/update?hostname=${held}&myip=192.0.2.96`, { auth, ua: UA, port });
       expect(alone.raw.toString()).to.equal(OK('911\n'));
@@ -986,12 +1074,18 @@ describe('fault: spoofed DNS answers from a fake primary (real socket)', functio
     const h = uniq('spoof-control');
     await env.addHost(h, auth[0]);
     fake.mode = 'valid';
-    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.50`, { auth, ua: UA })).raw.toString()).to.equal(OK('good 192.0.2.50\n'));
+    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.50`, { auth, ua: UA })).raw.toString()).to.equal(
+      OK('good 192.0.2.50\n'),
+    );
     expect((await env.hostJson(h)).ipv4).to.equal('192.0.2.50');
   });
 
   const spoofs: Array<{ mode: SpoofMode; what: string; log: RegExp }> = [
-    { mode: 'wrong-id', what: 'a wrong message ID (ignored: the request times out)', log: /no answer from the primary/ },
+    {
+      mode: 'wrong-id',
+      what: 'a wrong message ID (ignored: the request times out)',
+      log: /no answer from the primary/,
+    },
     { mode: 'unsigned', what: 'NOERROR unsigned', log: /TSIG verification: unsigned/ },
     { mode: 'other-secret', what: 'NOERROR signed with another secret under our key name', log: /bad-mac/ },
     { mode: 'other-key-name', what: 'NOERROR signed with another key', log: /key-mismatch/ },
@@ -1052,7 +1146,11 @@ describe('two serve processes, concurrent changes of the same hosts (knot)', fun
         Array.from({ length: 4 }, async (_, c) => {
           for (let k = 0; k < 5; k++) {
             const ip = `10.${hi}.${c}.${k + 1}`;
-            const r = await env.get(`/nic/update?hostname=${h}&myip=${ip}`, { auth, ua: UA, port: env.ports[(c + k) % 2] });
+            const r = await env.get(`/nic/update?hostname=${h}&myip=${ip}`, {
+              auth,
+              ua: UA,
+              port: env.ports[(c + k) % 2],
+            });
             if (r.body === `good ${ip}\n`) goods.get(h)!.add(ip);
             else if (r.body !== `nochg ${ip}\n`) others.push(r.body);
           }

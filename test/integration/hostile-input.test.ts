@@ -10,7 +10,8 @@ import { requireBinariesOrSkip } from '../../src/lab/index.js';
 
 const TOTAL = Number(process.env.HOSTILE_REQUESTS ?? 100000);
 const CONCURRENCY = 32;
-const TOKENS = /^(good|nochg) [0-9a-f.:,]+\n$|^(badauth|badagent|numhost|911|notfqdn|nohost|!yours|badsys|!active|abuse|!donator|dnserr)\n$/;
+const TOKENS =
+  /^(good|nochg) [0-9a-f.:,]+\n$|^(badauth|badagent|numhost|911|notfqdn|nohost|!yours|badsys|!active|abuse|!donator|dnserr)\n$/;
 
 /** Small seeded PRNG so a failure can be replayed (seed printed on failure). */
 function prng(seed: number) {
@@ -27,7 +28,15 @@ function prng(seed: number) {
 function generator(seed: number, host: string, creds: string) {
   const rnd = prng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
-  const junkBytes = (n: number) => Array.from({ length: n }, () => '%' + Math.floor(rnd() * 256).toString(16).padStart(2, '0')).join('');
+  const junkBytes = (n: number) =>
+    Array.from(
+      { length: n },
+      () =>
+        '%' +
+        Math.floor(rnd() * 256)
+          .toString(16)
+          .padStart(2, '0'),
+    ).join('');
   const values = [
     () => host,
     () => `${host},${host}`,
@@ -46,10 +55,36 @@ function generator(seed: number, host: string, creds: string) {
     () => 'YES',
     () => 'x'.repeat(Math.floor(rnd() * 3000)),
   ];
-  const names = ['hostname', 'myip', 'myipv6', 'wildcard', 'mx', 'backmx', 'offline', 'system', 'junk', '', '%00', 'hostname'];
+  const names = [
+    'hostname',
+    'myip',
+    'myipv6',
+    'wildcard',
+    'mx',
+    'backmx',
+    'offline',
+    'system',
+    'junk',
+    '',
+    '%00',
+    'hostname',
+  ];
   const query = () =>
-    Array.from({ length: Math.floor(rnd() * 6) }, () => `${pick(names)}=${pick(values)()}`).join(pick(['&', '&', '&', ';', '&&']));
-  const paths = ['/dyndns/update', '/nic/update', '/v3/update', '/checkip', '/nope', '/dyndns/update/', '//nic/update', '*', 'http://x/nic/update', '/nic/update%00'];
+    Array.from({ length: Math.floor(rnd() * 6) }, () => `${pick(names)}=${pick(values)()}`).join(
+      pick(['&', '&', '&', ';', '&&']),
+    );
+  const paths = [
+    '/dyndns/update',
+    '/nic/update',
+    '/v3/update',
+    '/checkip',
+    '/nope',
+    '/dyndns/update/',
+    '//nic/update',
+    '*',
+    'http://x/nic/update',
+    '/nic/update%00',
+  ];
   const auths = [
     () => `Authorization: Basic ${creds}`,
     () => `Authorization: Basic ${Buffer.from('nocolon').toString('base64')}`,
@@ -60,10 +95,18 @@ function generator(seed: number, host: string, creds: string) {
     () => `Authorization: Basic ${creds}\r\nAuthorization: Basic ${Buffer.from('evil:x').toString('base64')}`,
     () => '',
   ];
-  const agents = ['User-Agent: fuzz/1.0', 'User-Agent: ', '', 'User-Agent: Company - Device - Version Number', `User-Agent: ${'u'.repeat(4000)}`, 'User-Agent: a\x01b'];
+  const agents = [
+    'User-Agent: fuzz/1.0',
+    'User-Agent: ',
+    '',
+    'User-Agent: Company - Device - Version Number',
+    `User-Agent: ${'u'.repeat(4000)}`,
+    'User-Agent: a\x01b',
+  ];
   const one = (): Buffer => {
     const shape = rnd();
-    if (shape < 0.03) return Buffer.from(Array.from({ length: Math.floor(rnd() * 200) }, () => Math.floor(rnd() * 256)));
+    if (shape < 0.03)
+      return Buffer.from(Array.from({ length: Math.floor(rnd() * 200) }, () => Math.floor(rnd() * 256)));
     const method = pick(['GET', 'GET', 'GET', 'POST', 'POST', 'PUT', 'HEAD', 'DELETE', 'G\x00T', 'OPTIONS']);
     const version = pick(['HTTP/1.1', 'HTTP/1.0', 'HTTP/1.0', 'HTTP/2.0', 'HTTP/9']);
     const headers = [pick(['Host: x', '', 'Host: 127.0.0.1:1', 'Host: a\r\nHost: b']), pick(auths)(), pick(agents)];
@@ -72,7 +115,8 @@ function generator(seed: number, host: string, creds: string) {
       body = rnd() < 0.1 ? 'x'.repeat(5000 + Math.floor(rnd() * 5000)) : query();
       headers.push(pick(['Content-Type: application/x-www-form-urlencoded', 'Content-Type: text/plain', '']));
       headers.push(rnd() < 0.9 ? `Content-Length: ${Buffer.byteLength(body)}` : 'Transfer-Encoding: chunked');
-      if (headers[headers.length - 1]!.startsWith('Transfer')) body = `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+      if (headers[headers.length - 1]!.startsWith('Transfer'))
+        body = `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
     }
     if (rnd() < 0.05) headers.push(`X-Big: ${'b'.repeat(9000)}`);
     const head = `${method} ${pick(paths)}?${query()} ${version}\r\n${headers.filter(Boolean).join('\r\n')}\r\n\r\n`;
@@ -109,7 +153,9 @@ export function framingProblem(raw: Buffer, head = false): string | undefined {
     if (typeof e === 'string' ? h !== e : !e.test(h)) return `header ${i} is ${JSON.stringify(h)}`;
   }
   const extra = headers.slice(3);
-  for (const h of extra) if (!/^(WWW-Authenticate: Basic realm="[^"]*"|Allow: GET, POST)$/.test(h)) return `unexpected header ${JSON.stringify(h)}`;
+  for (const h of extra)
+    if (!/^(WWW-Authenticate: Basic realm="[^"]*"|Allow: GET, POST)$/.test(h))
+      return `unexpected header ${JSON.stringify(h)}`;
   const body = raw.subarray(Buffer.byteLength(text.slice(0, sep + 4), 'latin1'));
   const declared = Number(/^Content-Length: (\d+)$/.exec(headers[1]!)![1]);
   // A HEAD reply announces the body's length and sends no body.
@@ -120,7 +166,9 @@ export function framingProblem(raw: Buffer, head = false): string | undefined {
   if (code === 200 || code === 401) {
     const lines = body.toString('utf8').split(/(?<=\n)/);
     if (code === 401 && body.toString() !== 'badauth\n') return '401 without badauth';
-    for (const l of lines) if (!TOKENS.test(l) && !/^Current IP Address: [0-9a-f.:]+\n$/.test(l)) return `bad body line ${JSON.stringify(l)}`;
+    for (const l of lines)
+      if (!TOKENS.test(l) && !/^Current IP Address: [0-9a-f.:]+\n$/.test(l))
+        return `bad body line ${JSON.stringify(l)}`;
   } else if (code < 400 || code > 499) return `status ${code}`;
   return undefined;
 }
@@ -132,7 +180,10 @@ describe('hostile input (generated requests against a real serve process)', func
 
   before(async function () {
     requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
-    env = await BridgeEnv.start({ kind: 'knot', config: { log: { level: 'info' }, junk: { threshold: 1000000 }, credentials: { maxFailures: 1000000 } } });
+    env = await BridgeEnv.start({
+      kind: 'knot',
+      config: { log: { level: 'info' }, junk: { threshold: 1000000 }, credentials: { maxFailures: 1000000 } },
+    });
     await env.addAccount('fuzzer', 'fuzz-pw');
     await env.addHost(fqdn, 'fuzzer');
     await env.cliOk(['host', 'close', fqdn]); // a closed host: no request can change it
@@ -159,7 +210,8 @@ describe('hostile input (generated requests against a real serve process)', func
           const key = reply.toString('latin1', 9, 12);
           statuses.set(key, (statuses.get(key) ?? 0) + 1);
         }
-        if (problem && problems.length < 10) problems.push(`${problem} for ${JSON.stringify(req.toString('latin1').slice(0, 200))}`);
+        if (problem && problems.length < 10)
+          problems.push(`${problem} for ${JSON.stringify(req.toString('latin1').slice(0, 200))}`);
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
@@ -174,7 +226,9 @@ describe('hostile input (generated requests against a real serve process)', func
     // still answering, and the memory of the serve process is bounded
     const r = await env.get('/checkip');
     expect(r.status).to.equal(200);
-    const status = await import('node:fs/promises').then((fs) => fs.readFile(`/proc/${env.serves[0]!.pid}/status`, 'utf8'));
+    const status = await import('node:fs/promises').then((fs) =>
+      fs.readFile(`/proc/${env.serves[0]!.pid}/status`, 'utf8'),
+    );
     const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)![1]);
     expect(rssKb).to.be.below(300 * 1024);
   });

@@ -16,7 +16,9 @@ const TRIES = 20;
 /** Connect, send `request`, and reset (RST) the connection as soon as it is written. */
 function sendAndReset(port: number, request: string): Promise<void> {
   return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port }, () => socket.write(request, () => (socket.resetAndDestroy(), resolve())));
+    const socket = net.connect({ host: '127.0.0.1', port }, () =>
+      socket.write(request, () => (socket.resetAndDestroy(), resolve())),
+    );
     socket.on('error', () => resolve());
   });
 }
@@ -29,13 +31,19 @@ async function dumpRedis(url: string): Promise<string> {
     for (const key of (await redis.keys('*')).sort()) {
       const type = await redis.type(key);
       const value =
-        type === 'string' ? await redis.get(key)
-        : type === 'hash' ? await redis.hgetall(key)
-        : type === 'set' ? await redis.smembers(key)
-        : type === 'zset' ? await redis.zrange(key, 0, -1, 'WITHSCORES')
-        : type === 'list' ? await redis.lrange(key, 0, -1)
-        : type === 'stream' ? await redis.xrange(key, '-', '+')
-        : type;
+        type === 'string'
+          ? await redis.get(key)
+          : type === 'hash'
+            ? await redis.hgetall(key)
+            : type === 'set'
+              ? await redis.smembers(key)
+              : type === 'zset'
+                ? await redis.zrange(key, 0, -1, 'WITHSCORES')
+                : type === 'list'
+                  ? await redis.lrange(key, 0, -1)
+                  : type === 'stream'
+                    ? await redis.xrange(key, '-', '+')
+                    : type;
       out.push(`${key} ${JSON.stringify(value)}`);
     }
     return out.join('\n');

@@ -193,7 +193,7 @@ describe('HTTPS beside plain HTTP (one serve process, Knot)', function () {
       expect(await b.env.ns.query(host, 'A')).to.deep.equal(['203.0.113.60']);
     });
 
-    it('a key that is not the certificate\'s keeps the old pair; the log says why and holds no key', async () => {
+    it("a key that is not the certificate's keeps the old pair; the log says why and holds no key", async () => {
       const current = await shown();
       const [cert, other] = [await b.ca.issue('server-3'), await b.ca.issue('server-4')];
       await copyFile(cert.certFile, b.certFile);
@@ -202,7 +202,10 @@ describe('HTTPS beside plain HTTP (one serve process, Knot)', function () {
       const [reloaded] = await b.reload();
       expect(reloaded).to.include({ certificates: 0 });
       expect(reloaded!.kept).to.deep.equal(['listen[1].tls']);
-      const [failed] = b.log().slice(since).filter((l) => l.msg === RELOAD_FAILED);
+      const [failed] = b
+        .log()
+        .slice(since)
+        .filter((l) => l.msg === RELOAD_FAILED);
       expect(failed).to.include({ listener: 'listen[1].tls', address: `127.0.0.1:${b.tlsPort}` });
       const reason = `tls.keyFile: ${b.keyFile} is not the key of the certificate in ${b.certFile} (CN=server-3)`;
       expect(String(failed!.error)).to.include(reason);
@@ -231,7 +234,10 @@ describe('HTTPS beside plain HTTP (one serve process, Knot)', function () {
         const since = b.log().length;
         const [reloaded] = await b.reload();
         expect(reloaded!.kept, what).to.deep.equal(['listen[1].tls']);
-        const [failed] = b.log().slice(since).filter((l) => l.msg === RELOAD_FAILED);
+        const [failed] = b
+          .log()
+          .slice(since)
+          .filter((l) => l.msg === RELOAD_FAILED);
         expect(String(failed?.error), what).to.match(reason);
         expect(await shown(), what).to.equal(current);
       }
@@ -274,7 +280,7 @@ describe('HTTPS beside plain HTTP (one serve process, Knot)', function () {
       );
     });
 
-    it('fails (exit 1) on a key not the certificate\'s and on an unreadable file, naming the setting', async () => {
+    it("fails (exit 1) on a key not the certificate's and on an unreadable file, naming the setting", async () => {
       const [cert, other] = [await b.ca.issue('check-cert'), await b.ca.issue('check-other')];
       const mismatched = await check(await configWith('check-mismatch', cert.certFile, other.keyFile));
       expect(mismatched.code).to.equal(1);
@@ -354,7 +360,12 @@ describe('HTTPS with serve --workers 2: SIGHUP reaches every worker', function (
     const reloaded = await b.reload(2);
     expect(new Set(reloaded.map((l) => Number(l.pid)))).to.deep.equal(new Set(workers()));
     for (const l of reloaded) expect(l).to.include({ reason: 'SIGHUP to the primary', certificates: 1 });
-    expect(b.log().slice(since).filter((l) => l.msg === 'reloading')).to.have.length(1);
+    expect(
+      b
+        .log()
+        .slice(since)
+        .filter((l) => l.msg === 'reloading'),
+    ).to.have.length(1);
     // The kernel spreads new connections over both workers: every one shows the new certificate.
     const shown = new Set<string>();
     for (let i = 0; i < 20; i++) shown.add((await b.request(NOT_FOUND)).fingerprint256);

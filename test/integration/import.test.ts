@@ -71,7 +71,9 @@ describe('host import (bulk registration)', function () {
     expect(await hostFields(`two.${ZONE}`)).to.deep.equal({ o: 'alice', t: 'static', s: 'active' });
     expect(await hostFields(`seven.${ZONE}`)).to.deep.equal({ o: 'bob', t: 'webhop', s: 'active' });
     expect(await hostFields(`taken.${ZONE}`)).to.deep.equal(before);
-    expect(await redis.exists(`ddns:h:three.${ZONE}`, `ddns:h:four.${ZONE}`, `ddns:h:five.${ZONE}`, `ddns:h:six.${ZONE}`)).to.equal(0);
+    expect(
+      await redis.exists(`ddns:h:three.${ZONE}`, `ddns:h:four.${ZONE}`, `ddns:h:five.${ZONE}`, `ddns:h:six.${ZONE}`),
+    ).to.equal(0);
     // Same fields as `host add` writes, and the owners' counts follow.
     expect(Object.keys(before).sort()).to.deep.equal(['o', 's', 't']);
     expect(await hostCount('alice')).to.equal(2);
@@ -89,7 +91,9 @@ describe('host import (bulk registration)', function () {
     // The same name with another type is a conflict, not a re-run.
     const other = await env.cli(['host', 'import', '-'], `two.${ZONE} alice dynamic\n`);
     expect(other.code).to.equal(1);
-    expect(other.stderr).to.equal(`line 1: host two.${ZONE} already exists (owner alice, type static); left unchanged\n`);
+    expect(other.stderr).to.equal(
+      `line 1: host two.${ZONE} already exists (owner alice, type static); left unchanged\n`,
+    );
     expect(await hostFields(`two.${ZONE}`)).to.deep.equal({ o: 'alice', t: 'static', s: 'active' });
   });
 
@@ -102,7 +106,10 @@ describe('host import (bulk registration)', function () {
     expect(await hostCount('alice')).to.equal(8);
     const shown = await env.hostJson(names[0]!);
     expect(shown).to.include({ owner: 'alice', type: 'dynamic', state: 'active' });
-    const reply = await env.get(`/dyndns/update?hostname=${names[0]}&myip=192.0.2.77`, { auth: ['alice', 'alice-secret-pw'], ua: UA });
+    const reply = await env.get(`/dyndns/update?hostname=${names[0]}&myip=192.0.2.77`, {
+      auth: ['alice', 'alice-secret-pw'],
+      ua: UA,
+    });
     expect(reply.body).to.equal('good 192.0.2.77\n');
     expect(await env.ns.query(names[0]!, 'A')).to.deep.equal(['192.0.2.77']);
   });
@@ -126,7 +133,9 @@ describe('host import (bulk registration)', function () {
     await writeFile(file, text + `\nbulk-7.${ZONE} bulk\nbulk-8.${ZONE} bulk static\n`);
     const r = await env.cli(['host', 'import', file]);
     expect(r.stdout).to.equal(`imported ${n}, unchanged 1, rejected 1\n`);
-    expect(r.stderr).to.equal(`line ${n + 2}: host bulk-8.${ZONE} already exists (owner bulk, type dynamic); left unchanged\n`);
+    expect(r.stderr).to.equal(
+      `line ${n + 2}: host bulk-8.${ZONE} already exists (owner bulk, type dynamic); left unchanged\n`,
+    );
     expect(await hostCount('bulk')).to.equal(n);
     expect(await redis.hgetall(`ddns:h:bulk-${n - 1}.${ZONE}`)).to.deep.equal({ o: 'bulk', t: 'dynamic', s: 'active' });
   });

@@ -18,7 +18,6 @@ import {
 import { onFreePort, PortInUseError } from '../../src/lab/process.js';
 import { nsupdate } from '../support/nsupdate.js';
 
-
 /** One inline Redis command over a raw socket; resolves with the first reply line. */
 function redisCommand(port: number, command: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -190,7 +189,10 @@ for (const kind of ['knot', 'bind'] as LabKind[]) {
     });
 
     it('applies an UPDATE signed with the key; query() shows it sorted', async () => {
-      const r = await update(keyFile, `update add home.${zone} 60 A 192.0.2.20\nupdate add home.${zone} 60 A 192.0.2.3`);
+      const r = await update(
+        keyFile,
+        `update add home.${zone} 60 A 192.0.2.20\nupdate add home.${zone} 60 A 192.0.2.3`,
+      );
       expect(r.code, r.output).to.equal(0);
       expect(await ns!.query(`home.${zone}`, 'A')).to.deep.equal(['192.0.2.20', '192.0.2.3']);
       expect(await ns!.serial()).to.be.greaterThan(1);

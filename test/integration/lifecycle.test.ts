@@ -27,7 +27,13 @@ describe('graceful stop (SIGTERM)', function () {
       kind: 'knot',
       config: {
         dns: { timeout: 2 },
-        zones: [{ name: ZONE, primary: `127.0.0.1:${port}`, key: { name: 'ddns-key', algorithm: 'hmac-sha256', secretFile: 'tsig.secret' } }],
+        zones: [
+          {
+            name: ZONE,
+            primary: `127.0.0.1:${port}`,
+            key: { name: 'ddns-key', algorithm: 'hmac-sha256', secretFile: 'tsig.secret' },
+          },
+        ],
       },
     });
     await env.addAccount('gina', 'gina-pw');

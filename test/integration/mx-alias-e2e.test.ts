@@ -17,7 +17,10 @@ for (const kind of ['bind', 'knot'] as const satisfies readonly LabKind[]) {
 
     before(async function () {
       requireBinariesOrSkip(this, ['redis-server', kind === 'knot' ? 'knotd' : 'named', 'dig']);
-      env = await BridgeEnv.start({ kind, records: [`mail.${ZONE}. 60 IN A 192.0.2.25`, `alias.${ZONE}. 60 IN CNAME mail.${ZONE}.`] });
+      env = await BridgeEnv.start({
+        kind,
+        records: [`mail.${ZONE}. 60 IN A 192.0.2.25`, `alias.${ZONE}. 60 IN CNAME mail.${ZONE}.`],
+      });
       await env.addAccount(...auth);
     });
 

@@ -40,7 +40,8 @@ class SilentResolver {
 /** The first question's name of a DNS query (uncompressed, as a stub resolver sends it). */
 function questionName(msg: Buffer): string {
   const labels: string[] = [];
-  for (let at = 12; at < msg.length && msg[at]! > 0; at += msg[at]! + 1) labels.push(msg.subarray(at + 1, at + 1 + msg[at]!).toString());
+  for (let at = 12; at < msg.length && msg[at]! > 0; at += msg[at]! + 1)
+    labels.push(msg.subarray(at + 1, at + 1 + msg[at]!).toString());
   return labels.join('.');
 }
 
@@ -121,7 +122,9 @@ describe('no password oracle during a login cool-down (knot)', function () {
     const wrong = 'W'.repeat(32);
     for (const pw of [token, wrong, token]) {
       for (const query of [`hostname=${host}&myip=192.0.2.14&mx=probe-token.oob.attacker.example`, `myip=192.0.2.14`]) {
-        expect((await env.get(`/nic/update?${query}`, { auth: [host, pw], ua: UA })).raw.toString(), query).to.equal(BADAUTH);
+        expect((await env.get(`/nic/update?${query}`, { auth: [host, pw], ua: UA })).raw.toString(), query).to.equal(
+          BADAUTH,
+        );
       }
     }
     await sleep(200);
@@ -145,7 +148,10 @@ describe('no password oracle during a login cool-down (knot)', function () {
     const right: number[] = [];
     const wrong: number[] = [];
     for (let i = 0; i < rounds; i++) {
-      for (const [pw, into] of [[password, right], [`wrong-t${i}`, wrong]] as const) {
+      for (const [pw, into] of [
+        [password, right],
+        [`wrong-t${i}`, wrong],
+      ] as const) {
         const started = process.hrtime.bigint();
         const r = await guess(pw, `hostname=${host}&myip=192.0.2.13&mx=probe-t${i}.oob.attacker.example`);
         into.push(Number(process.hrtime.bigint() - started) / 1e6);
@@ -153,7 +159,9 @@ describe('no password oracle during a login cool-down (knot)', function () {
       }
     }
     expect(resolver.names).to.deep.equal([]);
-    console.log(`      oracle timing over ${rounds} rounds: right ${median(right).toFixed(2)} ms, wrong ${median(wrong).toFixed(2)} ms (medians)`);
+    console.log(
+      `      oracle timing over ${rounds} rounds: right ${median(right).toFixed(2)} ms, wrong ${median(wrong).toFixed(2)} ms (medians)`,
+    );
   });
 });
 
@@ -186,7 +194,10 @@ describe('a password changed while a request is past its password check (knot)',
     await env.addHost(host, 'mover');
     const before = await raw.hgetall(KEYS.host(host));
     const mxName = `held-${process.pid}.example`;
-    const inFlight = env.get(`/nic/update?hostname=${host}&myip=192.0.2.50&mx=${mxName}`, { auth: ['mover', 'old-password'], ua: UA });
+    const inFlight = env.get(`/nic/update?hostname=${host}&myip=192.0.2.50&mx=${mxName}`, {
+      auth: ['mover', 'old-password'],
+      ua: UA,
+    });
     // Its mx lookup reaching the resolver shows the password check is behind it.
     for (let i = 0; i < 100 && !resolver.names.includes(mxName); i++) await sleep(20);
     expect(resolver.names).to.include(mxName);
@@ -196,9 +207,15 @@ describe('a password changed while a request is past its password check (knot)',
     expect(await raw.hgetall(KEYS.host(host))).to.deep.equal(before);
     expect(await env.ns.query(host, 'A')).to.deep.equal([]);
 
-    const old = await env.get(`/nic/update?hostname=${host}&myip=192.0.2.51`, { auth: ['mover', 'old-password'], ua: UA });
+    const old = await env.get(`/nic/update?hostname=${host}&myip=192.0.2.51`, {
+      auth: ['mover', 'old-password'],
+      ua: UA,
+    });
     expect(old.raw.toString()).to.equal(BADAUTH);
-    const fresh = await env.get(`/nic/update?hostname=${host}&myip=192.0.2.52`, { auth: ['mover', 'new-password'], ua: UA });
+    const fresh = await env.get(`/nic/update?hostname=${host}&myip=192.0.2.52`, {
+      auth: ['mover', 'new-password'],
+      ua: UA,
+    });
     expect(fresh.raw.toString()).to.equal(OK('good 192.0.2.52\n'));
     expect(await env.ns.query(host, 'A')).to.deep.equal(['192.0.2.52']);
   });

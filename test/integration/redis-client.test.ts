@@ -79,17 +79,24 @@ describe('redis: a connection lost with a command in flight', function () {
   const lab = useClient('redis-lost', 60_000);
 
   it('fails at once with "redis connection lost"; the client connects again and works', async () => {
-    const inFlight = lab.client().blpop('never-filled', 0).then(
-      () => 'answered',
-      (err: Error) => err.message,
-    );
+    const inFlight = lab
+      .client()
+      .blpop('never-filled', 0)
+      .then(
+        () => 'answered',
+        (err: Error) => err.message,
+      );
     // BLPOP is in redis-server's hands once the server lists it as blocked.
-    for (let i = 0; i < 100 && !/cmd=blpop/.test(String(await lab.admin().client('LIST'))); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && !/cmd=blpop/.test(String(await lab.admin().client('LIST'))); i++)
+      await new Promise((r) => setTimeout(r, 20));
     expect(await lab.admin().client('KILL', 'USER', 'default', 'SKIPME', 'yes')).to.be.at.least(1);
     expect(await inFlight).to.equal('redis connection lost');
     let pong = '';
     for (let i = 0; i < 100 && pong !== 'PONG'; i++) {
-      pong = await lab.client().ping().catch(() => '');
+      pong = await lab
+        .client()
+        .ping()
+        .catch(() => '');
       if (pong !== 'PONG') await new Promise((r) => setTimeout(r, 50));
     }
     expect(pong).to.equal('PONG');

@@ -51,9 +51,16 @@ describe('redis.url naming a database the server cannot select', function () {
     dir = await makeTempDir('ddns-redis-select-');
     server = await startRedis({ dir });
     raw = new Redis(server.url);
-    for (const [label, db] of [['range', '99'], ['name', 'abc']] as const) {
+    for (const [label, db] of [
+      ['range', '99'],
+      ['name', 'abc'],
+    ] as const) {
       // No nameserver: these tests are about Redis only (check's zone line fails as well).
-      configs[db] = await writeRedisOnlyConfig(dir, { url: `redis://127.0.0.1:${server.port}/${db}` }, { name: label, extra: { dns: { timeout: 1 } } });
+      configs[db] = await writeRedisOnlyConfig(
+        dir,
+        { url: `redis://127.0.0.1:${server.port}/${db}` },
+        { name: label, extra: { dns: { timeout: 1 } } },
+      );
     }
   });
 
@@ -67,7 +74,12 @@ describe('redis.url naming a database the server cannot select', function () {
 
   // /99: the server refuses the SELECT (exit 1); /abc: the config refuses the URL (exit 2).
   for (const [db, code, problem, served] of [
-    ['99', 1, /redis .*: FAILED: .*cannot select the database of redis\.url: ERR DB index is out of range/, /"cannot use redis".*database/],
+    [
+      '99',
+      1,
+      /redis .*: FAILED: .*cannot select the database of redis\.url: ERR DB index is out of range/,
+      /"cannot use redis".*database/,
+    ],
     ['abc', 2, /config: redis\.url: expected a database number/, /config: redis\.url: expected a database number/],
   ] as const) {
     it(`check with /${db}: fails naming the database, exit ${code}`, async () => {
@@ -98,7 +110,20 @@ describe('redis.url naming a database the server cannot select', function () {
 
 /** redis-server with `databases` databases on `port` (startRedis has no such setting). */
 async function redisWithDatabases(dir: string, port: number, databases: number): Promise<ChildProcess> {
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--databases', String(databases)];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+    '--databases',
+    String(databases),
+  ];
   const child = spawnProcess(requireBinary('redis-server'), args, { stdio: 'ignore' });
   for (let i = 0; i < 200 && !(await redisPing('127.0.0.1', port)); i++) await new Promise((r) => setTimeout(r, 25));
   return child;
@@ -142,7 +167,10 @@ describe('redis.url: the database disappears while serve runs (Redis restarted w
     await stopProcess(redis);
     redis = await redisWithDatabases(dir, port, 2);
     let timer: NodeJS.Timeout | undefined;
-    const code = await Promise.race([exited, new Promise<'running'>((r) => (timer = setTimeout(() => r('running'), 20000)))]);
+    const code = await Promise.race([
+      exited,
+      new Promise<'running'>((r) => (timer = setTimeout(() => r('running'), 20000))),
+    ]);
     clearTimeout(timer);
     expect(code, `serve still running:\n${stderr}`).to.equal(1);
     expect(stderr).to.match(/"cannot use redis; stopping".*ERR DB index is out of range/);
@@ -169,11 +197,18 @@ describe('redis.passwordFile: the Redis password kept out of the config file', f
 
   async function configWith(name: string, password: string): Promise<string> {
     await writeFile(path.join(dir!, `${name}.pw`), password + '\n', { mode: 0o600 });
-    return writeRedisOnlyConfig(dir!, { url: `redis://127.0.0.1:${server!.port}/0`, passwordFile: `${name}.pw` }, { name, extra: { dns: { timeout: 1 } } });
+    return writeRedisOnlyConfig(
+      dir!,
+      { url: `redis://127.0.0.1:${server!.port}/0`, passwordFile: `${name}.pw` },
+      { name, extra: { dns: { timeout: 1 } } },
+    );
   }
 
   it('the right password from the file: the account is written; a wrong one fails and never shows either password', async () => {
-    const right = await runCli(['account', 'add', 'pam', '--config', await configWith('right', 'r3dis pass:word')], 'pam-Secret-pw-1\n');
+    const right = await runCli(
+      ['account', 'add', 'pam', '--config', await configWith('right', 'r3dis pass:word')],
+      'pam-Secret-pw-1\n',
+    );
     expect(right.code, right.stderr).to.equal(0);
     const reader = new Redis(server!.url, { password: 'r3dis pass:word' });
     try {
@@ -184,6 +219,8 @@ describe('redis.passwordFile: the Redis password kept out of the config file', f
     const wrong = await runCli(['check', '--config', await configWith('wrong', 'not the password')]);
     expect(wrong.code).to.equal(1);
     expect(wrong.stderr).to.match(/redis .*: FAILED/);
-    expect(wrong.stdout + wrong.stderr).to.not.include('not the password').and.not.include('r3dis pass:word');
+    expect(wrong.stdout + wrong.stderr)
+      .to.not.include('not the password')
+      .and.not.include('r3dis pass:word');
   });
 });

@@ -26,15 +26,23 @@ describe('Redis over a Unix socket', function () {
   });
 
   it('the CLI and serve use the socket: good, the record on the primary, nochg, the state in Redis', async () => {
-    expect(env.config).to.have.nested.property('redis.url').that.matches(/^unix:\/\/\/.+\.sock\?db=0$/);
+    expect(env.config)
+      .to.have.nested.property('redis.url')
+      .that.matches(/^unix:\/\/\/.+\.sock\?db=0$/);
     await env.addAccount('ulla', 'ulla-secret-pw');
     const host = `unix-${process.pid}.${ZONE}`;
     await env.addHost(host, 'ulla');
 
-    const first = await env.get(`/nic/update?hostname=${host}&myip=198.51.100.20`, { auth: ['ulla', 'ulla-secret-pw'], ua: UA });
+    const first = await env.get(`/nic/update?hostname=${host}&myip=198.51.100.20`, {
+      auth: ['ulla', 'ulla-secret-pw'],
+      ua: UA,
+    });
     expect(first.raw.toString()).to.equal(OK('good 198.51.100.20\n'));
     expect(await env.ns.query(host, 'A')).to.deep.equal(['198.51.100.20']);
-    const again = await env.get(`/nic/update?hostname=${host}&myip=198.51.100.20`, { auth: ['ulla', 'ulla-secret-pw'], ua: UA });
+    const again = await env.get(`/nic/update?hostname=${host}&myip=198.51.100.20`, {
+      auth: ['ulla', 'ulla-secret-pw'],
+      ua: UA,
+    });
     expect(again.raw.toString()).to.equal(OK('nochg 198.51.100.20\n'));
     expect(await env.hostJson(host)).to.include({ ipv4: '198.51.100.20', state: 'active' });
 

@@ -91,7 +91,11 @@ describe('host remove takes over the lease of an update stalled past it (knot, a
     requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
     // dns.timeout 1 s: a lease of 3 s. The serve's Redis commands may wait long (the hang is
     // the relay's, not a timeout's).
-    env = await BridgeEnv.start({ kind: 'knot', serves: 0, config: { dns: { timeout: 1 }, frequency: { minInterval: 0.001 } } });
+    env = await BridgeEnv.start({
+      kind: 'knot',
+      serves: 0,
+      config: { dns: { timeout: 1 }, frequency: { minInterval: 0.001 } },
+    });
     relay = new HangingRedisRelay(Number(new URL(env.redis.url).port));
     const relayPort = await relay.listen();
     // Only serve goes through the relay; env.cliDirect (env.config) talks to Redis directly.
@@ -169,11 +173,15 @@ describe('host remove whose DNS delete fails on a host with a repair due (knot, 
     const h = `rep.${ZONE}`;
     const key = `ddns:h:${h}`;
     await env.addHost(h, auth[0]);
-    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.1`, { auth, ua: UA })).body).to.equal('good 192.0.2.1\n');
+    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.1`, { auth, ua: UA })).body).to.equal(
+      'good 192.0.2.1\n',
+    );
     await env.stopServes(); // no reconciler for now
 
     // A frontend published 192.0.2.99 and died before recording it; its lease has expired: a repair is due.
-    await sendUpdate(`server 127.0.0.1 ${env.ns.port}\nzone ${ZONE}\nupdate delete ${h} A\nupdate add ${h} 60 A 192.0.2.99\nsend\n`);
+    await sendUpdate(
+      `server 127.0.0.1 ${env.ns.port}\nzone ${ZONE}\nupdate delete ${h} A\nupdate add ${h} 60 A 192.0.2.99\nsend\n`,
+    );
     expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.99']);
     const now = await redisNow(redis);
     await redis.hset(key, 'lk', 'died-frontend', 'lu', String(now - 1));
@@ -190,7 +198,9 @@ describe('host remove whose DNS delete fails on a host with a repair due (knot, 
     }
     expect(removed.code, 'host remove fails').to.not.equal(0);
     expect(await redis.hget(key, '4'), 'the host stays, with its recorded address').to.equal('192.0.2.1');
-    expect(await redis.hget(key, 'lk'), 'the lease token stays (the repair is due)').to.be.a('string').and.not.equal('');
+    expect(await redis.hget(key, 'lk'), 'the lease token stays (the repair is due)')
+      .to.be.a('string')
+      .and.not.equal('');
     expect(await redis.zscore('ddns:pending', key), 'the host stays in the pending set').to.not.equal(null);
     expect(await env.ns.query(h, 'A'), 'DNS still holds the unrecorded address').to.deep.equal(['192.0.2.99']);
 

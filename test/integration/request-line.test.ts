@@ -1,6 +1,7 @@
 /**
  * Request lines node's parser refuses before any route sees them, against a real `serve`
- * process: methods it does not know (docs/protocol.md, "The update request": other methods 405) and raw non-ASCII bytes in
+ * process: methods it does not know (docs/protocol.md, "The update request": other methods 405) and raw non-ASCII
+ * bytes in
  * the target (400, documented: clients must percent-encode; a POST body may be raw UTF-8).
  */
 import { expect } from 'chai';
@@ -32,7 +33,14 @@ describe('request lines refused by the HTTP parser (knot)', function () {
   it('unknown and lowercase methods get the same 405 (with Allow) as known wrong ones, and change nothing', async () => {
     const before = await env.cliOk(['host', 'show', host, '--json']);
     for (const method of ['PUT', 'FOO', 'get', 'Post', 'PROPFIND']) {
-      const request = [`${method} /nic/update?hostname=${host}&myip=192.0.2.41 HTTP/1.1`, 'Host: x', `User-Agent: ${UA}`, AUTH_HEADER, '', ''].join('\r\n');
+      const request = [
+        `${method} /nic/update?hostname=${host}&myip=192.0.2.41 HTTP/1.1`,
+        'Host: x',
+        `User-Agent: ${UA}`,
+        AUTH_HEADER,
+        '',
+        '',
+      ].join('\r\n');
       expect((await env.raw(request)).toString('latin1'), method).to.equal(METHOD_NOT_ALLOWED);
     }
     expect(await env.cliOk(['host', 'show', host, '--json'])).to.equal(before);
@@ -44,7 +52,14 @@ describe('request lines refused by the HTTP parser (knot)', function () {
     const serialBefore = await env.ns.serial();
     // What curl sends for a typed `ü`: the UTF-8 bytes as they are.
     const get = Buffer.from(
-      [`GET /nic/update?hostname=${idn}&myip=192.0.2.42 HTTP/1.1`, 'Host: x', `User-Agent: ${UA}`, AUTH_HEADER, '', ''].join('\r\n'),
+      [
+        `GET /nic/update?hostname=${idn}&myip=192.0.2.42 HTTP/1.1`,
+        'Host: x',
+        `User-Agent: ${UA}`,
+        AUTH_HEADER,
+        '',
+        '',
+      ].join('\r\n'),
       'utf8',
     );
     expect((await env.raw(get)).toString('latin1')).to.equal(expectedReply(400, 'Bad Request', 'bad request\n'));
@@ -52,7 +67,13 @@ describe('request lines refused by the HTTP parser (knot)', function () {
     expect(await env.ns.serial()).to.equal(serialBefore);
 
     const body = Buffer.from(`hostname=${idn}&myip=192.0.2.42`, 'utf8');
-    const head = ['POST /nic/update HTTP/1.1', 'Host: x', `User-Agent: ${UA}`, AUTH_HEADER, 'Content-Type: application/x-www-form-urlencoded'];
+    const head = [
+      'POST /nic/update HTTP/1.1',
+      'Host: x',
+      `User-Agent: ${UA}`,
+      AUTH_HEADER,
+      'Content-Type: application/x-www-form-urlencoded',
+    ];
     const post = Buffer.concat([Buffer.from([...head, `Content-Length: ${body.length}`, '', ''].join('\r\n')), body]);
     expect((await env.raw(post)).toString('latin1')).to.equal(expectedReply(200, 'OK', 'good 192.0.2.42\n'));
     expect(await env.ns.query(idnAscii, 'A')).to.deep.equal(['192.0.2.42']);

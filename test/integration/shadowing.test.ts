@@ -46,7 +46,7 @@ for (const { kind, binaries } of NAMESERVERS) {
 
     const add = (fqdn: string, account: string) => env.cli(['host', 'add', fqdn, '--account', account]);
 
-    it('a name below another account\'s host is refused, naming it; nothing is written', async () => {
+    it("a name below another account's host is refused, naming it; nothing is written", async () => {
       await env.addHost(top, 'anna');
       const before = await raw.keys('ddns:*');
       const r = await add(`b.${top}`, 'bert');
@@ -57,7 +57,7 @@ for (const { kind, binaries } of NAMESERVERS) {
       expect((await add(`c.x.${top}`, 'bert')).stderr).to.include(`would lie below ${top} of account anna`);
     });
 
-    it('a name above another account\'s host is refused, naming it', async () => {
+    it("a name above another account's host is refused, naming it", async () => {
       await env.addHost(`b.x.${top}`, 'bert');
       const r = await add(top, 'anna');
       expect(r.code).to.equal(1);
@@ -70,7 +70,10 @@ for (const { kind, binaries } of NAMESERVERS) {
       await env.addHost(`b.${top}`, 'anna');
       await env.addHost(top, 'anna');
       await env.addHost(`c.d.${top}`, 'anna');
-      const r = await env.get(`/nic/update?hostname=${top},b.${top}&myip=192.0.2.5&wildcard=ON`, { auth: ['anna', 'anna-pw'], ua: 'Nest/1.0' });
+      const r = await env.get(`/nic/update?hostname=${top},b.${top}&myip=192.0.2.5&wildcard=ON`, {
+        auth: ['anna', 'anna-pw'],
+        ua: 'Nest/1.0',
+      });
       expect(r.raw.toString()).to.equal(OK('good 192.0.2.5\ngood 192.0.2.5\n'));
       expect(await env.ns.query(`b.${top}`, 'A')).to.deep.equal(['192.0.2.5']);
     });
@@ -86,12 +89,23 @@ for (const { kind, binaries } of NAMESERVERS) {
     it('host import refuses the same (also within one file), imports the rest, names each conflict', async () => {
       await env.addHost(top, 'anna');
       const file = path.join(env.dir, `import-${n}.txt`);
-      await writeFile(file, [`b.${top} bert`, `c.${top} anna`, `q.${top.replace(/^t/, 'u')} bert`, `r.q.${top.replace(/^t/, 'u')} anna`, ''].join('\n'));
+      await writeFile(
+        file,
+        [
+          `b.${top} bert`,
+          `c.${top} anna`,
+          `q.${top.replace(/^t/, 'u')} bert`,
+          `r.q.${top.replace(/^t/, 'u')} anna`,
+          '',
+        ].join('\n'),
+      );
       const r = await env.cli(['host', 'import', file]);
       expect(r.code).to.equal(1);
       expect(r.stdout).to.include('imported 2, unchanged 0, rejected 2');
       expect(r.stderr).to.include(`line 1: host b.${top} would lie below ${top} of account anna`);
-      expect(r.stderr).to.include(`line 4: host r.q.${top.replace(/^t/, 'u')} would lie below q.${top.replace(/^t/, 'u')} of account bert`);
+      expect(r.stderr).to.include(
+        `line 4: host r.q.${top.replace(/^t/, 'u')} would lie below q.${top.replace(/^t/, 'u')} of account bert`,
+      );
       expect(await raw.hget(KEYS.host(`c.${top}`), 'o')).to.equal('anna');
       expect(await raw.exists(KEYS.host(`b.${top}`))).to.equal(0);
     });
@@ -99,7 +113,11 @@ for (const { kind, binaries } of NAMESERVERS) {
     it('old data: check lists the pair (and the wildcard does shadow); the first host add indexes it', async () => {
       // Hosts written as a bridge before this check did: no nest index, no migration mark.
       await raw.hdel(KEYS.schema(), 'nesting');
-      for (const [fqdn, owner] of [[top, 'anna'], [`b.${top}`, 'bert'], [`y.z.${top}`, 'bert']] as const) {
+      for (const [fqdn, owner] of [
+        [top, 'anna'],
+        [`b.${top}`, 'bert'],
+        [`y.z.${top}`, 'bert'],
+      ] as const) {
         await raw.hset(KEYS.host(fqdn), 'o', owner, 't', 'dynamic', 's', 'active');
         await raw.hincrby(KEYS.account(owner), 'n', 1);
       }
@@ -108,7 +126,10 @@ for (const { kind, binaries } of NAMESERVERS) {
       expect(checked.stderr).to.include(`warning: host y.z.${top} (account bert) lies below ${top} (account anna)`);
 
       // What the warning is about: anna's wildcard answers for bert's name while it has no records.
-      const r = await env.get(`/nic/update?hostname=${top}&myip=192.0.2.9&wildcard=ON`, { auth: ['anna', 'anna-pw'], ua: 'Nest/1.0' });
+      const r = await env.get(`/nic/update?hostname=${top}&myip=192.0.2.9&wildcard=ON`, {
+        auth: ['anna', 'anna-pw'],
+        ua: 'Nest/1.0',
+      });
       expect(r.raw.toString()).to.equal(OK('good 192.0.2.9\n'));
       expect(await env.ns.query(`b.${top}`, 'A')).to.deep.equal(['192.0.2.9']);
 

@@ -95,7 +95,10 @@ describe('slow and greedy clients (knot)', function () {
     try {
       await promptUpdate();
       const c = await closedWithin(w, 1000 + GRACE_MS);
-      expect(c, `still open ${1000 + GRACE_MS} ms after connect with http.headersTimeout 1 s (${i} bytes trickled)`).to.not.equal(undefined);
+      expect(
+        c,
+        `still open ${1000 + GRACE_MS} ms after connect with http.headersTimeout 1 s (${i} bytes trickled)`,
+      ).to.not.equal(undefined);
       expect(c!.data.length === 0 || c!.data.toString().startsWith('HTTP/1.0 408 '), c!.data.toString()).to.equal(true);
     } finally {
       clearInterval(trickle);
@@ -127,7 +130,10 @@ describe('slow and greedy clients (knot)', function () {
     for (let i = 0; i < IDLE; i += 200) {
       const batch = Array.from({ length: 200 }, () => open(env.port));
       watched.push(...batch);
-      expect((await Promise.all(batch.map((w) => w.connected))).every(Boolean), 'all idle connections accepted').to.equal(true);
+      expect(
+        (await Promise.all(batch.map((w) => w.connected))).every(Boolean),
+        'all idle connections accepted',
+      ).to.equal(true);
     }
     await sleep(200);
     const stillOpen = watched.filter((w) => !w.socket.destroyed).length;

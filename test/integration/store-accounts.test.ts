@@ -27,12 +27,20 @@ describe('store: accounts and failed logins (real redis-server)', function () {
 
   describe('accounts', () => {
     it('create, get, list; a second create conflicts', async () => {
-      await lab.store.accounts.create({ name: 'carol', passwordHash: '$scrypt$c', donator: true, createdAt: 1700000000123 });
+      await lab.store.accounts.create({
+        name: 'carol',
+        passwordHash: '$scrypt$c',
+        donator: true,
+        createdAt: 1700000000123,
+      });
       await lab.store.accounts.create({ name: 'alice', passwordHash: '$scrypt$a', donator: false, createdAt: 5 });
       expect(await lab.raw.hgetall(PREFIX + 'a:carol')).to.deep.equal({ h: '$scrypt$c', d: '1', c: '1700000000123' });
       expect(await lab.raw.smembers(PREFIX + 'accounts')).to.have.members(['alice', 'carol']);
       expect(await lab.store.accounts.get('carol')).to.deep.equal({
-        name: 'carol', passwordHash: '$scrypt$c', donator: true, createdAt: 1700000000123,
+        name: 'carol',
+        passwordHash: '$scrypt$c',
+        donator: true,
+        createdAt: 1700000000123,
       });
       expect(await lab.store.accounts.get('nobody')).to.equal(undefined);
       expect((await lab.store.accounts.list()).map((a) => a.name)).to.deep.equal(['alice', 'carol']);
@@ -55,7 +63,12 @@ describe('store: accounts and failed logins (real redis-server)', function () {
       await lab.store.accounts.create({ name: 'alice', passwordHash: 'old', donator: false, createdAt: 5 });
       await lab.store.accounts.setPasswordHash('alice', 'new');
       await lab.store.accounts.setDonator('alice', true);
-      expect(await lab.store.accounts.get('alice')).to.deep.equal({ name: 'alice', passwordHash: 'new', donator: true, createdAt: 5 });
+      expect(await lab.store.accounts.get('alice')).to.deep.equal({
+        name: 'alice',
+        passwordHash: 'new',
+        donator: true,
+        createdAt: 5,
+      });
       expect(await rejection(lab.store.accounts.setPasswordHash('ghost', 'h'))).to.be.instanceOf(NotFoundError);
       expect(await rejection(lab.store.accounts.setDonator('ghost', true))).to.be.instanceOf(NotFoundError);
       expect(await lab.raw.exists(PREFIX + 'a:ghost')).to.equal(0);
@@ -125,7 +138,10 @@ describe('store: accounts and failed logins (real redis-server)', function () {
       expect((await lab.store.accounts.getForLogin('alice', '192.0.2.1')).throttled).to.equal(true);
       await lab.raw.del(PREFIX + 'ta:alice');
       await lab.raw.set(PREFIX + 'ti:192.0.2.1', '1', 'PX', 1000);
-      expect(await lab.store.accounts.getForLogin('ghost', '192.0.2.1')).to.deep.equal({ account: undefined, throttled: true });
+      expect(await lab.store.accounts.getForLogin('ghost', '192.0.2.1')).to.deep.equal({
+        account: undefined,
+        throttled: true,
+      });
     });
   });
 
@@ -147,11 +163,17 @@ describe('store: accounts and failed logins (real redis-server)', function () {
         login: { account, hashDigest: hashDigest(passwordHash) },
       });
       expect((await auth.authenticate({ user: 'alice', password: 'wrong' }, '192.0.2.7')).ok).to.equal(false);
-      expect(await auth.authenticate({ user: 'ghost', password: 'x' }, '192.0.2.7')).to.deep.equal({ ok: false, reason: 'unknown-user' });
+      expect(await auth.authenticate({ user: 'ghost', password: 'x' }, '192.0.2.7')).to.deep.equal({
+        ok: false,
+        reason: 'unknown-user',
+      });
       expect(await lab.raw.exists(PREFIX + 'fa:ghost')).to.equal(0);
       await auth.recordMalformed('192.0.2.7');
       // Three failures from 192.0.2.7: now even the right password is refused from there.
-      expect(await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.7')).to.deep.equal({ ok: false, reason: 'throttled' });
+      expect(await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.7')).to.deep.equal({
+        ok: false,
+        reason: 'throttled',
+      });
       expect((await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1')).ok).to.equal(true);
       await sleep(450);
       expect((await auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.7')).ok).to.equal(true);

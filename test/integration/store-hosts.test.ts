@@ -28,7 +28,14 @@ function request(over: Partial<AdmitRequest> = {}): AdmitRequest {
   };
 }
 
-const TARGET: TargetState = { ipv4: '203.0.113.7', ipv6: null, wildcard: false, mx: null, backmx: false, offline: false };
+const TARGET: TargetState = {
+  ipv4: '203.0.113.7',
+  ipv6: null,
+  wildcard: false,
+  mx: null,
+  backmx: false,
+  offline: false,
+};
 
 describe('store: hosts (real redis-server)', function () {
   const logger = new RecordingLogger();
@@ -57,17 +64,26 @@ describe('store: hosts (real redis-server)', function () {
 
   describe('admit outcomes', () => {
     it('nohost for a name that is not registered', async () => {
-      expect(await lab.store.hosts.admit(request({ fqdn: 'other.dyn.example.org' }))).to.deep.equal({ kind: 'rejected', outcome: 'unknown-host' });
+      expect(await lab.store.hosts.admit(request({ fqdn: 'other.dyn.example.org' }))).to.deep.equal({
+        kind: 'rejected',
+        outcome: 'unknown-host',
+      });
     });
 
-    it('notyours for another account\'s host, without counting', async () => {
-      expect(await lab.store.hosts.admit(request({ account: 'bob' }))).to.deep.equal({ kind: 'rejected', outcome: 'not-owner' });
+    it("notyours for another account's host, without counting", async () => {
+      expect(await lab.store.hosts.admit(request({ account: 'bob' }))).to.deep.equal({
+        kind: 'rejected',
+        outcome: 'not-owner',
+      });
       expect(await lab.raw.hmget(hostKey, 'fl', 'fc', 'fs')).to.deep.equal([null, null, null]);
     });
 
     it('badsys for a host that is not dynamic', async () => {
       await lab.store.hosts.add('static.dyn.example.org', 'alice', 'static');
-      expect(await lab.store.hosts.admit(request({ fqdn: 'static.dyn.example.org' }))).to.deep.equal({ kind: 'rejected', outcome: 'not-dynamic' });
+      expect(await lab.store.hosts.admit(request({ fqdn: 'static.dyn.example.org' }))).to.deep.equal({
+        kind: 'rejected',
+        outcome: 'not-dynamic',
+      });
     });
 
     it('closed and abuse for closed and blocked hosts', async () => {
@@ -81,7 +97,14 @@ describe('store: hosts (real redis-server)', function () {
       const a = await lab.store.hosts.admit(request());
       expect(a.kind).to.equal('change');
       if (a.kind !== 'change') return;
-      expect(a.host).to.deep.include({ fqdn: HOST, account: 'alice', type: 'dynamic', state: 'active', ipv4: null, updatedAt: 0 });
+      expect(a.host).to.deep.include({
+        fqdn: HOST,
+        account: 'alice',
+        type: 'dynamic',
+        state: 'active',
+        ipv4: null,
+        updatedAt: 0,
+      });
       expect(a.lease.fqdn).to.equal(HOST);
       expect(await lab.raw.hget(hostKey, 'lk')).to.equal(a.lease.token);
       const lu = Number(await lab.raw.hget(hostKey, 'lu'));
@@ -116,9 +139,9 @@ describe('store: hosts (real redis-server)', function () {
       await lab.raw.hset(hostKey, 'w', '0');
       expect((await lab.store.hosts.admit(request({ minIntervalMs: 0 }))).kind).to.equal('nochg');
       // One differing field → change.
-      expect((await lab.store.hosts.admit(request({ minIntervalMs: 0, expect: { ...WANT, wildcard: '1' } }))).kind).to.equal(
-        'change',
-      );
+      expect(
+        (await lab.store.hosts.admit(request({ minIntervalMs: 0, expect: { ...WANT, wildcard: '1' } }))).kind,
+      ).to.equal('change');
     });
 
     it('expect null only counts, answering nochg', async () => {
@@ -156,7 +179,10 @@ describe('store: hosts (real redis-server)', function () {
         expect(await lab.raw.hget(hostKey, 'fc')).to.equal(String(i));
       }
       expect(kinds).to.deep.equal(['nochg', 'nochg', 'nochg', 'nochg']);
-      expect(await lab.store.hosts.admit(request({ expect: null }))).to.deep.equal({ kind: 'rejected', outcome: 'abuse' });
+      expect(await lab.store.hosts.admit(request({ expect: null }))).to.deep.equal({
+        kind: 'rejected',
+        outcome: 'abuse',
+      });
       expect(await lab.raw.hget(hostKey, 's')).to.equal('blocked');
       expect(await lab.raw.hget(hostKey, 'fc')).to.equal('4');
       expect((await lab.store.hosts.get(HOST))!.state).to.equal('blocked');
@@ -179,7 +205,10 @@ describe('store: hosts (real redis-server)', function () {
       const now = await redisNow();
       await lab.raw.hset(hostKey, 'fl', String(now - 20_000), 'fc', '3');
       // 20 s after the last request: frequent for a 60 s interval → blocks (fc 4 > 3) ...
-      expect(await lab.store.hosts.admit(request({ expect: null, minIntervalMs: 60_000 }))).to.deep.equal({ kind: 'rejected', outcome: 'abuse' });
+      expect(await lab.store.hosts.admit(request({ expect: null, minIntervalMs: 60_000 }))).to.deep.equal({
+        kind: 'rejected',
+        outcome: 'abuse',
+      });
       await lab.store.hosts.setState(HOST, 'active');
       await lab.raw.hset(hostKey, 'fl', String(now - 20_000), 'fc', '3');
       // ... but not for a donator's 15 s interval.
@@ -209,15 +238,41 @@ describe('store: hosts (real redis-server)', function () {
         offline: false,
       });
       const fields = await lab.raw.hgetall(hostKey);
-      expect(fields).to.include({ o: 'alice', t: 'dynamic', s: 'active', 4: '203.0.113.7', 6: '2001:db8::7', w: '1', m: 'mx.example.net', b: '1' });
+      expect(fields).to.include({
+        o: 'alice',
+        t: 'dynamic',
+        s: 'active',
+        4: '203.0.113.7',
+        6: '2001:db8::7',
+        w: '1',
+        m: 'mx.example.net',
+        b: '1',
+      });
       expect(fields).to.not.have.property('lk');
       expect(fields).to.not.have.property('lu');
       expect(Number(fields.u)).to.be.within(before - 5, before + 1000);
       const host = await lab.store.hosts.get(HOST);
-      expect(host).to.deep.include({ ipv4: '203.0.113.7', ipv6: '2001:db8::7', wildcard: true, mx: 'mx.example.net', backmx: true, state: 'active' });
+      expect(host).to.deep.include({
+        ipv4: '203.0.113.7',
+        ipv6: '2001:db8::7',
+        wildcard: true,
+        mx: 'mx.example.net',
+        backmx: true,
+        state: 'active',
+      });
       // The same request again is nochg now.
       const again = await lab.store.hosts.admit(
-        request({ minIntervalMs: 0, expect: { state: 'active', ipv4: '203.0.113.7', ipv6: '2001:db8::7', wildcard: '1', mx: 'mx.example.net', backmx: '1' } }),
+        request({
+          minIntervalMs: 0,
+          expect: {
+            state: 'active',
+            ipv4: '203.0.113.7',
+            ipv6: '2001:db8::7',
+            wildcard: '1',
+            mx: 'mx.example.net',
+            backmx: '1',
+          },
+        }),
       );
       expect(again.kind).to.equal('nochg');
     });
@@ -226,7 +281,14 @@ describe('store: hosts (real redis-server)', function () {
       await lab.raw.hset(hostKey, '4', '198.51.100.1', '6', '2001:db8::1', 'w', '1', 'm', 'mx.example.net');
       const a = await lab.store.hosts.admit(request({ expect: { state: 'offline' } }));
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
-      await lab.store.hosts.commit(a.lease, { ipv4: null, ipv6: null, wildcard: true, mx: 'mx.example.net', backmx: false, offline: true });
+      await lab.store.hosts.commit(a.lease, {
+        ipv4: null,
+        ipv6: null,
+        wildcard: true,
+        mx: 'mx.example.net',
+        backmx: false,
+        offline: true,
+      });
       const fields = await lab.raw.hgetall(hostKey);
       expect(fields).to.include({ s: 'offline', w: '1', m: 'mx.example.net' });
       for (const gone of ['4', '6', 'b', 'lk', 'lu']) expect(fields).to.not.have.property(gone);
@@ -237,7 +299,7 @@ describe('store: hosts (real redis-server)', function () {
       expect(await lab.raw.hmget(hostKey, 's', '4', 'w', 'm')).to.deep.equal(['active', '203.0.113.7', null, null]);
     });
 
-    it('release drops the lease and undoes exactly this request\'s count', async () => {
+    it("release drops the lease and undoes exactly this request's count", async () => {
       // Nothing before: release must leave fl/fc absent again.
       const first = await lab.store.hosts.admit(request());
       if (first.kind !== 'change') throw new Error(`expected change, got ${first.kind}`);
@@ -330,7 +392,7 @@ describe('store: hosts (real redis-server)', function () {
         expect(await leaseRecord()).to.equal(null);
       });
 
-      it('an expired lease with no record of its families (a repair\'s, an operator\'s, an older version\'s): both', async () => {
+      it("an expired lease with no record of its families (a repair's, an operator's, an older version's): both", async () => {
         const a = await change({ leaseMs: 50 });
         await lab.raw.hdel(hostKey, 'lf', 'lt', 'lr');
         await new Promise((r) => setTimeout(r, 80));
@@ -349,7 +411,7 @@ describe('store: hosts (real redis-server)', function () {
         expect((await reclaimed()).families).to.deep.equal(BOTH);
       });
 
-      it('a change that lost its lease and may land after the holder in flight widens that holder\'s families: its commit leaves a repair of them due', async () => {
+      it("a change that lost its lease and may land after the holder in flight widens that holder's families: its commit leaves a repair of them due", async () => {
         const pending = PREFIX + 'pending';
         const late = await change({ leaseMs: 50, expect: V6 }); // writes an AAAA, then stalls
         await new Promise((r) => setTimeout(r, 80));
@@ -358,16 +420,27 @@ describe('store: hosts (real redis-server)', function () {
         await lab.store.hosts.commit(over.lease, TARGET);
         const inFlight = await change({ expect: { ...WANT, ipv4: '203.0.113.8' } }); // an IPv4 change, in flight
         expect(inFlight.families).to.deep.equal({ ipv4: true, ipv6: false });
-        expect(await lab.store.hosts.commit(late.lease, { ...TARGET, ipv4: null, ipv6: '2001:db8::7' })).to.equal('lost');
+        expect(await lab.store.hosts.commit(late.lease, { ...TARGET, ipv4: null, ipv6: '2001:db8::7' })).to.equal(
+          'lost',
+        );
         expect(await leaseRecord(), 'widened and marked late').to.equal(`46r:${inFlight.lease.token}`);
         const before = await redisNow();
         expect(await lab.store.hosts.commit(inFlight.lease, TARGET)).to.equal('committed');
         expect(await lab.raw.hget(hostKey, '4'), 'recorded').to.equal('203.0.113.7');
-        expect(Number(await lab.raw.zscore(pending, hostKey)), 'a repair is due now').to.be.within(before, Date.now() + 5);
+        expect(Number(await lab.raw.zscore(pending, hostKey)), 'a repair is due now').to.be.within(
+          before,
+          Date.now() + 5,
+        );
         const repair = await reclaimed();
         expect(repair.families).to.deep.equal(BOTH);
         await lab.store.hosts.commit(repair.lease, TARGET, { republish: true });
-        expect(await lab.raw.hmget(hostKey, 'lk', 'lu', 'lf', 'lt', 'lr')).to.deep.equal([null, null, null, null, null]);
+        expect(await lab.raw.hmget(hostKey, 'lk', 'lu', 'lf', 'lt', 'lr')).to.deep.equal([
+          null,
+          null,
+          null,
+          null,
+          null,
+        ]);
         expect(await lab.raw.zscore(pending, hostKey)).to.equal(null);
       });
 
@@ -396,7 +469,10 @@ describe('store: hosts (real redis-server)', function () {
         const before = await redisNow();
         expect(await lab.store.hosts.commit(over.lease, { ...TARGET, ipv4: '203.0.113.8' })).to.equal('committed');
         expect(await lab.raw.hget(hostKey, '4')).to.equal('203.0.113.8');
-        expect(Number(await lab.raw.zscore(pending, hostKey)), 'the late A is put right').to.be.within(before, Date.now() + 5);
+        expect(Number(await lab.raw.zscore(pending, hostKey)), 'the late A is put right').to.be.within(
+          before,
+          Date.now() + 5,
+        );
         expect((await reclaimed()).families).to.deep.equal({ ipv4: true, ipv6: false });
       });
 
@@ -405,7 +481,9 @@ describe('store: hosts (real redis-server)', function () {
         await new Promise((r) => setTimeout(r, 80));
         const over = await change();
         await lab.store.hosts.commit(over.lease, TARGET);
-        expect(await lab.store.hosts.commit(late.lease, { ...TARGET, ipv4: null, ipv6: '2001:db8::7' })).to.equal('lost');
+        expect(await lab.store.hosts.commit(late.lease, { ...TARGET, ipv4: null, ipv6: '2001:db8::7' })).to.equal(
+          'lost',
+        );
         expect([await lab.raw.hget(hostKey, 'lk'), await leaseRecord()]).to.deep.equal(['r:lost', '6:r:lost']);
         expect((await reclaimed()).families).to.deep.equal({ ipv4: false, ipv6: true });
       });
@@ -453,17 +531,20 @@ describe('store: hosts (real redis-server)', function () {
           expect(await lab.raw.hexists(hostKey, 'la')).to.equal(0);
         });
 
-        it('the late mark: the holder\'s commit leaves a repair due now', async () => {
+        it("the late mark: the holder's commit leaves a repair due now", async () => {
           const pending = PREFIX + 'pending';
           const inFlight = await change();
           await setLeaseRecord(`46r:${inFlight.lease.token}`, true);
           const before = await redisNow();
           expect(await lab.store.hosts.commit(inFlight.lease, TARGET)).to.equal('committed');
-          expect(Number(await lab.raw.zscore(pending, hostKey)), 'a repair is due now').to.be.within(before, Date.now() + 5);
+          expect(Number(await lab.raw.zscore(pending, hostKey)), 'a repair is due now').to.be.within(
+            before,
+            Date.now() + 5,
+          );
           expect((await reclaimed()).families).to.deep.equal(BOTH);
         });
 
-        it('a lost change\'s record (token r:lost): the repair writes its families', async () => {
+        it("a lost change's record (token r:lost): the repair writes its families", async () => {
           await lab.raw.hset(hostKey, 'lk', 'r:lost', 'lu', '1');
           await lab.raw.zadd(PREFIX + 'pending', 1, hostKey);
           await setLeaseRecord('6:r:lost', true);
@@ -471,7 +552,7 @@ describe('store: hosts (real redis-server)', function () {
         });
       });
 
-      it('an operator\'s claim (host remove) writes both; refused after taking a repair over, it leaves the repair\'s families', async () => {
+      it("an operator's claim (host remove) writes both; refused after taking a repair over, it leaves the repair's families", async () => {
         const a = await change();
         await lab.store.hosts.release(a.lease, { republishInMs: 0 });
         const claimed = await lab.store.hosts.claim(HOST, 5000);
@@ -483,7 +564,11 @@ describe('store: hosts (real redis-server)', function () {
       });
 
       it('a host back from offline: both', async () => {
-        await lab.store.hosts.commit((await change({ expect: { state: 'offline' } })).lease, { ...TARGET, ipv4: null, offline: true });
+        await lab.store.hosts.commit((await change({ expect: { state: 'offline' } })).lease, {
+          ...TARGET,
+          ipv4: null,
+          offline: true,
+        });
         expect(await lab.raw.hget(hostKey, 's')).to.equal('offline');
         expect((await change()).families).to.deep.equal(BOTH);
       });
@@ -507,7 +592,7 @@ describe('store: hosts (real redis-server)', function () {
       const a = await lab.store.hosts.admit(request());
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
       await lab.store.hosts.release(a.lease, { republishInMs: 0 });
-      expect(await lab.raw.hexists(hostKey, 'rf'), 'a request\'s release is not a failed republish').to.equal(0);
+      expect(await lab.raw.hexists(hostKey, 'rf'), "a request's release is not a failed republish").to.equal(0);
       for (let i = 0; i < 3; i++) {
         const r = await reclaimed();
         expect(r.failedRepublishes).to.equal(i);
@@ -542,7 +627,10 @@ describe('store: hosts (real redis-server)', function () {
       expect(due?.dueAt).to.be.within(now + 29_000, now + 31_000);
       await lab.store.hosts.postpone([HOST], 0);
       const r = await reclaimed();
-      expect(await lab.store.hosts.repairOf(HOST), 'the reconciler is at it').to.include({ failedRepublishes: 0, inProgress: true });
+      expect(await lab.store.hosts.repairOf(HOST), 'the reconciler is at it').to.include({
+        failedRepublishes: 0,
+        inProgress: true,
+      });
       await lab.store.hosts.release(r.lease, { republishInMs: 60_000, failedRepublish: true });
       expect(await lab.store.hosts.repairOf(HOST)).to.include({ failedRepublishes: 1, inProgress: false });
       await lab.store.hosts.postpone([HOST], 0);
@@ -613,7 +701,9 @@ describe('store: hosts (real redis-server)', function () {
       expect(after, 'nothing written: b publishes and records its own state').to.deep.equal(snapshot);
       // …and repairs after it: a's UPDATE may land after b's (b's record, now marked late).
       expect([snapshot.lf, snapshot.lt, lateBefore, late]).to.deep.equal(['4', b.lease.token, undefined, '1']);
-      expect(logger.lines.some((l) => l.level === 'warn' && /lease ended before the commit/.test(l.msg))).to.equal(true);
+      expect(logger.lines.some((l) => l.level === 'warn' && /lease ended before the commit/.test(l.msg))).to.equal(
+        true,
+      );
       expect(await lab.store.hosts.commit(b.lease, NEWER)).to.equal('committed');
       expect(await lab.raw.hget(hostKey, '4')).to.equal(NEWER.ipv4);
       expect(await lab.raw.hget(hostKey, 'lk'), 'a repair is due').to.equal(b.lease.token);
@@ -653,7 +743,10 @@ describe('store: hosts (real redis-server)', function () {
       if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
       await lab.store.hosts.commit(b.lease, NEWER);
       await lab.store.hosts.release(a.lease, { republishInMs: 0 });
-      expect(await lab.raw.hmget(hostKey, '4', 'lk'), 'the newer record, a repair due').to.deep.equal([NEWER.ipv4, 'r:lost']);
+      expect(await lab.raw.hmget(hostKey, '4', 'lk'), 'the newer record, a repair due').to.deep.equal([
+        NEWER.ipv4,
+        'r:lost',
+      ]);
       expect(await lab.store.hosts.staleLeases(10)).to.deep.equal([HOST]);
       // A plain release (an answered refusal: nothing of a's reached DNS) leaves it alone.
       await lab.store.hosts.commit((await reclaimed()).lease, NEWER, { republish: true });
@@ -680,17 +773,20 @@ describe('store: hosts (real redis-server)', function () {
       expect(await lab.store.hosts.staleLeases(10)).to.deep.equal([]);
     });
 
-    it('commit into a host removed and added again (now bob\'s) writes nothing and has the new record published', async () => {
+    it("commit into a host removed and added again (now bob's) writes nothing and has the new record published", async () => {
       const a = await lab.store.hosts.admit(request());
       if (a.kind !== 'change') throw new Error(`expected change, got ${a.kind}`);
       await lab.store.hosts.remove(HOST);
       await lab.store.hosts.add(HOST, 'bob', 'dynamic');
       expect(await lab.store.hosts.commit(a.lease, TARGET)).to.equal('lost');
       expect(await lab.raw.hmget(hostKey, 'o', '4')).to.deep.equal(['bob', null]);
-      expect(await lab.store.hosts.staleLeases(10), "DNS may hold alice's address: bob's empty record goes out").to.deep.equal([HOST]);
+      expect(
+        await lab.store.hosts.staleLeases(10),
+        "DNS may hold alice's address: bob's empty record goes out",
+      ).to.deep.equal([HOST]);
     });
 
-    it('a lost commit and a release after a takeover both undo the request\'s count when nobody counted since', async () => {
+    it("a lost commit and a release after a takeover both undo the request's count when nobody counted since", async () => {
       const first = await lab.store.hosts.admit(request());
       if (first.kind !== 'change') throw new Error(`expected change, got ${first.kind}`);
       await lab.store.hosts.commit(first.lease, TARGET);
@@ -723,7 +819,9 @@ describe('store: hosts (real redis-server)', function () {
         if (b.kind !== 'change') throw new Error(`expected change, got ${b.kind}`);
         await lab.store.hosts.commit(b.lease, TARGET);
         const bobs = await lab.raw.hmget(hostKey, 'fl', 'fc', 'fs');
-        expect(bobs[2], "bob's host counts from the start again: the same fs as alice's request").to.equal((a.lease as { undo?: { sequence: string } }).undo?.sequence);
+        expect(bobs[2], "bob's host counts from the start again: the same fs as alice's request").to.equal(
+          (a.lease as { undo?: { sequence: string } }).undo?.sequence,
+        );
         if (finish === 'commit') expect(await lab.store.hosts.commit(a.lease, TARGET)).to.equal('lost');
         else await lab.store.hosts.release(a.lease);
         expect(await lab.raw.hmget(hostKey, 'fl', 'fc', 'fs'), `${finish}: bob's count stays`).to.deep.equal(bobs);
@@ -794,14 +892,20 @@ describe('store: hosts (real redis-server)', function () {
     const AGENT = 'GuardTest/1.0 guard@example.test';
     const sha1 = (text: string) => createHash('sha1').update(text, 'utf8').digest('hex');
 
-    function guard(over: { sourceIp?: string; userAgent?: string; name?: string; donator?: boolean; digest?: string } = {}): AdmitGuard {
+    function guard(
+      over: { sourceIp?: string; userAgent?: string; name?: string; donator?: boolean; digest?: string } = {},
+    ): AdmitGuard {
       return {
         sourceIp: over.sourceIp ?? SOURCE,
         userAgent: over.userAgent ?? AGENT,
-        login: { account: { name: over.name ?? 'gina', donator: over.donator ?? false }, hashDigest: over.digest ?? sha1(GINA_HASH) },
+        login: {
+          account: { name: over.name ?? 'gina', donator: over.donator ?? false },
+          hashDigest: over.digest ?? sha1(GINA_HASH),
+        },
       };
     }
-    const ginaRequest = (over: Partial<AdmitRequest> = {}) => request({ fqdn: GINA_HOST, account: 'gina', guard: guard(), ...over });
+    const ginaRequest = (over: Partial<AdmitRequest> = {}) =>
+      request({ fqdn: GINA_HOST, account: 'gina', guard: guard(), ...over });
 
     /** Every key of the database with its type and value (no TTLs): "nothing written" means equal snapshots. */
     async function dbSnapshot(): Promise<Record<string, unknown>> {
@@ -826,9 +930,18 @@ describe('store: hosts (real redis-server)', function () {
       const a = await lab.store.hosts.admit(ginaRequest());
       expect(a.kind).to.equal('change');
       if (a.kind !== 'change') return;
-      expect(a.host).to.deep.include({ fqdn: GINA_HOST, account: 'gina', type: 'dynamic', state: 'active', ipv4: null });
+      expect(a.host).to.deep.include({
+        fqdn: GINA_HOST,
+        account: 'gina',
+        type: 'dynamic',
+        state: 'active',
+        ipv4: null,
+      });
       expect(await lab.raw.hget(ginaKey, 'lk')).to.equal(a.lease.token);
-      expect([a.families, await lab.raw.hmget(ginaKey, 'lf', 'lt')]).to.deep.equal([{ ipv4: true, ipv6: false }, ['4', a.lease.token]]);
+      expect([a.families, await lab.raw.hmget(ginaKey, 'lf', 'lt')]).to.deep.equal([
+        { ipv4: true, ipv6: false },
+        ['4', a.lease.token],
+      ]);
       expect(await lab.raw.zrange(PREFIX + 'pending', 0, -1)).to.deep.equal([ginaKey]);
       expect(await lab.raw.hmget(ginaKey, 'fc', 'fs')).to.deep.equal(['0', '1']);
       // busy while the lease is held, like the unguarded admit
@@ -844,12 +957,20 @@ describe('store: hosts (real redis-server)', function () {
       expect((await lab.store.hosts.admit(request({ fqdn: GINA_HOST, account: 'gina' }))).kind).to.equal('nochg');
       expect(await lab.raw.hmget(ginaKey, 'fc', 'fs')).to.deep.equal(['2', '3']);
       // a differing field is a change again
-      expect((await lab.store.hosts.admit(ginaRequest({ expect: { ...WANT, ipv4: '192.0.2.99' } }))).kind).to.equal('change');
+      expect((await lab.store.hosts.admit(ginaRequest({ expect: { ...WANT, ipv4: '192.0.2.99' } }))).kind).to.equal(
+        'change',
+      );
     });
 
     it('a holding guard passes the other outcomes through (unknown host, not owner, abuse) and the frequency rule', async () => {
-      expect(await lab.store.hosts.admit(ginaRequest({ fqdn: 'other.dyn.example.org' }))).to.deep.equal({ kind: 'rejected', outcome: 'unknown-host' });
-      expect(await lab.store.hosts.admit(ginaRequest({ fqdn: HOST }))).to.deep.equal({ kind: 'rejected', outcome: 'not-owner' });
+      expect(await lab.store.hosts.admit(ginaRequest({ fqdn: 'other.dyn.example.org' }))).to.deep.equal({
+        kind: 'rejected',
+        outcome: 'unknown-host',
+      });
+      expect(await lab.store.hosts.admit(ginaRequest({ fqdn: HOST }))).to.deep.equal({
+        kind: 'rejected',
+        outcome: 'not-owner',
+      });
       const kinds: string[] = [];
       for (let i = 0; i < 5; i++) {
         const a = await lab.store.hosts.admit(ginaRequest({ expect: null }));
@@ -859,7 +980,7 @@ describe('store: hosts (real redis-server)', function () {
       expect(await lab.raw.hget(ginaKey, 's')).to.equal('blocked');
     });
 
-    it('a donator\'s guard holds when the account is a donator', async () => {
+    it("a donator's guard holds when the account is a donator", async () => {
       await lab.store.accounts.setDonator('gina', true);
       expect((await lab.store.hosts.admit(ginaRequest({ guard: guard({ donator: true }) }))).kind).to.equal('change');
     });
@@ -906,7 +1027,7 @@ describe('store: hosts (real redis-server)', function () {
         await expectRefused('stale', ginaRequest());
       });
 
-      it('donator flag different from the account\'s (either way)', async () => {
+      it("donator flag different from the account's (either way)", async () => {
         await expectRefused('stale', ginaRequest({ guard: guard({ donator: true }) }));
         await lab.store.accounts.setDonator('gina', true);
         await expectRefused('stale', ginaRequest({ guard: guard({ donator: false }) }));
@@ -953,7 +1074,11 @@ describe('store: hosts (real redis-server)', function () {
   describe('admin', () => {
     it('add normalises the name and validates account, type and syntax', async () => {
       await lab.store.hosts.add(' Second.DYN.example.org. ', 'bob', 'dynamic');
-      expect(await lab.raw.hgetall(PREFIX + 'h:second.dyn.example.org')).to.deep.equal({ o: 'bob', t: 'dynamic', s: 'active' });
+      expect(await lab.raw.hgetall(PREFIX + 'h:second.dyn.example.org')).to.deep.equal({
+        o: 'bob',
+        t: 'dynamic',
+        s: 'active',
+      });
       const failures: unknown[] = [];
       for (const args of [
         ['second.dyn.example.org', 'bob', 'dynamic'],
@@ -979,11 +1104,23 @@ describe('store: hosts (real redis-server)', function () {
       await lab.store.hosts.add('b.dyn.example.org', 'bob', 'dynamic');
       await lab.store.hosts.add('a.dyn.example.org', 'alice', 'static');
       expect(await lab.store.hosts.get('HOME.dyn.example.org')).to.deep.equal({
-        fqdn: HOST, account: 'alice', type: 'dynamic', state: 'active',
-        ipv4: null, ipv6: null, wildcard: false, mx: null, backmx: false, updatedAt: 0,
+        fqdn: HOST,
+        account: 'alice',
+        type: 'dynamic',
+        state: 'active',
+        ipv4: null,
+        ipv6: null,
+        wildcard: false,
+        mx: null,
+        backmx: false,
+        updatedAt: 0,
       });
       expect(await lab.store.hosts.get('missing.dyn.example.org')).to.equal(undefined);
-      expect((await lab.store.hosts.list()).map((h) => h.fqdn)).to.deep.equal(['a.dyn.example.org', 'b.dyn.example.org', HOST]);
+      expect((await lab.store.hosts.list()).map((h) => h.fqdn)).to.deep.equal([
+        'a.dyn.example.org',
+        'b.dyn.example.org',
+        HOST,
+      ]);
       expect((await lab.store.hosts.list('alice')).map((h) => h.fqdn)).to.deep.equal(['a.dyn.example.org', HOST]);
       await lab.store.hosts.remove('b.dyn.example.org');
       expect(await lab.raw.exists(PREFIX + 'h:b.dyn.example.org')).to.equal(0);
@@ -998,7 +1135,8 @@ describe('store: hosts (real redis-server)', function () {
 
     it('list walks more hosts than one SCAN batch', async () => {
       const pipeline = lab.raw.pipeline();
-      for (let i = 0; i < 2500; i++) pipeline.hset(`${PREFIX}h:n${i}.dyn.example.org`, 'o', i % 2 ? 'alice' : 'bob', 't', 'dynamic', 's', 'active');
+      for (let i = 0; i < 2500; i++)
+        pipeline.hset(`${PREFIX}h:n${i}.dyn.example.org`, 'o', i % 2 ? 'alice' : 'bob', 't', 'dynamic', 's', 'active');
       await pipeline.exec();
       await lab.raw.set(PREFIX + 'ag', 'x'); // other keys of the prefix are not hosts
       expect(await lab.store.hosts.list()).to.have.length(2501);
@@ -1017,8 +1155,27 @@ describe('store: hosts (real redis-server)', function () {
     });
 
     it('a host costs a few hundred bytes at most', async () => {
-      await lab.raw.hset(hostKey, '4', '203.0.113.250', '6', '2001:db8:1234:5678:9abc:def0:1234:5678', 'w', '1', 'm', 'mx.example.net',
-        'b', '1', 'u', '1700000000000', 'fl', '1700000000000', 'fc', '3', 'fs', '123456');
+      await lab.raw.hset(
+        hostKey,
+        '4',
+        '203.0.113.250',
+        '6',
+        '2001:db8:1234:5678:9abc:def0:1234:5678',
+        'w',
+        '1',
+        'm',
+        'mx.example.net',
+        'b',
+        '1',
+        'u',
+        '1700000000000',
+        'fl',
+        '1700000000000',
+        'fc',
+        '3',
+        'fs',
+        '123456',
+      );
       const bytes = Number(await lab.raw.memory('USAGE', hostKey));
       expect(bytes).to.be.below(300);
     });

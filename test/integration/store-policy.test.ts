@@ -59,7 +59,11 @@ describe('store keys (pure)', () => {
 
 describe('store: client policy and echo gate (real redis-server)', function () {
   const cfg = (url: string): StoreConfig =>
-    storeTestConfig(url, { keyPrefix: PREFIX, blocked: [PLACEHOLDER, 'BadClient/*'], junk: { windowMs: 800, blockMs: 400 } });
+    storeTestConfig(url, {
+      keyPrefix: PREFIX,
+      blocked: [PLACEHOLDER, 'BadClient/*'],
+      junk: { windowMs: 800, blockMs: 400 },
+    });
   const lab = useRedisStore('store-policy', cfg);
 
   beforeEach(() => lab.raw.flushdb());
@@ -76,7 +80,11 @@ describe('store: client policy and echo gate (real redis-server)', function () {
     it('agent block / unblock via Redis takes effect once the cached list is older than its lifetime', async () => {
       let now = 1_000_000;
       const c = cfg(lab.url);
-      const policy = new RedisClientPolicy(lab.store.redis, lab.store.keys, { agents: c.agents, junk: c.junk, clock: () => now });
+      const policy = new RedisClientPolicy(lab.store.redis, lab.store.keys, {
+        agents: c.agents,
+        junk: c.junk,
+        clock: () => now,
+      });
       expect(await policy.isBlocked('Scanner/1.0', '192.0.2.1')).to.equal(false); // list fetched (empty)
       expect(await lab.store.agents.block('Scanner/*')).to.equal(true);
       expect(await lab.store.agents.block('Scanner/*')).to.equal(false);
@@ -169,7 +177,9 @@ describe('store: client policy and echo gate (real redis-server)', function () {
       const other = openStore(cfg(lab.url), silentLogger);
       try {
         const verdicts = await Promise.all(
-          Array.from({ length: 40 }, (_, i) => (i % 2 ? lab.store : other).echoGate.admit('192.0.2.13', 60_000, 3, 5000)),
+          Array.from({ length: 40 }, (_, i) =>
+            (i % 2 ? lab.store : other).echoGate.admit('192.0.2.13', 60_000, 3, 5000),
+          ),
         );
         expect(verdicts.filter((v) => v === 'ok')).to.have.length(4);
         expect(verdicts.filter((v) => v === 'abuse')).to.have.length(36);

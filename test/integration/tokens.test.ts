@@ -55,7 +55,10 @@ for (const { kind, binaries } of NAMESERVERS) {
     });
 
     /** An account with one host and a token for it: [account, host, token, token id]. */
-    async function withToken(label: string, args: string[] = []): Promise<{ account: string; host: string; token: string; id: string }> {
+    async function withToken(
+      label: string,
+      args: string[] = [],
+    ): Promise<{ account: string; host: string; token: string; id: string }> {
       const account = `${label}-${process.pid}-${++seq}`;
       const host = uniq(label);
       await env.addAccount(account, `${account}-password`);
@@ -89,15 +92,35 @@ for (const { kind, binaries } of NAMESERVERS) {
       const account = `shown-${process.pid}`;
       await env.addAccount(account, 'pw-shown');
       await env.addHost(host, account);
-      const { token, id, stdout } = await addToken(host, ['--expires', '30d', '--from', '192.0.2.0/24,2001:db8::/48', '--note', 'router in the hall']);
+      const { token, id, stdout } = await addToken(host, [
+        '--expires',
+        '30d',
+        '--from',
+        '192.0.2.0/24,2001:db8::/48',
+        '--note',
+        'router in the hall',
+      ]);
       expect(token).to.match(/^[A-Za-z0-9_-]{32}$/);
       expect(stdout.split('\n').filter((l) => l.includes(token))).to.deep.equal([token]);
       // Nothing in Redis holds the token: the record is found by its HMAC.
-      const dump = JSON.stringify(await Promise.all((await raw.keys('ddns:*')).map(async (k) => [k, await raw.type(k) === 'hash' ? await raw.hgetall(k) : await raw.type(k)])));
+      const dump = JSON.stringify(
+        await Promise.all(
+          (await raw.keys('ddns:*')).map(async (k) => [
+            k,
+            (await raw.type(k)) === 'hash' ? await raw.hgetall(k) : await raw.type(k),
+          ]),
+        ),
+      );
       expect(dump).to.not.include(token);
       expect(await raw.get(KEYS.tokenIndex(tokenHash(token)))).to.equal(id);
       const record = await raw.hgetall(KEYS.token(id));
-      expect(record).to.include({ f: host, a: account, k: tokenHash(token), r: '192.0.2.0/24,2001:db8::/48', n: 'router in the hall' });
+      expect(record).to.include({
+        f: host,
+        a: account,
+        k: tokenHash(token),
+        r: '192.0.2.0/24,2001:db8::/48',
+        n: 'router in the hall',
+      });
       expect(Number(record.e) - Number(record.c)).to.equal(30 * 86_400_000);
 
       const listed = JSON.parse(await env.cliOk(['token', 'list', host, '--json'])) as Record<string, unknown>[];
@@ -111,12 +134,18 @@ for (const { kind, binaries } of NAMESERVERS) {
 
     it('updates its host with the FQDN or the account as user; no hostname with the FQDN as user means that host', async () => {
       const { account, host, token } = await withToken('router');
-      expect((await send(`hostname=${host}&myip=192.0.2.41`, host, token)).raw.toString()).to.equal(OK('good 192.0.2.41\n'));
+      expect((await send(`hostname=${host}&myip=192.0.2.41`, host, token)).raw.toString()).to.equal(
+        OK('good 192.0.2.41\n'),
+      );
       expect(await env.ns.query(host, 'A')).to.deep.equal(['192.0.2.41']);
-      expect((await send(`hostname=${host}&myip=192.0.2.42`, account, token)).raw.toString()).to.equal(OK('good 192.0.2.42\n'));
+      expect((await send(`hostname=${host}&myip=192.0.2.42`, account, token)).raw.toString()).to.equal(
+        OK('good 192.0.2.42\n'),
+      );
       expect((await send('myip=192.0.2.43', host, token)).raw.toString()).to.equal(OK('good 192.0.2.43\n'));
       expect(await env.ns.query(host, 'A')).to.deep.equal(['192.0.2.43']);
-      expect((await send('myip=192.0.2.43', host.toUpperCase() + '.', token)).raw.toString()).to.equal(OK('nochg 192.0.2.43\n'));
+      expect((await send('myip=192.0.2.43', host.toUpperCase() + '.', token)).raw.toString()).to.equal(
+        OK('nochg 192.0.2.43\n'),
+      );
       expect(await env.hostJson(host)).to.include({ ipv4: '192.0.2.43', state: 'active' });
       const [listed] = JSON.parse(await env.cliOk(['token', 'list', host, '--json'])) as { lastUsed: string | null }[];
       expect(listed!.lastUsed).to.be.a('string');
@@ -130,7 +159,9 @@ for (const { kind, binaries } of NAMESERVERS) {
       expect(r.raw.toString()).to.equal(OK('good 192.0.2.51\n!yours\nnotfqdn\n'));
       expect(await env.ns.query(host, 'A')).to.deep.equal(['192.0.2.51']);
       expect(await env.ns.query(sibling, 'A')).to.deep.equal([]);
-      expect((await send(`hostname=${sibling}&myip=192.0.2.52`, account, token)).raw.toString()).to.equal(OK('!yours\n'));
+      expect((await send(`hostname=${sibling}&myip=192.0.2.52`, account, token)).raw.toString()).to.equal(
+        OK('!yours\n'),
+      );
       // An account name with the user's password still reaches every host of the account.
       const byPassword = await send(`hostname=${sibling}&myip=192.0.2.53`, account, `${account}-password`);
       expect(byPassword.raw.toString()).to.equal(OK('good 192.0.2.53\n'));
@@ -138,17 +169,23 @@ for (const { kind, binaries } of NAMESERVERS) {
 
     it('a cached token: a nochg is ONE Redis command, a change two (token admit + commit); no login lookup', async () => {
       const { host, token } = await withToken('cached');
-      expect((await send(`hostname=${host}&myip=192.0.2.61`, host, token)).raw.toString()).to.equal(OK('good 192.0.2.61\n'));
+      expect((await send(`hostname=${host}&myip=192.0.2.61`, host, token)).raw.toString()).to.equal(
+        OK('good 192.0.2.61\n'),
+      );
       await sleep(100);
       let mark = commands.mark();
-      expect((await send(`hostname=${host}&myip=192.0.2.61`, host, token)).raw.toString()).to.equal(OK('nochg 192.0.2.61\n'));
+      expect((await send(`hostname=${host}&myip=192.0.2.61`, host, token)).raw.toString()).to.equal(
+        OK('nochg 192.0.2.61\n'),
+      );
       await sleep(150);
       const nochg = commands.since(mark);
       expect(nochg, JSON.stringify(nochg)).to.have.length(1);
       expect(isTokenScriptOf(KEYS, host)(nochg[0]!)).to.equal(true);
 
       mark = commands.mark();
-      expect((await send(`hostname=${host}&myip=192.0.2.62`, host, token)).raw.toString()).to.equal(OK('good 192.0.2.62\n'));
+      expect((await send(`hostname=${host}&myip=192.0.2.62`, host, token)).raw.toString()).to.equal(
+        OK('good 192.0.2.62\n'),
+      );
       await sleep(150);
       const change = commands.since(mark);
       expect(change, JSON.stringify(change)).to.have.length(2);
@@ -160,14 +197,18 @@ for (const { kind, binaries } of NAMESERVERS) {
 
     it('revoked, expired, or used from outside --from: badauth, and nothing changes', async () => {
       const { host, token, id } = await withToken('revoked');
-      expect((await send(`hostname=${host}&myip=192.0.2.71`, host, token)).raw.toString()).to.equal(OK('good 192.0.2.71\n'));
+      expect((await send(`hostname=${host}&myip=192.0.2.71`, host, token)).raw.toString()).to.equal(
+        OK('good 192.0.2.71\n'),
+      );
       expect(await env.cliOk(['token', 'remove', id])).to.include(`token ${id} of ${host} removed`);
       // Cached in the serve process, refused at once: the admission reads the record.
       expect((await send(`hostname=${host}&myip=192.0.2.72`, host, token)).raw.toString()).to.equal(BADAUTH);
       expect(await raw.exists(KEYS.token(id), KEYS.tokenIndex(tokenHash(token)))).to.equal(0);
 
       const { token: brief } = await addToken(host, ['--expires', '2s']);
-      expect((await send(`hostname=${host}&myip=192.0.2.73`, host, brief)).raw.toString()).to.equal(OK('good 192.0.2.73\n'));
+      expect((await send(`hostname=${host}&myip=192.0.2.73`, host, brief)).raw.toString()).to.equal(
+        OK('good 192.0.2.73\n'),
+      );
       await sleep(2300);
       expect((await send(`hostname=${host}&myip=192.0.2.74`, host, brief)).raw.toString()).to.equal(BADAUTH);
 
@@ -177,20 +218,28 @@ for (const { kind, binaries } of NAMESERVERS) {
       expect(await raw.exists(KEYS.cooldownBySource('127.0.0.1'))).to.equal(1);
       await raw.del(KEYS.cooldownBySource('127.0.0.1'), KEYS.failuresBySource('127.0.0.1'));
       const { token: local } = await addToken(host, ['--from', '127.0.0.0/8,::1']);
-      expect((await send(`hostname=${host}&myip=192.0.2.76`, host, local)).raw.toString()).to.equal(OK('good 192.0.2.76\n'));
+      expect((await send(`hostname=${host}&myip=192.0.2.76`, host, local)).raw.toString()).to.equal(
+        OK('good 192.0.2.76\n'),
+      );
       expect(await env.ns.query(host, 'A')).to.deep.equal(['192.0.2.76']);
     });
 
     it('the account cool-down does not lock a token out; wrong tokens count against their source', async () => {
       const { account, host, token } = await withToken('locked');
       for (let i = 0; i < 3; i++) {
-        expect((await send(`hostname=${host}`, account, `wrong-${i}`, `Guesser/${i}`)).raw.toString()).to.equal(BADAUTH);
+        expect((await send(`hostname=${host}`, account, `wrong-${i}`, `Guesser/${i}`)).raw.toString()).to.equal(
+          BADAUTH,
+        );
       }
       expect(await raw.exists(KEYS.cooldownByAccount(account))).to.equal(1);
       await raw.del(KEYS.cooldownBySource('127.0.0.1'), KEYS.failuresBySource('127.0.0.1'));
-      expect((await send(`hostname=${host}&myip=192.0.2.81`, host, token)).raw.toString()).to.equal(OK('good 192.0.2.81\n'));
+      expect((await send(`hostname=${host}&myip=192.0.2.81`, host, token)).raw.toString()).to.equal(
+        OK('good 192.0.2.81\n'),
+      );
       // The password is refused during the account's cool-down; the token is not.
-      expect((await send(`hostname=${host}&myip=192.0.2.82`, account, `${account}-password`)).raw.toString()).to.equal(BADAUTH);
+      expect((await send(`hostname=${host}&myip=192.0.2.82`, account, `${account}-password`)).raw.toString()).to.equal(
+        BADAUTH,
+      );
 
       // Three wrong tokens (token-shaped) from this source start its cool-down: then even the right one waits.
       for (let i = 0; i < 3; i++) {
@@ -209,7 +258,10 @@ for (const { kind, binaries } of NAMESERVERS) {
       expect(refused.code).to.equal(1);
       expect(refused.stderr).to.include('still owns hosts');
       await env.cliOk(['host', 'remove', host]);
-      for (const [tid, t] of [[id, token], [second.id, second.token]] as const) {
+      for (const [tid, t] of [
+        [id, token],
+        [second.id, second.token],
+      ] as const) {
         expect(await raw.exists(KEYS.token(tid), KEYS.tokenIndex(tokenHash(t)))).to.equal(0);
       }
       expect(await raw.exists(KEYS.hostTokens(host))).to.equal(0);

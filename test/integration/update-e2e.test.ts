@@ -18,8 +18,21 @@ function requireServers(ctx: Mocha.Context, kind: LabKind): void {
 
 /** `name TTL class type rdata` lines as the primary answers them (dig +short hides the TTL). */
 async function answers(env: BridgeEnv, name: string, type: string): Promise<string[]> {
-  const { stdout } = await promisify(execFile)('dig', ['@127.0.0.1', '-p', String(env.ns.port), '+tcp', '+norec', '+noall', '+answer', name, type]);
-  return stdout.split('\n').filter(Boolean).map((l) => l.split(/\s+/).join(' '));
+  const { stdout } = await promisify(execFile)('dig', [
+    '@127.0.0.1',
+    '-p',
+    String(env.ns.port),
+    '+tcp',
+    '+norec',
+    '+noall',
+    '+answer',
+    name,
+    type,
+  ]);
+  return stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split(/\s+/).join(' '));
 }
 
 let seq = 0;
@@ -60,7 +73,15 @@ for (const kind of ['knot', 'bind'] as const) {
       expect(await env.ns.query(h, 'A')).to.deep.equal(['203.0.113.7']);
       expect(await answers(env, h, 'A')).to.deep.equal([`${h}. 60 IN A 203.0.113.7`]);
       const shown = await env.hostJson(h);
-      expect(shown).to.include({ ipv4: '203.0.113.7', ipv6: null, state: 'active', owner: 'alice', type: 'dynamic', wildcard: false, mx: null });
+      expect(shown).to.include({
+        ipv4: '203.0.113.7',
+        ipv6: null,
+        state: 'active',
+        owner: 'alice',
+        type: 'dynamic',
+        wildcard: false,
+        mx: null,
+      });
     });
 
     it('nochg on the same settings: no DNS traffic (serial unchanged)', async () => {
@@ -85,9 +106,15 @@ for (const kind of ['knot', 'bind'] as const) {
       const h = await host();
       expect((await update(`hostname=${h}&myip=192.0.2.1`, ['alice', 'wrong'])).raw.toString()).to.equal(BADAUTH);
       expect((await update(`hostname=${h}&myip=192.0.2.1`, ['nobody', 'x'])).raw.toString()).to.equal(BADAUTH);
-      const noColon = await env.get(`/dyndns/update?hostname=${h}`, { ua: UA, headers: [`Authorization: Basic ${Buffer.from('alice').toString('base64')}`] });
+      const noColon = await env.get(`/dyndns/update?hostname=${h}`, {
+        ua: UA,
+        headers: [`Authorization: Basic ${Buffer.from('alice').toString('base64')}`],
+      });
       expect(noColon.raw.toString()).to.equal(BADAUTH);
-      const badB64 = await env.get(`/dyndns/update?hostname=${h}`, { ua: UA, headers: ['Authorization: Basic !!!notbase64'] });
+      const badB64 = await env.get(`/dyndns/update?hostname=${h}`, {
+        ua: UA,
+        headers: ['Authorization: Basic !!!notbase64'],
+      });
       expect(badB64.raw.toString()).to.equal(BADAUTH);
       const none = await env.get(`/dyndns/update?hostname=${h}`, { ua: UA });
       expect(none.raw.toString()).to.equal(BADAUTH);
@@ -110,9 +137,13 @@ for (const kind of ['knot', 'bind'] as const) {
       const h = await host();
       expect((await update(`hostname=${h}&myip=192.0.2.2`, auth, null)).raw.toString()).to.equal(OK('badagent\n'));
       // badagent is decided before the credentials, and sent once for several names
-      expect((await update(`hostname=${h},${h}&myip=192.0.2.2`, ['alice', 'wrong'], null)).raw.toString()).to.equal(OK('badagent\n'));
+      expect((await update(`hostname=${h},${h}&myip=192.0.2.2`, ['alice', 'wrong'], null)).raw.toString()).to.equal(
+        OK('badagent\n'),
+      );
       expect((await update(`hostname=${h}&myip=192.0.2.2`, auth, '')).raw.toString()).to.equal(OK('badagent\n'));
-      expect((await update(`hostname=${h}&myip=192.0.2.2`, auth, 'Company - Device - Version Number')).body).to.equal('badagent\n');
+      expect((await update(`hostname=${h}&myip=192.0.2.2`, auth, 'Company - Device - Version Number')).body).to.equal(
+        'badagent\n',
+      );
       await env.cliOk(['agent', 'block', 'EvilClient/*']);
       await sleep(2500); // the frontends refresh the shared block list every ~2 s
       expect((await update(`hostname=${h}&myip=192.0.2.2`, auth, 'EvilClient/2.0')).body).to.equal('badagent\n');
@@ -126,7 +157,9 @@ for (const kind of ['knot', 'bind'] as const) {
       expect((await update('myip=192.0.2.3')).raw.toString()).to.equal(OK('notfqdn\n'));
       expect((await update('hostname=&myip=192.0.2.3')).body).to.equal('notfqdn\n');
       const h = await host();
-      expect((await update(`hostname=bad_name.${ZONE},${h},single&myip=192.0.2.3`)).body).to.equal('notfqdn\ngood 192.0.2.3\nnotfqdn\n');
+      expect((await update(`hostname=bad_name.${ZONE},${h},single&myip=192.0.2.3`)).body).to.equal(
+        'notfqdn\ngood 192.0.2.3\nnotfqdn\n',
+      );
     });
 
     it('nohost: unregistered, outside every zone, the zone apex', async () => {
@@ -148,7 +181,9 @@ for (const kind of ['knot', 'bind'] as const) {
         expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.6']);
         const removal = await env.cli(['host', 'remove', h]);
         expect(removal.code).to.equal(1);
-        expect(removal.stderr).to.include(`host ${h} is now the apex of a configured zone: its DNS records cannot be deleted; remove it with --keep-dns`);
+        expect(removal.stderr).to.include(
+          `host ${h} is now the apex of a configured zone: its DNS records cannot be deleted; remove it with --keep-dns`,
+        );
         expect((await env.hostJson(h)).ipv4).to.equal('192.0.2.6');
       } finally {
         await env.writeConfig({});
@@ -166,7 +201,9 @@ for (const kind of ['knot', 'bind'] as const) {
       expect((await update(`system=webhop&hostname=${bobs}&myip=192.0.2.5`)).body).to.equal('!yours\n');
       for (const [i, sys] of ['dyndns', 'statdns', 'custom', ''].entries()) {
         await sleep(60);
-        expect((await update(`system=${sys}&hostname=${h}&myip=192.0.2.${50 + i}`)).body).to.equal(`good 192.0.2.${50 + i}\n`);
+        expect((await update(`system=${sys}&hostname=${h}&myip=192.0.2.${50 + i}`)).body).to.equal(
+          `good 192.0.2.${50 + i}\n`,
+        );
         expect(await env.ns.query(h, 'A')).to.deep.equal([`192.0.2.${50 + i}`]);
       }
       // badsys (type) comes before !active (state)
@@ -227,9 +264,13 @@ for (const kind of ['knot', 'bind'] as const) {
       expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.10']);
       expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::10']);
       await sleep(60);
-      expect((await update(`hostname=${h}&myip=192.0.2.11&myipv6=2001:db8::11`)).body).to.equal('good 192.0.2.11,2001:db8::11\n');
+      expect((await update(`hostname=${h}&myip=192.0.2.11&myipv6=2001:db8::11`)).body).to.equal(
+        'good 192.0.2.11,2001:db8::11\n',
+      );
       await sleep(60);
-      expect((await update(`hostname=${h}&myip=2001:db8::12%2C192.0.2.12`)).body).to.equal('good 192.0.2.12,2001:db8::12\n');
+      expect((await update(`hostname=${h}&myip=2001:db8::12%2C192.0.2.12`)).body).to.equal(
+        'good 192.0.2.12,2001:db8::12\n',
+      );
       expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.12']);
       expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::12']);
     });
@@ -274,9 +315,13 @@ for (const kind of ['knot', 'bind'] as const) {
       expect(await env.ns.query(random, 'AAAA')).to.deep.equal(['2001:db8::14']);
       expect((await env.hostJson(h)).wildcard).to.equal(true);
       await sleep(60);
-      expect((await update(`hostname=${h}&myip=192.0.2.14,2001:db8::14&wildcard=NOCHG`)).body).to.equal('nochg 192.0.2.14,2001:db8::14\n');
+      expect((await update(`hostname=${h}&myip=192.0.2.14,2001:db8::14&wildcard=NOCHG`)).body).to.equal(
+        'nochg 192.0.2.14,2001:db8::14\n',
+      );
       await sleep(60);
-      expect((await update(`hostname=${h}&myip=192.0.2.14,2001:db8::14`)).body).to.equal('good 192.0.2.14,2001:db8::14\n');
+      expect((await update(`hostname=${h}&myip=192.0.2.14,2001:db8::14`)).body).to.equal(
+        'good 192.0.2.14,2001:db8::14\n',
+      );
       expect(await env.ns.query(random, 'A')).to.deep.equal([]);
       expect(await env.ns.query(random, 'AAAA')).to.deep.equal([]);
       expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.14']);
@@ -290,12 +335,12 @@ for (const kind of ['knot', 'bind'] as const) {
       await sleep(60);
       await update(`hostname=${h}&myip=192.0.2.15&mx=mail.${ZONE}&backmx=YES`);
       expect(await env.ns.query(h, 'MX')).to.deep.equal([`10 ${h}.`, `20 mail.${ZONE}.`]);
-      expect((await env.hostJson(h))).to.include({ mx: `mail.${ZONE}`, backmx: true });
+      expect(await env.hostJson(h)).to.include({ mx: `mail.${ZONE}`, backmx: true });
       await sleep(60);
       const r = await update(`hostname=${h}&myip=192.0.2.15&mx=no-such-name.${ZONE}&backmx=YES`);
       expect(r.body).to.equal('good 192.0.2.15\n');
       expect(await env.ns.query(h, 'MX')).to.deep.equal([]);
-      expect((await env.hostJson(h))).to.include({ mx: null, backmx: false });
+      expect(await env.hostJson(h)).to.include({ mx: null, backmx: false });
     });
 
     it('an mx at another of our hosts that has just lost its address is dropped at once: as the primary sees it now, not a yes remembered from before', async () => {
@@ -305,7 +350,9 @@ for (const kind of ['knot', 'bind'] as const) {
       expect((await update(`hostname=${h}&myip=192.0.2.41&mx=${mailHost}`)).body).to.equal('good 192.0.2.41\n');
       expect(await env.ns.query(h, 'MX')).to.deep.equal([`10 ${mailHost}.`]);
       await sleep(60);
-      expect((await update(`hostname=${mailHost}&myip=192.0.2.40&offline=YES`, donor)).body).to.equal('good 192.0.2.40\n');
+      expect((await update(`hostname=${mailHost}&myip=192.0.2.40&offline=YES`, donor)).body).to.equal(
+        'good 192.0.2.40\n',
+      );
       expect(await env.ns.query(mailHost, 'A')).to.deep.equal([]);
       const r = await update(`hostname=${h}&myip=192.0.2.42&mx=${mailHost}`);
       expect(r.body).to.equal('good 192.0.2.42\n');
@@ -332,14 +379,23 @@ for (const kind of ['knot', 'bind'] as const) {
       );
       expect(post.toString()).to.equal(OK('good 192.0.2.17\n'));
       await sleep(60);
-      const postQuery = await env.raw(`POST /v3/update?${body} HTTP/1.0\r\nUser-Agent: ${UA}\r\nAuthorization: Basic ${creds}\r\nContent-Length: 0\r\n\r\n`);
+      const postQuery = await env.raw(
+        `POST /v3/update?${body} HTTP/1.0\r\nUser-Agent: ${UA}\r\nAuthorization: Basic ${creds}\r\nContent-Length: 0\r\n\r\n`,
+      );
       expect(postQuery.toString()).to.equal(OK('nochg 192.0.2.17\n'));
       const put = await env.raw(`PUT /nic/update?${body} HTTP/1.0\r\nUser-Agent: ${UA}\r\n\r\n`);
-      expect(put.toString()).to.equal(expectedReply(405, 'Method Not Allowed', 'method not allowed\n', ['Allow: GET, POST']));
+      expect(put.toString()).to.equal(
+        expectedReply(405, 'Method Not Allowed', 'method not allowed\n', ['Allow: GET, POST']),
+      );
       const missing = await env.raw(`GET /nope HTTP/1.0\r\n\r\n`);
       expect(missing.toString()).to.equal(expectedReply(404, 'Not Found', 'not found\n'));
       const head = await env.raw(`HEAD /nic/update?${body} HTTP/1.1\r\nHost: x\r\n\r\n`);
-      expect(head.toString()).to.equal(expectedReply(405, 'Method Not Allowed', 'method not allowed\n', ['Allow: GET, POST']).replace(/method not allowed\n$/, ''));
+      expect(head.toString()).to.equal(
+        expectedReply(405, 'Method Not Allowed', 'method not allowed\n', ['Allow: GET, POST']).replace(
+          /method not allowed\n$/,
+          '',
+        ),
+      );
     });
 
     it('HTTP/1.1 keep-alive clients get one reply and a closed connection; broken requests get exact 400/431', async () => {
@@ -369,7 +425,9 @@ for (const kind of ['knot', 'bind'] as const) {
       const bad = await env.raw('GARBAGE\r\n\r\n');
       expect(bad.toString()).to.equal(expectedReply(400, 'Bad Request', 'bad request\n'));
       const big = await env.raw(`GET /nic/update HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(10000)}\r\n\r\n`);
-      expect(big.toString()).to.equal(expectedReply(431, 'Request Header Fields Too Large', 'request header fields too large\n'));
+      expect(big.toString()).to.equal(
+        expectedReply(431, 'Request Header Fields Too Large', 'request header fields too large\n'),
+      );
     });
 
     it('address echo: /checkip, /ip and /nic/checkip answer the caller address', async () => {
@@ -441,7 +499,8 @@ for (const kind of ['knot', 'bind'] as const) {
       await env.addAccount('pete', 'pete-pw');
     });
     after(async () => env?.stop());
-    const up = (q: string, creds: [string, string] = ['olga', 'olga-pw']) => env.get(`/nic/update?${q}`, { auth: creds, ua: UA });
+    const up = (q: string, creds: [string, string] = ['olga', 'olga-pw']) =>
+      env.get(`/nic/update?${q}`, { auth: creds, ua: UA });
 
     it('an IPv4-only update of a host registered over existing records keeps the AAAA it does not know (docs/protocol.md, "The update request")', async () => {
       await env.addHost(`pre4.${ZONE}`, 'olga');
@@ -503,7 +562,10 @@ describe('frequency rule and states (knot)', function () {
       // dns.timeout stays at its default: knotd now and then takes ~1 s to answer one UPDATE
       // (seen as a 1,002 ms p99 for nsupdate and raw senders in the bench too), which a 1 s
       // budget turned into a spurious dnserr here.
-      config: { frequency: { minInterval: 2, donatorMinInterval: 0.3, echoMinInterval: 2, echoCooldown: 2 }, dns: { timeout: 3 } },
+      config: {
+        frequency: { minInterval: 2, donatorMinInterval: 0.3, echoMinInterval: 2, echoCooldown: 2 },
+        dns: { timeout: 3 },
+      },
     });
     await env.addAccount('fred', 'fred-pw');
     await env.addAccount('dana', 'dana-pw', true);
@@ -516,7 +578,10 @@ describe('frequency rule and states (knot)', function () {
   it('one request naming a host five times is one request for it: five good lines, counted once, not blocked', async () => {
     const h = uniq('dup');
     await env.addHost(h, 'fred');
-    const r = await env.get(`/nic/update?hostname=${h},${h},${h.toUpperCase()},${h}.,${h}&myip=192.0.2.5`, { auth: ['fred', 'fred-pw'], ua: UA });
+    const r = await env.get(`/nic/update?hostname=${h},${h},${h.toUpperCase()},${h}.,${h}&myip=192.0.2.5`, {
+      auth: ['fred', 'fred-pw'],
+      ua: UA,
+    });
     expect(r.body).to.equal('good 192.0.2.5\n'.repeat(5));
     expect(await env.hostJson(h)).to.include({ state: 'active', ipv4: '192.0.2.5' });
     // Counted once: three more frequent requests are still served.
@@ -530,7 +595,13 @@ describe('frequency rule and states (knot)', function () {
     const bodies: string[] = [];
     for (let i = 0; i < 5; i++) bodies.push((await up(h, `192.0.2.${30 + i}`)).body);
     // request 1 is not frequent; 2,3,4 are frequent #1..#3 (served); 5 is the 4th frequent
-    expect(bodies).to.deep.equal(['good 192.0.2.30\n', 'good 192.0.2.31\n', 'good 192.0.2.32\n', 'good 192.0.2.33\n', 'abuse\n']);
+    expect(bodies).to.deep.equal([
+      'good 192.0.2.30\n',
+      'good 192.0.2.31\n',
+      'good 192.0.2.32\n',
+      'good 192.0.2.33\n',
+      'abuse\n',
+    ]);
     expect((await env.hostJson(h)).state).to.equal('blocked');
     expect((await up(h, '192.0.2.40')).body).to.equal('abuse\n');
     expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.33']);
@@ -579,7 +650,11 @@ describe('frequency rule and states (knot)', function () {
     const h = uniq('offfreq');
     await env.addHost(h, 'fred');
     const bodies: string[] = [];
-    for (let i = 0; i < 5; i++) bodies.push((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.91&offline=YES`, { auth: ['fred', 'fred-pw'], ua: UA })).body);
+    for (let i = 0; i < 5; i++)
+      bodies.push(
+        (await env.get(`/nic/update?hostname=${h}&myip=192.0.2.91&offline=YES`, { auth: ['fred', 'fred-pw'], ua: UA }))
+          .body,
+      );
     expect(bodies).to.deep.equal([...Array(4).fill('!donator\n'), 'abuse\n']);
     expect((await env.hostJson(h)).state).to.equal('blocked');
   });
@@ -618,11 +693,14 @@ describe('frequency rule and states (knot)', function () {
 
   it('the address echo has its own frequency rule per address, with a cool-down', async () => {
     const bodies: string[] = [];
-    for (let i = 0; i < 5; i++) bodies.push((await env.raw('GET /checkip HTTP/1.0\r\n\r\n')).toString().split('\r\n\r\n')[1]!);
+    for (let i = 0; i < 5; i++)
+      bodies.push((await env.raw('GET /checkip HTTP/1.0\r\n\r\n')).toString().split('\r\n\r\n')[1]!);
     expect(bodies.slice(0, 4)).to.deep.equal(Array(4).fill('Current IP Address: 127.0.0.1\n'));
     expect(bodies[4]).to.equal('abuse\n');
     await sleep(2200);
-    expect((await env.raw('GET /checkip HTTP/1.0\r\n\r\n')).toString()).to.match(/\r\n\r\nCurrent IP Address: 127\.0\.0\.1\n$/);
+    expect((await env.raw('GET /checkip HTTP/1.0\r\n\r\n')).toString()).to.match(
+      /\r\n\r\nCurrent IP Address: 127\.0\.0\.1\n$/,
+    );
   });
 });
 
@@ -653,7 +731,9 @@ describe('throttles and blocks through the running service (knot)', function () 
     await env.addHost(h, 'tess');
     expect((await send(`hostname=${h}&myip=192.0.2.70`)).raw.toString()).to.equal(OK('badagent\n'));
     // another agent from the same address is not affected
-    expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.70`, { auth: ['tess', 'tess-pw'], ua: UA })).body).to.equal('good 192.0.2.70\n');
+    expect(
+      (await env.get(`/nic/update?hostname=${h}&myip=192.0.2.70`, { auth: ['tess', 'tess-pw'], ua: UA })).body,
+    ).to.equal('good 192.0.2.70\n');
     await sleep(1700);
     expect((await send(`hostname=${h}&myip=192.0.2.70`)).body).to.match(/^(good|nochg) 192\.0\.2\.70\n$/);
   });
@@ -663,7 +743,8 @@ describe('throttles and blocks through the running service (knot)', function () 
     await env.addHost(h, 'tess');
     // a new agent per attempt, so the junk rule (also 3) does not answer first
     let attempt = 0;
-    const send = (pw: string) => env.get(`/nic/update?hostname=${h}&myip=192.0.2.71`, { auth: ['tess', pw], ua: `Guesser/${++attempt}` });
+    const send = (pw: string) =>
+      env.get(`/nic/update?hostname=${h}&myip=192.0.2.71`, { auth: ['tess', pw], ua: `Guesser/${++attempt}` });
     for (let i = 0; i < 3; i++) expect((await send(`wrong-${i}`)).raw.toString()).to.equal(BADAUTH);
     expect((await send('tess-pw')).raw.toString()).to.equal(BADAUTH);
     expect(await env.ns.query(h, 'A')).to.deep.equal([]);
@@ -675,7 +756,8 @@ describe('throttles and blocks through the running service (knot)', function () 
     const h = uniq('echohost');
     await env.addHost(h, 'tess');
     const bodies: string[] = [];
-    for (let i = 0; i < 5; i++) bodies.push((await env.get(`/checkip?hostname=${h}`, { auth: ['tess', 'tess-pw'], ua: UA })).body);
+    for (let i = 0; i < 5; i++)
+      bodies.push((await env.get(`/checkip?hostname=${h}`, { auth: ['tess', 'tess-pw'], ua: UA })).body);
     expect(bodies.slice(0, 4)).to.deep.equal(Array(4).fill('Current IP Address: 127.0.0.1\n'));
     expect(bodies[4]).to.equal('abuse\n');
     expect((await env.hostJson(h)).state).to.equal('blocked');
@@ -699,7 +781,9 @@ describe('throttles and blocks through the running service (knot)', function () 
     await env.addHost(h, 'tess');
     const q = `hostname=${h}&myip=192.0.2.73`;
     expect((await env.get(`/dyndns/update?${q}`, { auth: ['tess', 'tess-pw'], ua: UA })).status).to.equal(404);
-    expect((await env.get(`/ddns/dyndns/update?${q}`, { auth: ['tess', 'tess-pw'], ua: UA })).body).to.equal('good 192.0.2.73\n');
+    expect((await env.get(`/ddns/dyndns/update?${q}`, { auth: ['tess', 'tess-pw'], ua: UA })).body).to.equal(
+      'good 192.0.2.73\n',
+    );
     expect(await answers(env, h, 'A')).to.deep.equal([`${h}. 120 IN A 192.0.2.73`]);
   });
 
@@ -748,7 +832,9 @@ describe('DNS traffic as the primary sees it (counting relay, knot)', function (
     expect(env.dnsMessages()).to.equal(n0 + 1);
     for (let i = 0; i < 3; i++) {
       await sleep(20);
-      expect((await up(`hostname=${h}&myip=192.0.2.80&mx=mail.${ZONE}&wildcard=ON`)).body).to.equal('nochg 192.0.2.80\n');
+      expect((await up(`hostname=${h}&myip=192.0.2.80&mx=mail.${ZONE}&wildcard=ON`)).body).to.equal(
+        'nochg 192.0.2.80\n',
+      );
     }
     expect(env.dnsMessages()).to.equal(n0 + 1);
   });
@@ -796,7 +882,9 @@ for (const kind of ['knot', 'bind'] as const) {
       it('an update is signed, accepted, verified: good and the record on the primary', async () => {
         const h = uniq('alg');
         await env.addHost(h, 'alg');
-        expect((await env.get(`/nic/update?hostname=${h}&myip=192.0.2.82`, { auth: ['alg', 'alg-pw'], ua: UA })).body).to.equal('good 192.0.2.82\n');
+        expect(
+          (await env.get(`/nic/update?hostname=${h}&myip=192.0.2.82`, { auth: ['alg', 'alg-pw'], ua: UA })).body,
+        ).to.equal('good 192.0.2.82\n');
         expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.82']);
       });
     });

@@ -82,7 +82,13 @@ async function holdLease(env: BridgeEnv, host: string, ms: number): Promise<void
   const redis = new Redis(env.redis.url);
   try {
     const [sec, usec] = await redis.time();
-    await redis.hset(`ddns:h:${host}`, 'lk', 'elsewhere', 'lu', String(Number(sec) * 1000 + Math.floor(Number(usec) / 1000) + ms));
+    await redis.hset(
+      `ddns:h:${host}`,
+      'lk',
+      'elsewhere',
+      'lu',
+      String(Number(sec) * 1000 + Math.floor(Number(usec) / 1000) + ms),
+    );
   } finally {
     redis.disconnect();
   }
@@ -108,7 +114,8 @@ describe('serve --workers 2 (node:cluster)', function () {
     await env.addAccount('fred', 'fred-pw');
     cluster = await startCluster(env, 2);
   });
-  const running = (c: Cluster | undefined): c is Cluster => c !== undefined && c.child.exitCode === null && c.child.signalCode === null;
+  const running = (c: Cluster | undefined): c is Cluster =>
+    c !== undefined && c.child.exitCode === null && c.child.signalCode === null;
   /** A fresh `serve --workers 2`, the one still running (when a test before it did not end it) stopped first. */
   async function restartCluster(): Promise<Cluster> {
     if (running(cluster)) {
@@ -144,7 +151,8 @@ describe('serve --workers 2 (node:cluster)', function () {
 
   it('starts each worker with a bounded young generation (the primary keeps its own options)', () => {
     const argvOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0');
-    for (const pid of workerPids(cluster!)) expect(argvOf(pid)).to.include(`--max-semi-space-size=${WORKER_SEMI_SPACE_MIB}`);
+    for (const pid of workerPids(cluster!))
+      expect(argvOf(pid)).to.include(`--max-semi-space-size=${WORKER_SEMI_SPACE_MIB}`);
     expect(argvOf(cluster!.child.pid!).some((a) => a.includes('semi-space'))).to.equal(false);
   });
 
@@ -214,8 +222,13 @@ describe('serve --workers 2 (node:cluster)', function () {
       process.kill(victim!, 'SIGKILL');
       await waitFor(() => workerPids(cluster!).length === before + 1, 15000, 'a replacement worker');
       // Enough connections that the replacement takes some (each worker accepts for itself).
-      for (const [i, h] of hosts.entries()) expect((await up(h, `203.0.113.${i + 10}`)).body).to.equal(`good 203.0.113.${i + 10}\n`);
-      const denied = await env.get(`/dyndns/update?hostname=${hosts[0]}`, { auth: ['fred', 'wrong'], ua: UA, port: cluster!.port });
+      for (const [i, h] of hosts.entries())
+        expect((await up(h, `203.0.113.${i + 10}`)).body).to.equal(`good 203.0.113.${i + 10}\n`);
+      const denied = await env.get(`/dyndns/update?hostname=${hosts[0]}`, {
+        auth: ['fred', 'wrong'],
+        ua: UA,
+        port: cluster!.port,
+      });
       expect(denied.raw.toString()).to.include('WWW-Authenticate: Basic realm="ddns-bridge"');
       expect(cluster!.log()).to.not.include('invalid JSON');
     } finally {
@@ -230,7 +243,12 @@ describe('serve --workers 2 (node:cluster)', function () {
     const { code } = await cluster!.exited;
     expect(code).to.equal(0);
     const lines = logLines(cluster!.log());
-    expect(lines.filter((l) => l.msg === 'worker stopped').map((l) => Number(l.pid)).sort()).to.deep.equal([...pids].sort());
+    expect(
+      lines
+        .filter((l) => l.msg === 'worker stopped')
+        .map((l) => Number(l.pid))
+        .sort(),
+    ).to.deep.equal([...pids].sort());
     expect(lines.at(-1)?.msg).to.equal('stopped');
     await waitFor(() => pids.every((p) => !alive(p)), 5000, 'the workers to be gone');
   });
@@ -308,8 +326,16 @@ describe('serve --workers 2 (node:cluster)', function () {
     expect(await env.ns.query(h, 'A')).to.deep.equal(['203.0.113.89']);
     await waitFor(() => workers.every((p) => !alive(p)), 10000, 'the workers to end');
     const lines = logLines(cluster.log());
-    expect(lines.filter((l) => l.msg === 'worker stopping').map((l) => l.reason)).to.deep.equal(['primary gone', 'primary gone']);
-    expect(lines.filter((l) => l.msg === 'worker stopped').map((l) => Number(l.pid)).sort()).to.deep.equal([...workers].sort());
+    expect(lines.filter((l) => l.msg === 'worker stopping').map((l) => l.reason)).to.deep.equal([
+      'primary gone',
+      'primary gone',
+    ]);
+    expect(
+      lines
+        .filter((l) => l.msg === 'worker stopped')
+        .map((l) => Number(l.pid))
+        .sort(),
+    ).to.deep.equal([...workers].sort());
   });
 });
 

@@ -27,7 +27,8 @@ describe('curl (preemptive auth) and router-style requests', function () {
     return h;
   }
   const base = () => `http://127.0.0.1:${env.port}`;
-  const curl = async (pathAndQuery: string, args: string[] = []) => runCurl(await clientDir(env, 'curl'), base() + pathAndQuery, ALICE, args);
+  const curl = async (pathAndQuery: string, args: string[] = []) =>
+    runCurl(await clientDir(env, 'curl'), base() + pathAndQuery, ALICE, args);
   const ok = (r: { statusLine: string; headers: Record<string, string> }) => {
     expect(r.statusLine).to.equal('HTTP/1.0 200 OK');
     expect(r.headers['content-type']).to.equal('text/plain; charset=utf-8');
@@ -77,7 +78,12 @@ describe('curl (preemptive auth) and router-style requests', function () {
 
   it('POST form body on /nic/update, percent-encoded (--data-urlencode)', async () => {
     const h = await host();
-    const r = await curl('/nic/update', ['--data-urlencode', `hostname=${h}`, '--data-urlencode', 'myip=192.0.2.105,2001:db8::105']);
+    const r = await curl('/nic/update', [
+      '--data-urlencode',
+      `hostname=${h}`,
+      '--data-urlencode',
+      'myip=192.0.2.105,2001:db8::105',
+    ]);
     ok(r);
     expect(r.proc.stderr).to.equal('');
     expect(r.body).to.equal('good 192.0.2.105,2001:db8::105\n');
@@ -87,7 +93,13 @@ describe('curl (preemptive auth) and router-style requests', function () {
 
   it('POST with Expect: 100-continue (curl adds it itself only past 1 MiB): no interim line, curl sends the body after its own wait, one HTTP/1.0 reply', async () => {
     const h = await host();
-    const r = await curl('/nic/update', ['-v', '-H', 'Expect: 100-continue', '--data', `hostname=${h}&myip=192.0.2.107`]);
+    const r = await curl('/nic/update', [
+      '-v',
+      '-H',
+      'Expect: 100-continue',
+      '--data',
+      `hostname=${h}&myip=192.0.2.107`,
+    ]);
     expect(r.proc.stderr, 'curl sent the expectation').to.include('> Expect: 100-continue');
     expect(r.proc.stdout).to.not.include('100 Continue');
     ok(r);
@@ -105,7 +117,9 @@ describe('curl (preemptive auth) and router-style requests', function () {
 
   it('pfSense style (system=dyndns, wildcard=OFF, empty mx, backmx=NO) clears wildcard and MX', async () => {
     const h = await host('pfsense');
-    expect((await curl(`/nic/update?hostname=${h}&myip=192.0.2.107&wildcard=ON&mx=${MAIL}&backmx=YES`)).body).to.equal('good 192.0.2.107\n');
+    expect((await curl(`/nic/update?hostname=${h}&myip=192.0.2.107&wildcard=ON&mx=${MAIL}&backmx=YES`)).body).to.equal(
+      'good 192.0.2.107\n',
+    );
     expect(await env.ns.query(`www.${h}`, 'A')).to.deep.equal(['192.0.2.107']);
     const r = await curl(`/dyndns/update?system=dyndns&hostname=${h}&myip=192.0.2.108&wildcard=OFF&mx=&backmx=NO`);
     ok(r);
@@ -123,13 +137,16 @@ describe('curl (preemptive auth) and router-style requests', function () {
     expect(r.body).to.equal('good 192.0.2.110\n');
     expect(await env.ns.query(`www.${h}`, 'A')).to.deep.equal(['192.0.2.110']);
     const serial = await env.ns.serial();
-    expect((await curl(`/nic/update?system=dyndns&hostname=${h}&myip=192.0.2.110&wildcard=NOCHG`)).body).to.equal('nochg 192.0.2.110\n');
+    expect((await curl(`/nic/update?system=dyndns&hostname=${h}&myip=192.0.2.110&wildcard=NOCHG`)).body).to.equal(
+      'nochg 192.0.2.110\n',
+    );
     expect(await env.ns.serial()).to.equal(serial);
     expect(await env.ns.query(`www.${h}`, 'A')).to.deep.equal(['192.0.2.110']);
   });
 
   // Dyn's documented "keep" values, sent by DNS-O-Matic clients and many scripts:
-  // `wildcard=NOCHG&mx=NOCHG&backmx=NOCHG`. docs/protocol.md, "The update request" only defines wildcard=NOCHG; the bridge
+  // `wildcard=NOCHG&mx=NOCHG&backmx=NOCHG`. docs/protocol.md, "The update request" only defines wildcard=NOCHG; the
+  // bridge
   // extends the same "keep" meaning to mx and backmx (README, compatibility notes).
   it('Dyn style mx=NOCHG&backmx=NOCHG keeps the MX', async () => {
     const h = await host('dynnochg');
@@ -167,7 +184,10 @@ describe('curl (preemptive auth) and router-style requests', function () {
 
   it('a wrong password: 401 with the Basic challenge and body badauth, nothing published', async () => {
     const h = await host();
-    const r = await runCurl(await clientDir(env, 'curl'), `${base()}/nic/update?hostname=${h}&myip=192.0.2.114`, { user: ALICE.user, password: 'nope' });
+    const r = await runCurl(await clientDir(env, 'curl'), `${base()}/nic/update?hostname=${h}&myip=192.0.2.114`, {
+      user: ALICE.user,
+      password: 'nope',
+    });
     expect(r.statusLine).to.equal('HTTP/1.0 401 Unauthorized');
     expect(r.headers['www-authenticate']).to.equal('Basic realm="ddns-bridge"');
     expect(r.body).to.equal('badauth\n');

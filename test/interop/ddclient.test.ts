@@ -4,7 +4,17 @@
  */
 import { expect } from 'chai';
 import type { BridgeEnv } from '../support/bridge.js';
-import { clientDir, ddclientConfig, redact, requireInterop, runDdclient, startInteropEnv, uniqueHost, MAIL, type DdclientOptions } from './support.js';
+import {
+  clientDir,
+  ddclientConfig,
+  redact,
+  requireInterop,
+  runDdclient,
+  startInteropEnv,
+  uniqueHost,
+  MAIL,
+  type DdclientOptions,
+} from './support.js';
 
 const ALICE = { login: 'alice', password: 'alice-ddclient-pw' };
 
@@ -32,7 +42,8 @@ for (const kind of ['knot', 'bind'] as const) {
     }
     const conf = (ip: string, hostLines: string[], creds = ALICE): string =>
       ddclientConfig({ port: env.port, ip, hostLines, ...creds } satisfies DdclientOptions);
-    const run = async (config: string, keepCache = false) => runDdclient(await clientDir(env, 'ddclient'), config, { keepCache });
+    const run = async (config: string, keepCache = false) =>
+      runDdclient(await clientDir(env, 'ddclient'), config, { keepCache });
 
     it('one host: good, SUCCESS reported, exit 0, the A record on the primary', async () => {
       const [h] = await hosts(1);
@@ -66,7 +77,9 @@ for (const kind of ['knot', 'bind'] as const) {
 
     it('wildcard=yes, mx, backupmx=yes and backupmx=no (one request per option group)', async () => {
       const [w, m] = await hosts(2);
-      const r = await run(conf('203.0.113.7', [`wildcard=yes, mx=${MAIL}, backupmx=yes ${w}`, `mx=${MAIL}, backupmx=no ${m}`]));
+      const r = await run(
+        conf('203.0.113.7', [`wildcard=yes, mx=${MAIL}, backupmx=yes ${w}`, `mx=${MAIL}, backupmx=no ${m}`]),
+      );
       const out = redact(r.output);
       expect(r.code, out).to.equal(0);
       expect(out).to.include(`hostname=${w}&myip=203.0.113.7&wildcard=ON&mx=${MAIL}&backmx=YES HTTP/1.1`);
@@ -157,8 +170,12 @@ for (const kind of ['knot', 'bind'] as const) {
       const bodyLines = [...received.matchAll(/^RECEIVE:\s+(good \S+|nohost|!yours)$/gm)].map((m) => m[1]);
       expect(bodyLines, out).to.deep.equal(sent.map((h) => want[h]));
       expect(out).to.include(`SUCCESS:  updating ${mine}: good: IP address set to 203.0.113.11`);
-      expect(out).to.include(`FAILED:   updating ${unknown}: nohost: The hostname specified does not exist in the database`);
-      expect(out).to.include(`FAILED:   updating ${bobs}: !yours: The hostname specified exists, but not under the username currently being used`);
+      expect(out).to.include(
+        `FAILED:   updating ${unknown}: nohost: The hostname specified does not exist in the database`,
+      );
+      expect(out).to.include(
+        `FAILED:   updating ${bobs}: !yours: The hostname specified exists, but not under the username currently being used`,
+      );
       expect(await env.ns.query(mine!, 'A')).to.deep.equal(['203.0.113.11']);
       expect(await env.ns.query(bobs!, 'A')).to.deep.equal([]);
     });

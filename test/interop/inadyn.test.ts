@@ -4,7 +4,17 @@
  */
 import { expect } from 'chai';
 import type { BridgeEnv } from '../support/bridge.js';
-import { clientDir, inadynConfig, inadynRequests, redact, requireInterop, runInadyn, startInteropEnv, uniqueHost, type InadynOptions } from './support.js';
+import {
+  clientDir,
+  inadynConfig,
+  inadynRequests,
+  redact,
+  requireInterop,
+  runInadyn,
+  startInteropEnv,
+  uniqueHost,
+  type InadynOptions,
+} from './support.js';
 
 const ALICE = { username: 'alice', password: 'alice-inadyn-pw' };
 
@@ -35,7 +45,10 @@ for (const kind of ['knot', 'bind'] as const) {
       const out = redact(r.output);
       expect(r.code, out).to.equal(0);
       const requests = inadynRequests(r.output);
-      expect(requests.map((q) => q.split(/\r?\n/)[0]), out).to.deep.equal([
+      expect(
+        requests.map((q) => q.split(/\r?\n/)[0]),
+        out,
+      ).to.deep.equal([
         `GET /dyndns/update?hostname=${a}&myip=203.0.113.21 HTTP/1.0`,
         `GET /dyndns/update?hostname=${b}&myip=203.0.113.21 HTTP/1.0`,
       ]);
@@ -70,7 +83,9 @@ for (const kind of ['knot', 'bind'] as const) {
       const out = redact(r.output);
       expect(r.code, out).to.equal(0);
       // inadyn percent-encodes the colons, with lowercase hex digits
-      expect(inadynRequests(r.output)[0]!.split(/\r?\n/)[0], out).to.equal(`GET /dyndns/update?hostname=${h}&myip=2001%3adb8%3a%3a21 HTTP/1.0`);
+      expect(inadynRequests(r.output)[0]!.split(/\r?\n/)[0], out).to.equal(
+        `GET /dyndns/update?hostname=${h}&myip=2001%3adb8%3a%3a21 HTTP/1.0`,
+      );
       expect(out).to.include(`Successful alias table update for ${h} => new IP# 2001:db8::21`);
       expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::21']);
       expect(await env.ns.query(h, 'A')).to.deep.equal([]);
@@ -78,7 +93,10 @@ for (const kind of ['knot', 'bind'] as const) {
 
     it('a wrong password: inadyn reports the authentication failure and exits 50, DNS unchanged', async () => {
       const h = await host();
-      const r = await run({ hostnames: [h], address: { fixed: '203.0.113.22' } }, { username: ALICE.username, password: 'not-the-password' });
+      const r = await run(
+        { hostnames: [h], address: { fixed: '203.0.113.22' } },
+        { username: ALICE.username, password: 'not-the-password' },
+      );
       const out = redact(r.output);
       expect(r.code, out).to.equal(50);
       expect(out).to.include('[401 Unauthorized] badauth');

@@ -111,8 +111,10 @@ describe('nginx (Debian) as the reverse proxy in front of the plain listener', f
     await env.addHost(h, ALICE.user);
     // The client is 127.0.0.2 (untrusted); nginx (127.0.0.1, trusted) appends it to the made-up entry.
     const r = await runCurl(await clientDir(env, 'curl'), through(`/nic/update?hostname=${h}`), ALICE, [
-      '--interface', '127.0.0.2',
-      '-H', 'X-Forwarded-For: 203.0.113.99',
+      '--interface',
+      '127.0.0.2',
+      '-H',
+      'X-Forwarded-For: 203.0.113.99',
     ]);
     expect(r.statusLine).to.equal('HTTP/1.1 200 OK');
     expect(r.body).to.equal('good 127.0.0.2\n');
@@ -124,7 +126,8 @@ describe('nginx (Debian) as the reverse proxy in front of the plain listener', f
     await env.addHost(h, ALICE.user);
     // The client sits at 127.0.0.1, inside trustedProxies: a load balancer handing on its client's address.
     const r = await runCurl(await clientDir(env, 'curl'), through(`/nic/update?hostname=${h}`), ALICE, [
-      '-H', 'X-Forwarded-For: 198.51.100.77',
+      '-H',
+      'X-Forwarded-For: 198.51.100.77',
     ]);
     expect(r.body).to.equal('good 198.51.100.77\n');
     expect(await env.ns.query(h, 'A')).to.deep.equal(['198.51.100.77']);
@@ -132,8 +135,10 @@ describe('nginx (Debian) as the reverse proxy in front of the plain listener', f
 
   it('the address echo through nginx answers the client address', async () => {
     const r = await runCurl(await clientDir(env, 'curl'), through('/checkip'), ALICE, [
-      '--interface', '127.0.0.2',
-      '-H', 'X-Forwarded-For: 203.0.113.99',
+      '--interface',
+      '127.0.0.2',
+      '-H',
+      'X-Forwarded-For: 203.0.113.99',
     ]);
     expect(r.body).to.equal('Current IP Address: 127.0.0.2\n');
   });

@@ -19,7 +19,8 @@ describe('OpenWrt-style wget (credentials after the 401 challenge)', function ()
   });
   after(async () => env?.stop());
 
-  const url = (e: BridgeEnv, h: string, ip: string) => `http://127.0.0.1:${e.port}/dyndns/update?system=dyndns&hostname=${h}&myip=${ip}`;
+  const url = (e: BridgeEnv, h: string, ip: string) =>
+    `http://127.0.0.1:${e.port}/dyndns/update?system=dyndns&hostname=${h}&myip=${ip}`;
 
   it('401 challenge, then the authenticated request: body "good IP", record on the primary', async () => {
     const h = uniqueHost('openwrt');
@@ -57,7 +58,16 @@ describe('OpenWrt-style wget (credentials after the 401 challenge)', function ()
         const h = uniqueHost('openwrt-many');
         await strict.addHost(h, ALICE.user);
         names.push(h);
-        bodies.push((await runWget(await clientDir(strict, 'wget'), url(strict, h, `198.51.100.${40 + i}`), ALICE.user, ALICE.password)).stdout);
+        bodies.push(
+          (
+            await runWget(
+              await clientDir(strict, 'wget'),
+              url(strict, h, `198.51.100.${40 + i}`),
+              ALICE.user,
+              ALICE.password,
+            )
+          ).stdout,
+        );
       }
       expect(bodies).to.deep.equal([40, 41, 42, 43, 44].map((n) => `good 198.51.100.${n}\n`));
       expect(await strict.ns.query(names[4]!, 'A')).to.deep.equal(['198.51.100.44']);

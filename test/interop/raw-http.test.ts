@@ -68,13 +68,19 @@ describe('raw HTTP/1.0, IPv6 loopback, and X-Forwarded-For without a trusted pro
 
   it('bytes after the request that do not parse (pipelined garbage, a longer body, a huge second head) do not replace its reply', async () => {
     const cases = [
-      (h: string) => http10(`/nic/update?hostname=${h}&myip=192.0.2.123`, [`User-Agent: ${UA}`, AUTH]) + 'GARBAGE\r\n\r\n',
+      (h: string) =>
+        http10(`/nic/update?hostname=${h}&myip=192.0.2.123`, [`User-Agent: ${UA}`, AUTH]) + 'GARBAGE\r\n\r\n',
       (h: string) =>
         http10(`/nic/update?hostname=${h}&myip=192.0.2.123`, [`User-Agent: ${UA}`, AUTH]) +
         `GET / HTTP/1.1\r\nX-Big: ${'x'.repeat(20_000)}\r\n\r\n`,
       (h: string) => {
         const body = `hostname=${h}&myip=192.0.2.123`;
-        const head = ['POST /nic/update HTTP/1.0', `User-Agent: ${UA}`, AUTH, 'Content-Type: application/x-www-form-urlencoded'];
+        const head = [
+          'POST /nic/update HTTP/1.0',
+          `User-Agent: ${UA}`,
+          AUTH,
+          'Content-Type: application/x-www-form-urlencoded',
+        ];
         return [...head, `Content-Length: ${body.length}`, '', body].join('\r\n') + '\r\nNOT HTTP\r\n\r\n';
       },
     ];
@@ -93,7 +99,11 @@ describe('raw HTTP/1.0, IPv6 loopback, and X-Forwarded-For without a trusted pro
     const reply = await new Promise<string>((resolve, reject) => {
       let text = '';
       const socket = net.connect({ host: '127.0.0.1', port: env.port }, () => {
-        socket.write([...head, 'Content-Type: application/x-www-form-urlencoded', `Content-Length: ${body.length}`, '', ''].join('\r\n'));
+        socket.write(
+          [...head, 'Content-Type: application/x-www-form-urlencoded', `Content-Length: ${body.length}`, '', ''].join(
+            '\r\n',
+          ),
+        );
         // As curl does when no 100 comes: send the body after a short wait.
         setTimeout(() => socket.write(body), 300);
       });
@@ -107,7 +117,13 @@ describe('raw HTTP/1.0, IPv6 loopback, and X-Forwarded-For without a trusted pro
 
   it('any other Expect value is ignored: no HTTP/1.1 417, the update is answered', async () => {
     const h = await host();
-    const head = [`GET /nic/update?hostname=${h}&myip=192.0.2.125 HTTP/1.1`, 'Host: x', `User-Agent: ${UA}`, AUTH, 'Expect: something-else'];
+    const head = [
+      `GET /nic/update?hostname=${h}&myip=192.0.2.125 HTTP/1.1`,
+      'Host: x',
+      `User-Agent: ${UA}`,
+      AUTH,
+      'Expect: something-else',
+    ];
     const reply = await env.raw([...head, '', ''].join('\r\n'));
     expect(reply.toString()).to.equal(OK('good 192.0.2.125\n'));
   });
@@ -129,7 +145,9 @@ describe('raw HTTP/1.0, IPv6 loopback, and X-Forwarded-For without a trusted pro
   it('over IPv6 loopback ([::1]): an update, the detected ::1 as AAAA, and /checkip', async () => {
     const h = await host();
     const v6 = (req: string) => rawRequest('::1', env.port, req);
-    const given = await v6(http10(`/dyndns/update?hostname=${h}&myip=192.0.2.122`, ['Host: [::1]', `User-Agent: ${UA}`, AUTH]));
+    const given = await v6(
+      http10(`/dyndns/update?hostname=${h}&myip=192.0.2.122`, ['Host: [::1]', `User-Agent: ${UA}`, AUTH]),
+    );
     expect(given.toString()).to.equal(OK('good 192.0.2.122\n'));
     await sleep(100);
     const detected = parseHttp(await v6(http10(`/dyndns/update?hostname=${h}`, [`User-Agent: ${UA}`, AUTH])));
@@ -157,16 +175,22 @@ describe('behind a trusted reverse proxy (trustedProxies: 127.0.0.0/8)', functio
     return h;
   }
   const viaProxy = (target: string, xff: string, extra: string[] = []) =>
-    env.raw(http10(target, ['Host: ddns.example.test', `User-Agent: ${UA}`, AUTH, `X-Forwarded-For: ${xff}`, ...extra]));
+    env.raw(
+      http10(target, ['Host: ddns.example.test', `User-Agent: ${UA}`, AUTH, `X-Forwarded-For: ${xff}`, ...extra]),
+    );
 
   it('the right-most untrusted X-Forwarded-For entry is the client address', async () => {
     const h = await host();
     // a client-supplied (forged) entry on the left, the one the proxy saw on the right
-    expect((await viaProxy(`/dyndns/update?hostname=${h}`, '203.0.113.50, 198.51.100.60')).toString()).to.equal(OK('good 198.51.100.60\n'));
+    expect((await viaProxy(`/dyndns/update?hostname=${h}`, '203.0.113.50, 198.51.100.60')).toString()).to.equal(
+      OK('good 198.51.100.60\n'),
+    );
     expect(await env.ns.query(h, 'A')).to.deep.equal(['198.51.100.60']);
     await sleep(100);
     // trusted hops on the right are skipped
-    expect((await viaProxy(`/dyndns/update?hostname=${h}`, '198.51.100.61, 127.0.0.1')).toString()).to.equal(OK('good 198.51.100.61\n'));
+    expect((await viaProxy(`/dyndns/update?hostname=${h}`, '198.51.100.61, 127.0.0.1')).toString()).to.equal(
+      OK('good 198.51.100.61\n'),
+    );
     expect(await env.ns.query(h, 'A')).to.deep.equal(['198.51.100.61']);
   });
 
@@ -176,16 +200,22 @@ describe('behind a trusted reverse proxy (trustedProxies: 127.0.0.0/8)', functio
     expect(await env.ns.query(h, 'A')).to.deep.equal(['127.0.0.9']);
     await sleep(100);
     // the client put 127.0.0.77 on the left itself; the proxy appended what it saw
-    expect((await viaProxy(`/dyndns/update?hostname=${h}`, '127.0.0.77, 127.0.0.8')).toString()).to.equal(OK('good 127.0.0.8\n'));
+    expect((await viaProxy(`/dyndns/update?hostname=${h}`, '127.0.0.77, 127.0.0.8')).toString()).to.equal(
+      OK('good 127.0.0.8\n'),
+    );
     expect(await env.ns.query(h, 'A')).to.deep.equal(['127.0.0.8']);
   });
 
   it('an IPv6 client behind the proxy gets AAAA; an explicit myip still wins over the header', async () => {
     const h = await host();
-    expect((await viaProxy(`/nic/update?hostname=${h}`, '2001:db8::62')).toString()).to.equal(OK('good 2001:db8::62\n'));
+    expect((await viaProxy(`/nic/update?hostname=${h}`, '2001:db8::62')).toString()).to.equal(
+      OK('good 2001:db8::62\n'),
+    );
     expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::62']);
     await sleep(100);
-    expect((await viaProxy(`/nic/update?hostname=${h}&myip=192.0.2.63`, '198.51.100.63')).toString()).to.equal(OK('good 192.0.2.63\n'));
+    expect((await viaProxy(`/nic/update?hostname=${h}&myip=192.0.2.63`, '198.51.100.63')).toString()).to.equal(
+      OK('good 192.0.2.63\n'),
+    );
     expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.63']);
   });
 

@@ -26,7 +26,11 @@ export interface RunOptions {
 /** Run a client to completion; it is killed (by its pid) after the timeout. */
 export function runProcess(cmd: string, args: string[], opts: RunOptions = {}): Promise<ProcResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, {
+      cwd: opts.cwd,
+      env: { ...process.env, ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     let output = '';
@@ -101,12 +105,18 @@ export function ddclientConfig(o: DdclientOptions): string {
  * One foreground run of ddclient. The cache file lives in `dir`; unless `keepCache`, it is
  * removed first so ddclient sends the update even when the address did not change.
  */
-export async function runDdclient(dir: string, config: string, opts: { keepCache?: boolean } = {}): Promise<ProcResult> {
+export async function runDdclient(
+  dir: string,
+  config: string,
+  opts: { keepCache?: boolean } = {},
+): Promise<ProcResult> {
   const conf = path.join(dir, 'ddclient.conf');
   const cache = path.join(dir, 'ddclient.cache');
   await writePrivateFile(conf, config);
   if (!opts.keepCache) await rm(cache, { force: true });
-  return runProcess('ddclient', ['-foreground', '-daemon=0', '-verbose', '-noquiet', '-file', conf, '-cache', cache], { cwd: dir });
+  return runProcess('ddclient', ['-foreground', '-daemon=0', '-verbose', '-noquiet', '-file', conf, '-cache', cache], {
+    cwd: dir,
+  });
 }
 
 // ---- inadyn 2.10 ---------------------------------------------------------------------
@@ -129,7 +139,11 @@ export function inadynConfig(o: InadynOptions): string {
   const detect =
     'fixed' in o.address
       ? [`    checkip-command = "echo ${o.address.fixed}"`]
-      : [`    checkip-server = 127.0.0.1:${o.port}`, `    checkip-path = ${o.address.checkip}`, '    checkip-ssl = false'];
+      : [
+          `    checkip-server = 127.0.0.1:${o.port}`,
+          `    checkip-path = ${o.address.checkip}`,
+          '    checkip-ssl = false',
+        ];
   return [
     // 127.0.0.1 (what our /checkip answers here) is not a "valid Internet address" to inadyn
     ...('checkip' in o.address ? ['verify-address = false'] : []),
@@ -152,11 +166,15 @@ export async function runInadyn(dir: string, config: string): Promise<ProcResult
   const conf = path.join(dir, 'inadyn.conf');
   const cache = await mkdtemp(path.join(dir, 'cache-'));
   await writePrivateFile(conf, config);
-  return runProcess('inadyn', ['-1', '--foreground', '--no-pidfile', '-l', 'debug', `--cache-dir=${cache}`, '-f', conf], {
-    cwd: dir,
-    // inadyn first resolves each host name through the system resolver: fail fast offline
-    env: { RES_OPTIONS: 'timeout:1 attempts:1' },
-  });
+  return runProcess(
+    'inadyn',
+    ['-1', '--foreground', '--no-pidfile', '-l', 'debug', `--cache-dir=${cache}`, '-f', conf],
+    {
+      cwd: dir,
+      // inadyn first resolves each host name through the system resolver: fail fast offline
+      env: { RES_OPTIONS: 'timeout:1 attempts:1' },
+    },
+  );
 }
 
 /** The update requests inadyn's debug log shows it sent (the request head, one per host). */
@@ -188,10 +206,17 @@ export function wgetStatusLines(stderr: string): string[] {
  * curl with the credentials in a private netrc (preemptive Basic auth) and `-i`, parsed
  * into status, headers and body. `args` go between the options and the URL.
  */
-export async function runCurl(dir: string, url: string, login: { user: string; password: string }, args: string[] = []): Promise<HttpResult & { proc: ProcResult }> {
+export async function runCurl(
+  dir: string,
+  url: string,
+  login: { user: string; password: string },
+  args: string[] = [],
+): Promise<HttpResult & { proc: ProcResult }> {
   const netrc = path.join(dir, 'netrc');
   await writePrivateFile(netrc, `machine 127.0.0.1 login ${login.user} password ${login.password}\n`);
-  const proc = await runProcess('curl', ['-q', '-sS', '-i', '--max-time', '10', '--netrc-file', netrc, ...args, url], { cwd: dir });
+  const proc = await runProcess('curl', ['-q', '-sS', '-i', '--max-time', '10', '--netrc-file', netrc, ...args, url], {
+    cwd: dir,
+  });
   if (proc.code !== 0) throw new Error(`curl failed (${proc.code}): ${proc.stderr}`);
   return { ...parseHttp(Buffer.from(proc.stdout)), proc };
 }
@@ -207,7 +232,10 @@ export const MAIL = `mail.${ZONE}`;
 export function startInteropEnv(kind: LabKind, config: Record<string, unknown> = {}): Promise<BridgeEnv> {
   return BridgeEnv.start({
     kind,
-    config: deepMerge({ frequency: { minInterval: 0.05, donatorMinInterval: 0.05, echoMinInterval: 0.05 }, dns: { timeout: 5 } }, config),
+    config: deepMerge(
+      { frequency: { minInterval: 0.05, donatorMinInterval: 0.05, echoMinInterval: 0.05 }, dns: { timeout: 5 } },
+      config,
+    ),
     records: [`${MAIL}. 60 IN A 192.0.2.25`],
   });
 }

@@ -133,9 +133,10 @@ for (const kind of ['knot', 'bind'] as const) {
       const out = shown(r.output, t);
       expect(r.code, out).to.equal(0);
       const requests = inadynRequests(r.output);
-      expect(requests.map((q) => q.split(/\r?\n/)[0]), out).to.deep.equal([
-        `GET /dyndns/update?hostname=${h}&myip=203.0.113.41 HTTP/1.0`,
-      ]);
+      expect(
+        requests.map((q) => q.split(/\r?\n/)[0]),
+        out,
+      ).to.deep.equal([`GET /dyndns/update?hostname=${h}&myip=203.0.113.41 HTTP/1.0`]);
       expect(requests[0]).to.match(/^Authorization: Basic /m);
       expect(out).to.include('DDNS server response: HTTP/1.0 200 OK');
       expect(out).to.match(/\ngood 203\.0\.113\.41\n/);
@@ -157,9 +158,10 @@ for (const kind of ['knot', 'bind'] as const) {
       const out = shown(r.output, t);
       expect(r.code, out).to.equal(0);
       const requests = inadynRequests(r.output);
-      expect(requests.map((q) => q.split(/\r?\n/)[0]), out).to.deep.equal([
-        'GET /dyndns/update?myip=203.0.113.42 HTTP/1.0',
-      ]);
+      expect(
+        requests.map((q) => q.split(/\r?\n/)[0]),
+        out,
+      ).to.deep.equal(['GET /dyndns/update?myip=203.0.113.42 HTTP/1.0']);
       expect(out).to.match(/\ngood 203\.0\.113\.42\n/);
       expect(out).to.include(`Successful alias table update for ${h} => new IP# 203.0.113.42`);
       expect(await env.ns.query(h, 'A')).to.deep.equal(['203.0.113.42']);

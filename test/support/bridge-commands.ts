@@ -48,7 +48,9 @@ export class BridgeCommands {
 
   static async start(url: string, bridgeAddr: string, keys: Keys): Promise<BridgeCommands> {
     const commands = new BridgeCommands(bridgeAddr, keys);
-    commands.monitor = await RedisMonitor.open(url, ({ args, source }) => commands.seen.push({ args, source, at: Date.now() }));
+    commands.monitor = await RedisMonitor.open(url, ({ args, source }) =>
+      commands.seen.push({ args, source, at: Date.now() }),
+    );
     // MONITOR is live once a command of ours shows up in it.
     const probe = new Redis(url);
     const marker = `fast-path-monitor-ready-${process.pid}`;
@@ -71,20 +73,30 @@ export class BridgeCommands {
    * the reconciler's sweep of the pending set and the agent block list's background refresh.
    */
   since(mark: number): string[][] {
-    return this.seen
-      .slice(mark)
-      .filter((s) => s.source === this.bridgeAddr)
-      .map((s) => s.args)
-      // The sweep's scripts (stale leases, postpone) take the pending set as their one key.
-      .filter((a) => !(['evalsha', 'eval'].includes(a[0]!.toLowerCase()) && a[2] === '1' && a[3] === this.keys.pendingChanges()))
-      .filter((a) => !(a[0]!.toLowerCase() === 'smembers' && a[1] === this.keys.blockedAgents()));
+    return (
+      this.seen
+        .slice(mark)
+        .filter((s) => s.source === this.bridgeAddr)
+        .map((s) => s.args)
+        // The sweep's scripts (stale leases, postpone) take the pending set as their one key.
+        .filter(
+          (a) =>
+            !(['evalsha', 'eval'].includes(a[0]!.toLowerCase()) && a[2] === '1' && a[3] === this.keys.pendingChanges()),
+        )
+        .filter((a) => !(a[0]!.toLowerCase() === 'smembers' && a[1] === this.keys.blockedAgents()))
+    );
   }
 
   /** When the bridge last fetched the shared agent block list (SMEMBERS), as seen here. */
   lastListFetch(): number | undefined {
     for (let i = this.seen.length - 1; i >= 0; i--) {
       const s = this.seen[i]!;
-      if (s.source === this.bridgeAddr && s.args[0]!.toLowerCase() === 'smembers' && s.args[1] === this.keys.blockedAgents()) return s.at;
+      if (
+        s.source === this.bridgeAddr &&
+        s.args[0]!.toLowerCase() === 'smembers' &&
+        s.args[1] === this.keys.blockedAgents()
+      )
+        return s.at;
     }
     return undefined;
   }

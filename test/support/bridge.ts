@@ -41,7 +41,13 @@ export async function writeRedisOnlyConfig(
     {
       listen: ['127.0.0.1:0'],
       redis: { keyPrefix: 'ddns:', ...redis },
-      zones: [{ name: ZONE, primary: '127.0.0.1:1', key: { name: key.name, algorithm: key.algorithm, secretFile: 'tsig.secret' } }],
+      zones: [
+        {
+          name: ZONE,
+          primary: '127.0.0.1:1',
+          key: { name: key.name, algorithm: key.algorithm, secretFile: 'tsig.secret' },
+        },
+      ],
     },
     opts.extra ?? {},
   );
@@ -86,7 +92,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 export function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...a };
-  for (const [k, v] of Object.entries(b)) out[k] = isObject(v) && isObject(out[k]) ? deepMerge(out[k] as Record<string, unknown>, v) : v;
+  for (const [k, v] of Object.entries(b))
+    out[k] = isObject(v) && isObject(out[k]) ? deepMerge(out[k] as Record<string, unknown>, v) : v;
   return out;
 }
 
@@ -103,7 +110,10 @@ export class BridgeEnv {
     private readonly proxy?: DnsCountingProxy,
   ) {}
 
-  /** Delay what the serve processes send to the primary by `ms` (needs countDns; the CLI via cliDirect is not delayed). */
+  /**
+   * Delay what the serve processes send to the primary by `ms` (needs countDns; the CLI via cliDirect is not
+   * delayed).
+   */
   delayDns(ms: number): void {
     if (!this.proxy) throw new Error('start the env with countDns: true');
     this.proxy.delayMs = ms;
@@ -112,7 +122,10 @@ export class BridgeEnv {
   /** Run the CLI with the config, but talking to the primary directly (not through the counting proxy). */
   async cliDirect(args: string[], stdin?: string): Promise<CliResult> {
     const direct = path.join(this.dir, 'config-direct.json');
-    const zones = (this.config['zones'] as Record<string, unknown>[]).map((z) => ({ ...z, primary: `127.0.0.1:${this.ns.port}` }));
+    const zones = (this.config['zones'] as Record<string, unknown>[]).map((z) => ({
+      ...z,
+      primary: `127.0.0.1:${this.ns.port}`,
+    }));
     await writeFile(direct, JSON.stringify({ ...this.config, zones }, null, 2));
     await chmod(direct, 0o600);
     return runCli([...args, '--config', direct], stdin);
@@ -139,7 +152,13 @@ export class BridgeEnv {
     const base: Record<string, unknown> = {
       listen: ['127.0.0.1:0'],
       redis: { url: opts.redisOverUnixSocket ? redis.socketUrl : redis.url, keyPrefix: 'ddns:' },
-      zones: [{ name: ZONE, primary: `127.0.0.1:${proxy?.port ?? ns.port}`, key: { name: key.name, algorithm: key.algorithm, secretFile: 'tsig.secret' } }],
+      zones: [
+        {
+          name: ZONE,
+          primary: `127.0.0.1:${proxy?.port ?? ns.port}`,
+          key: { name: key.name, algorithm: key.algorithm, secretFile: 'tsig.secret' },
+        },
+      ],
       mx: { resolvers: [`127.0.0.1:${ns.port}`], timeout: 1 },
       log: { level: 'debug' },
     };
@@ -242,10 +261,14 @@ export class BridgeEnv {
   }
 
   /** A GET with Basic auth and a User-Agent, over a raw socket. */
-  async get(pathAndQuery: string, opts: { auth?: [string, string]; ua?: string | null; headers?: string[]; port?: number } = {}): Promise<HttpResult> {
+  async get(
+    pathAndQuery: string,
+    opts: { auth?: [string, string]; ua?: string | null; headers?: string[]; port?: number } = {},
+  ): Promise<HttpResult> {
     const lines = [`GET ${pathAndQuery} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close'];
     if (opts.ua !== null) lines.push(`User-Agent: ${opts.ua ?? 'ddns-bridge-tests/1.0 tests@example.test'}`);
-    if (opts.auth) lines.push(`Authorization: Basic ${Buffer.from(`${opts.auth[0]}:${opts.auth[1]}`).toString('base64')}`);
+    if (opts.auth)
+      lines.push(`Authorization: Basic ${Buffer.from(`${opts.auth[0]}:${opts.auth[1]}`).toString('base64')}`);
     lines.push(...(opts.headers ?? []));
     return parseHttp(await this.raw(lines.join('\r\n') + '\r\n\r\n', opts.port));
   }
@@ -253,7 +276,10 @@ export class BridgeEnv {
 
 export function runCli(args: string[], stdin?: string, env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -10,10 +10,18 @@ import { openStore, type Store, type StoreConfig } from '../../src/store/index.j
 /** Keeps every line logged, for tests that check what was (not) logged. */
 export class RecordingLogger implements Logger {
   readonly lines: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
-  debug(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'debug', msg, fields }); }
-  info(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'info', msg, fields }); }
-  warn(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'warn', msg, fields }); }
-  error(msg: string, fields?: Record<string, unknown>) { this.lines.push({ level: 'error', msg, fields }); }
+  debug(msg: string, fields?: Record<string, unknown>) {
+    this.lines.push({ level: 'debug', msg, fields });
+  }
+  info(msg: string, fields?: Record<string, unknown>) {
+    this.lines.push({ level: 'info', msg, fields });
+  }
+  warn(msg: string, fields?: Record<string, unknown>) {
+    this.lines.push({ level: 'warn', msg, fields });
+  }
+  error(msg: string, fields?: Record<string, unknown>) {
+    this.lines.push({ level: 'error', msg, fields });
+  }
 }
 
 /** What a test file sets apart from the shared defaults of storeTestConfig. */
@@ -33,7 +41,14 @@ export function storeTestConfig(url: string, over: StoreTestSettings): StoreConf
     redis: { url, keyPrefix: over.keyPrefix, commandTimeoutMs: over.commandTimeoutMs ?? 2000 },
     agents: { blocked: over.blocked ?? [] },
     junk: { threshold: 3, windowMs: 1000, blockMs: 300, ...over.junk },
-    credentials: { maxFailures: 3, windowMs: 1000, cooldownMs: 300, cacheTtlMs: 1000, cacheSize: 10, ...over.credentials },
+    credentials: {
+      maxFailures: 3,
+      windowMs: 1000,
+      cooldownMs: 300,
+      cacheTtlMs: 1000,
+      cacheSize: 10,
+      ...over.credentials,
+    },
   };
 }
 
@@ -57,7 +72,11 @@ export interface RedisStoreLab {
  * named `${name}-…` (the suite is skipped without redis-server), the store from
  * `configOf(url)` and the plain client. Call it before the file's own hooks.
  */
-export function useRedisStore(name: string, configOf: (url: string) => StoreConfig, opts: RedisStoreOptions = {}): RedisStoreLab {
+export function useRedisStore(
+  name: string,
+  configOf: (url: string) => StoreConfig,
+  opts: RedisStoreOptions = {},
+): RedisStoreLab {
   let dir: string | undefined;
   let server: RedisServer | undefined;
   let store: Store | undefined;
@@ -79,7 +98,8 @@ export function useRedisStore(name: string, configOf: (url: string) => StoreConf
   });
 
   const ready = <T>(value: T | undefined, what: string): T => {
-    if (value === undefined) throw new Error(`useRedisStore(${name}): no ${what} (outside a test, or set up without it)`);
+    if (value === undefined)
+      throw new Error(`useRedisStore(${name}): no ${what} (outside a test, or set up without it)`);
     return value;
   };
   return {

@@ -33,10 +33,25 @@ export class TestCa {
     const caFile = path.join(dir, 'ca.pem');
     const caKey = path.join(dir, 'ca.key');
     await openssl([
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-      '-keyout', caKey, '-out', caFile, '-days', '30', '-subj', `/CN=${name}`,
-      '-addext', 'basicConstraints=critical,CA:TRUE',
-      '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      caKey,
+      '-out',
+      caFile,
+      '-days',
+      '30',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
     ]);
     await chmod(caKey, 0o600);
     return new TestCa(dir, caFile, caKey);
@@ -54,8 +69,19 @@ export class TestCa {
     const certFile = path.join(this.dir, `${name}.pem`);
     const serial = `0x${(++this.serial).toString(16)}`;
     await openssl([
-      'req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-      '-keyout', keyFile, '-out', csr, '-subj', `/CN=${name}`,
+      'req',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      csr,
+      '-subj',
+      `/CN=${name}`,
     ]);
     await chmod(keyFile, 0o600);
     await writeFile(
@@ -69,8 +95,23 @@ export class TestCa {
       ].join('\n'),
     );
     await openssl([
-      'x509', '-req', '-in', csr, '-CA', this.caFile, '-CAkey', this.caKey, '-set_serial', serial,
-      '-days', String(opts.days ?? 30), '-sha256', '-extfile', ext, '-out', leaf,
+      'x509',
+      '-req',
+      '-in',
+      csr,
+      '-CA',
+      this.caFile,
+      '-CAkey',
+      this.caKey,
+      '-set_serial',
+      serial,
+      '-days',
+      String(opts.days ?? 30),
+      '-sha256',
+      '-extfile',
+      ext,
+      '-out',
+      leaf,
     ]);
     const leafPem = await readFile(leaf, 'utf8');
     await writeFile(certFile, leafPem + (await readFile(this.caFile, 'utf8')));

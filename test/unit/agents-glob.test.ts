@@ -8,7 +8,10 @@ import { AgentMatcher, agentMatches } from '../../src/core/agents.js';
 /** The former semantics: a glob compiled to an anchored, backtracking RegExp. */
 function oracle(pattern: string, userAgent: string): boolean {
   if (!pattern.includes('*')) return pattern === userAgent;
-  const parts = pattern.replace(/\*+/g, '*').split('*').map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  const parts = pattern
+    .replace(/\*+/g, '*')
+    .split('*')
+    .map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
   return new RegExp(`^${parts.join('[\\s\\S]*')}$`).test(userAgent);
 }
 
@@ -106,7 +109,9 @@ describe('core/agents glob matcher', () => {
     let seed = 0x5eed;
     const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 8) / (1 << 24);
     const pick = (alphabet: string[], max: number) =>
-      Array.from({ length: Math.floor(rnd() * (max + 1)) }, () => alphabet[Math.floor(rnd() * alphabet.length)]!).join('');
+      Array.from({ length: Math.floor(rnd() * (max + 1)) }, () => alphabet[Math.floor(rnd() * alphabet.length)]!).join(
+        '',
+      );
     const letters = ['a', 'b', 'A', '.', '\n', '😀'];
     for (let i = 0; i < 5000; i++) {
       const pattern = pick([...letters, '*', '*'], 7);

@@ -14,7 +14,18 @@ const LEASE_MS = 5000;
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 function record(fqdn: string, ipv4: string): HostRecord {
-  return { fqdn, account: 'a', type: 'dynamic', state: 'active', updatedAt: 1, ipv4, ipv6: null, wildcard: false, mx: null, backmx: false };
+  return {
+    fqdn,
+    account: 'a',
+    type: 'dynamic',
+    state: 'active',
+    updatedAt: 1,
+    ipv4,
+    ipv6: null,
+    wildcard: false,
+    mx: null,
+    backmx: false,
+  };
 }
 
 class MemoryHosts implements Pick<HostGate, 'staleLeases' | 'reclaim' | 'commit' | 'release' | 'postpone'> {
@@ -35,7 +46,9 @@ class MemoryHosts implements Pick<HostGate, 'staleLeases' | 'reclaim' | 'commit'
     if (this.held.has(fqdn)) return undefined;
     const host = this.due.get(fqdn);
     const families = this.families.get(fqdn) ?? { ipv4: true, ipv6: true };
-    return host && { host, lease: { fqdn, token: `t-${fqdn}` }, failedRepublishes: this.failed.get(fqdn) ?? 0, families };
+    return (
+      host && { host, lease: { fqdn, token: `t-${fqdn}` }, failedRepublishes: this.failed.get(fqdn) ?? 0, families }
+    );
   }
   /** Hosts a request took over meanwhile: the commit finds its lease gone. */
   readonly takenOver = new Set<string>();
@@ -77,8 +90,10 @@ class MemoryPublisher implements Publisher {
   async publish(change: HostChange): Promise<void> {
     this.published.push(`${change.fqdn} ${change.target.ipv4}`);
     this.changes.push(change);
-    if (this.failing.has(change.fqdn)) throw new DnsUpdateError('ERR_DNS_TIMEOUT', change.zone, 'no answer', { retryable: true, maybeApplied: true });
-    if (this.refusing.has(change.fqdn)) throw new DnsUpdateError('ERR_DNS_RCODE', change.zone, 'REFUSED', { retryable: false });
+    if (this.failing.has(change.fqdn))
+      throw new DnsUpdateError('ERR_DNS_TIMEOUT', change.zone, 'no answer', { retryable: true, maybeApplied: true });
+    if (this.refusing.has(change.fqdn))
+      throw new DnsUpdateError('ERR_DNS_RCODE', change.zone, 'REFUSED', { retryable: false });
   }
   recentlyUnreachable(zone: string): boolean {
     return this.unreachable.has(zone);
@@ -101,7 +116,12 @@ async function failingSweeps(how: 'failing' | 'refusing', sweeps: number) {
 
 describe('app: reconciler', () => {
   it('republishes the stored state of every due host and records it', async () => {
-    const hosts = new MemoryHosts(new Map([['a.z1', record('a.z1', '192.0.2.1')], ['b.z1', record('b.z1', '192.0.2.2')]]));
+    const hosts = new MemoryHosts(
+      new Map([
+        ['a.z1', record('a.z1', '192.0.2.1')],
+        ['b.z1', record('b.z1', '192.0.2.2')],
+      ]),
+    );
     const publisher = new MemoryPublisher();
     expect(await reconciler(hosts, publisher).sweep()).to.equal(2);
     expect(publisher.published).to.have.members(['a.z1 192.0.2.1', 'b.z1 192.0.2.2']);
@@ -109,7 +129,13 @@ describe('app: reconciler', () => {
   });
 
   it('rewrites the families the interrupted change wrote and those stored; leaves a family neither wrote nor stored (docs/protocol.md, "The update request")', async () => {
-    const hosts = new MemoryHosts(new Map([['v4.z1', record('v4.z1', '192.0.2.1')], ['v6.z1', record('v6.z1', '192.0.2.2')], ['old.z1', record('old.z1', '192.0.2.3')]]));
+    const hosts = new MemoryHosts(
+      new Map([
+        ['v4.z1', record('v4.z1', '192.0.2.1')],
+        ['v6.z1', record('v6.z1', '192.0.2.2')],
+        ['old.z1', record('old.z1', '192.0.2.3')],
+      ]),
+    );
     hosts.families.set('v4.z1', { ipv4: true, ipv6: false });
     // Its change wrote an AAAA the store does not know (interrupted before the commit): removed.
     hosts.families.set('v6.z1', { ipv4: false, ipv6: true });
@@ -123,7 +149,12 @@ describe('app: reconciler', () => {
   });
 
   it('postpones, without taking their leases, the hosts of a zone whose primary just timed out', async () => {
-    const hosts = new MemoryHosts(new Map([['a.down', record('a.down', '192.0.2.1')], ['b.up', record('b.up', '192.0.2.2')]]));
+    const hosts = new MemoryHosts(
+      new Map([
+        ['a.down', record('a.down', '192.0.2.1')],
+        ['b.up', record('b.up', '192.0.2.2')],
+      ]),
+    );
     const publisher = new MemoryPublisher();
     publisher.unreachable.add('down');
     expect(await reconciler(hosts, publisher).sweep()).to.equal(1);
@@ -171,7 +202,10 @@ describe('app: reconciler', () => {
     try {
       await new Promise((done) => setTimeout(done, 200));
       // The first sweep, the one right after it (a whole batch was due), then the interval.
-      expect(hosts.calls.filter((c) => c.startsWith('reclaim')), 'two sweeps').to.have.length(200);
+      expect(
+        hosts.calls.filter((c) => c.startsWith('reclaim')),
+        'two sweeps',
+      ).to.have.length(200);
     } finally {
       await r.stop();
     }
@@ -179,9 +213,7 @@ describe('app: reconciler', () => {
 
   it('each further refused republish waits twice as long, at most an hour', async () => {
     const { hosts, publisher, r, releases } = await failingSweeps('refusing', 4);
-    expect(releases).to.deep.equal(
-      [1, 2, 4, 8].map((k) => `release a.z1 ${k * LEASE_MS} (failed)`),
-    );
+    expect(releases).to.deep.equal([1, 2, 4, 8].map((k) => `release a.z1 ${k * LEASE_MS} (failed)`));
     expect(MAX_REPUBLISH_DELAY_MS).to.equal(3_600_000);
     expect(republishDelayMs(LEASE_MS, 0)).to.equal(LEASE_MS);
     expect(republishDelayMs(LEASE_MS, 9)).to.equal(512 * LEASE_MS);
@@ -194,22 +226,42 @@ describe('app: reconciler', () => {
   });
 
   it('a republish whose lease a request took over meanwhile is not counted as done (that request publishes its own state)', async () => {
-    const hosts = new MemoryHosts(new Map([['a.z1', record('a.z1', '192.0.2.1')], ['b.z1', record('b.z1', '192.0.2.2')]]));
+    const hosts = new MemoryHosts(
+      new Map([
+        ['a.z1', record('a.z1', '192.0.2.1')],
+        ['b.z1', record('b.z1', '192.0.2.2')],
+      ]),
+    );
     hosts.takenOver.add('a.z1');
     const lines: string[] = [];
     const logger: Logger = { ...quiet, warn: (msg, fields) => lines.push(`${msg} ${String(fields?.host)}`) };
-    const r = new Reconciler({ hosts: hosts as unknown as HostGate, publisher: new MemoryPublisher(), leaseMs: LEASE_MS, logger });
+    const r = new Reconciler({
+      hosts: hosts as unknown as HostGate,
+      publisher: new MemoryPublisher(),
+      leaseMs: LEASE_MS,
+      logger,
+    });
     expect(await r.sweep()).to.equal(1);
     expect(lines).to.deep.equal(['republished a host whose change was interrupted b.z1']);
   });
 
   it('a store failure part-way through a sweep: the sweep fails after the repairs under way have finished, none left unhandled', async () => {
-    const hosts = new MemoryHosts(new Map([['a.z1', record('a.z1', '192.0.2.1')], ['b.z1', record('b.z1', '192.0.2.2')]]));
+    const hosts = new MemoryHosts(
+      new Map([
+        ['a.z1', record('a.z1', '192.0.2.1')],
+        ['b.z1', record('b.z1', '192.0.2.2')],
+      ]),
+    );
     hosts.failing.set('commit', 1); // a.z1's republish cannot be recorded…
     hosts.failing.set('reclaim', 2); // …and the sweep's next step fails too
     const lines: string[] = [];
     const logger: Logger = { ...quiet, warn: (msg, fields) => lines.push(`${msg} ${String(fields?.host)}`) };
-    const r = new Reconciler({ hosts: hosts as unknown as HostGate, publisher: new MemoryPublisher(), leaseMs: LEASE_MS, logger });
+    const r = new Reconciler({
+      hosts: hosts as unknown as HostGate,
+      publisher: new MemoryPublisher(),
+      leaseMs: LEASE_MS,
+      logger,
+    });
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);

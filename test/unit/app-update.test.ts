@@ -5,7 +5,15 @@
  * beside a host that was changed, which is that host's `dnserr`.
  */
 import { expect } from 'chai';
-import type { Admission, AdmitRequest, CommitOutcome, GuardCheck, HostChange, HostGate, Lease } from '../../src/app/ports.js';
+import type {
+  Admission,
+  AdmitRequest,
+  CommitOutcome,
+  GuardCheck,
+  HostChange,
+  HostGate,
+  Lease,
+} from '../../src/app/ports.js';
 import { UpdateService, type UpdateReply } from '../../src/app/update.js';
 import { hostReply, requestReply } from '../../src/core/outcomes.js';
 import type { Logger } from '../../src/core/log.js';
@@ -36,9 +44,19 @@ function hostsWith(script: Script): Pick<HostGate, 'admit' | 'commit' | 'release
       const refused = script.refused?.get(req.fqdn);
       if (refused !== undefined) return { kind: 'refused', check: refused };
       if (script.busy?.has(req.fqdn)) return { kind: 'busy' };
-      const host: HostRecord = { ...emptyDnsState(), fqdn: req.fqdn, account: 'alice', type: 'dynamic', state: 'active', updatedAt: 1 };
+      const host: HostRecord = {
+        ...emptyDnsState(),
+        fqdn: req.fqdn,
+        account: 'alice',
+        type: 'dynamic',
+        state: 'active',
+        updatedAt: 1,
+      };
       // As the store does for a host with no lease before: the families the request names.
-      const families = script.families?.get(req.fqdn) ?? { ipv4: req.expect?.ipv4 !== undefined, ipv6: req.expect?.ipv6 !== undefined };
+      const families = script.families?.get(req.fqdn) ?? {
+        ipv4: req.expect?.ipv4 !== undefined,
+        ipv6: req.expect?.ipv6 !== undefined,
+      };
       return { kind: 'change', host, lease: { fqdn: req.fqdn, token: 't' }, repairDue: false, families };
     },
     async commit(lease: Lease): Promise<CommitOutcome> {
@@ -51,12 +69,19 @@ function hostsWith(script: Script): Pick<HostGate, 'admit' | 'commit' | 'release
   };
 }
 
-async function update(hostnames: string[], script: Script): Promise<{ reply: UpdateReply; commits: string[]; changes: HostChange[] }> {
+async function update(
+  hostnames: string[],
+  script: Script,
+): Promise<{ reply: UpdateReply; commits: string[]; changes: HostChange[] }> {
   const hosts = hostsWith(script);
   const changes: HostChange[] = [];
   const service = new UpdateService({
     authenticator: {
-      authenticate: async () => ({ ok: true, account: ALICE, login: { account: ALICE, hashDigest: 'digest-of-alice' } }),
+      authenticate: async () => ({
+        ok: true,
+        account: ALICE,
+        login: { account: ALICE, hashDigest: 'digest-of-alice' },
+      }),
       recordMalformed: async () => undefined,
       recall: () => undefined, // the full path: several host names
     },
@@ -64,7 +89,11 @@ async function update(hostnames: string[], script: Script): Promise<{ reply: Upd
     clientPolicy: { isBlocked: async () => false, listVerdict: () => 'allowed', recordJunk: async () => undefined },
     hosts: hosts as unknown as HostGate,
     registry: { get: async () => undefined },
-    publisher: { zoneFor: () => ZONE, publish: async (c: HostChange) => void changes.push(c), recentlyUnreachable: () => false },
+    publisher: {
+      zoneFor: () => ZONE,
+      publish: async (c: HostChange) => void changes.push(c),
+      recentlyUnreachable: () => false,
+    },
     mxResolver: { resolves: async () => true },
     frequency: { minIntervalMs: 60_000, donatorMinIntervalMs: 15_000, maxFrequent: 3 },
     leaseMs: 30,
@@ -75,12 +104,18 @@ async function update(hostnames: string[], script: Script): Promise<{ reply: Upd
     ['hostname', [hostnames.map((h) => `${h}.${ZONE}`).join(',')]],
     ['myip', ['192.0.2.1']],
   ]);
-  const reply = await service.update({ credentials: { user: 'alice', password: 'pw' }, userAgent: 'tests/1.0', clientIp: '192.0.2.9', params });
+  const reply = await service.update({
+    credentials: { user: 'alice', password: 'pw' },
+    userAgent: 'tests/1.0',
+    clientIp: '192.0.2.9',
+    params,
+  });
   return { reply, commits: hosts.commits, changes };
 }
 
 /** The reply as the client reads it: the tokens the one outcome map gives. */
-const tokens = (r: UpdateReply) => (r.kind === 'request' ? requestReply(r.outcome).token : r.lines.map((l) => hostReply(l.outcome).token).join(' '));
+const tokens = (r: UpdateReply) =>
+  r.kind === 'request' ? requestReply(r.outcome).token : r.lines.map((l) => hostReply(l.outcome).token).join(' ');
 
 describe('app: update replies when a host hits a store fault', () => {
   it('a host another frontend held past a lease, beside a changed host: good for that one, dnserr for the held one', async () => {
@@ -118,11 +153,21 @@ describe('app: the full path checks the login again at each admission', () => {
   it('every admission carries the guard of the verified login (source, agent, stored-hash digest)', async () => {
     const guards: Script['guards'] = [];
     await update(['a', 'b'], { guards });
-    expect(guards).to.deep.equal([0, 1].map(() => ({ sourceIp: '192.0.2.9', userAgent: 'tests/1.0', login: { account: ALICE, hashDigest: 'digest-of-alice' } })));
+    expect(guards).to.deep.equal(
+      [0, 1].map(() => ({
+        sourceIp: '192.0.2.9',
+        userAgent: 'tests/1.0',
+        login: { account: ALICE, hashDigest: 'digest-of-alice' },
+      })),
+    );
   });
 
   it('a password changed (or a cool-down begun) after the check refuses the whole request, even beside a changed host', async () => {
-    for (const [check, token] of [['stale', 'badauth'], ['login', 'badauth'], ['agent', 'badagent']] as const) {
+    for (const [check, token] of [
+      ['stale', 'badauth'],
+      ['login', 'badauth'],
+      ['agent', 'badagent'],
+    ] as const) {
       const { reply } = await update(['a', 'b'], { refused: new Map([[`b.${ZONE}`, check]]) });
       expect(tokens(reply), check).to.equal(token);
     }

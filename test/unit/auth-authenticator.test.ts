@@ -72,7 +72,12 @@ class CountingFailures extends FakeFailures {
 async function setup(opts: { clock?: () => number } = {}) {
   const failures = new FakeFailures();
   const accounts = new FakeAccounts(failures);
-  await accounts.create({ name: 'alice', passwordHash: await hashPassword('right', FAST), donator: false, createdAt: 1 });
+  await accounts.create({
+    name: 'alice',
+    passwordHash: await hashPassword('right', FAST),
+    donator: false,
+    createdAt: 1,
+  });
   const verified: string[] = [];
   const auth = new PasswordAuthenticator(accounts, failures, CFG, {
     clock: opts.clock,
@@ -180,7 +185,7 @@ describe('auth/authenticator', () => {
     expect(verified).to.have.length(4);
   });
 
-  it('refused by the caller\'s gate: no verification, nothing counted (the lookup was already under way)', async () => {
+  it("refused by the caller's gate: no verification, nothing counted (the lookup was already under way)", async () => {
     const { auth, failures, verified } = await setup();
     const r = await auth.authenticate({ user: 'alice', password: 'wrong' }, '192.0.2.1', Promise.resolve(false));
     expect(r).to.deep.equal({ ok: false, reason: 'refused' });
@@ -190,7 +195,9 @@ describe('auth/authenticator', () => {
 
   it('concurrent requests with the same uncached credentials share one password check', async () => {
     const { auth, verified } = await setup();
-    const results = await Promise.all(Array.from({ length: 10 }, () => auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1')));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => auth.authenticate({ user: 'alice', password: 'right' }, '192.0.2.1')),
+    );
     expect(results.every((r) => r.ok)).to.equal(true);
     expect(verified).to.have.length(1);
   });
@@ -199,7 +206,8 @@ describe('auth/authenticator', () => {
   async function peakOfColdLogins(options: { parallelHashes?: number } = {}): Promise<number> {
     const failures = new FakeFailures();
     const accounts = new FakeAccounts(failures);
-    for (let i = 0; i < 6; i++) await accounts.create({ name: `u${i}`, passwordHash: `h${i}`, donator: false, createdAt: 1 });
+    for (let i = 0; i < 6; i++)
+      await accounts.create({ name: `u${i}`, passwordHash: `h${i}`, donator: false, createdAt: 1 });
     let running = 0;
     let peak = 0;
     const auth = new PasswordAuthenticator(accounts, failures, CFG, {
@@ -212,7 +220,9 @@ describe('auth/authenticator', () => {
         return true;
       },
     });
-    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => auth.authenticate({ user: `u${i}`, password: 'pw' }, '192.0.2.1')));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => auth.authenticate({ user: `u${i}`, password: 'pw' }, '192.0.2.1')),
+    );
     expect(results.every((r) => r.ok)).to.equal(true);
     return peak;
   }
@@ -239,7 +249,10 @@ describe('auth/authenticator', () => {
     const accounts = Object.assign(new FakeAccounts(), {
       async getForLogin(name: string, sourceIp: string) {
         calls.push([name, sourceIp]);
-        return { account: { name, passwordHash: hash, donator: true, createdAt: 1 }, throttled: sourceIp === '198.51.100.7' };
+        return {
+          account: { name, passwordHash: hash, donator: true, createdAt: 1 },
+          throttled: sourceIp === '198.51.100.7',
+        };
       },
     });
     const auth = new PasswordAuthenticator(accounts, failures, CFG, { dummyCost: FAST });
@@ -269,7 +282,12 @@ describe('auth/authenticator', () => {
     async function guessing() {
       const failures = new CountingFailures(MAX_FAILURES);
       const accounts = new FakeAccounts(failures);
-      await accounts.create({ name: 'alice', passwordHash: await hashPassword('right', FAST), donator: false, createdAt: 1 });
+      await accounts.create({
+        name: 'alice',
+        passwordHash: await hashPassword('right', FAST),
+        donator: false,
+        createdAt: 1,
+      });
       const checked: string[] = []; // the passwords that reached a password check
       const auth = new PasswordAuthenticator(accounts, failures, CFG, {
         dummyCost: FAST,
@@ -285,7 +303,9 @@ describe('auth/authenticator', () => {
       const { auth, failures, checked } = await guessing();
       const passwords = [...Array.from({ length: 8 }, (_, i) => `guess-${i}`), 'right'];
       // All nine pass the login lookup before any failure is counted; they queue for a hash slot.
-      const results = await Promise.all(passwords.map((password) => auth.authenticate({ user: 'alice', password }, SOURCE)));
+      const results = await Promise.all(
+        passwords.map((password) => auth.authenticate({ user: 'alice', password }, SOURCE)),
+      );
       expect(results[8]).to.deep.equal({ ok: false, reason: 'throttled' });
       expect(checked).to.not.include('right');
       // Checks stop at the cool-down: 3 failures start it, and a 4th guess was already
@@ -300,7 +320,9 @@ describe('auth/authenticator', () => {
 
     it('unknown users too: once the source is in cool-down, queued guesses get no dummy check', async () => {
       const { auth, failures, checked } = await guessing();
-      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => auth.authenticate({ user: `nobody${i}`, password: 'x' }, SOURCE)));
+      const results = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => auth.authenticate({ user: `nobody${i}`, password: 'x' }, SOURCE)),
+      );
       expect(results.filter((r) => !r.ok && r.reason === 'unknown-user')).to.have.length(MAX_FAILURES + 1);
       expect(results.filter((r) => !r.ok && r.reason === 'throttled')).to.have.length(8 - (MAX_FAILURES + 1));
       expect(checked).to.have.length(MAX_FAILURES + 1);
@@ -310,7 +332,9 @@ describe('auth/authenticator', () => {
 
     it('identical wrong logins share one check, and each still counts as a failure', async () => {
       const { auth, failures, checked } = await guessing();
-      const results = await Promise.all(Array.from({ length: 2 }, () => auth.authenticate({ user: 'alice', password: 'wrong' }, SOURCE)));
+      const results = await Promise.all(
+        Array.from({ length: 2 }, () => auth.authenticate({ user: 'alice', password: 'wrong' }, SOURCE)),
+      );
       expect(results).to.deep.equal([
         { ok: false, reason: 'bad-password' },
         { ok: false, reason: 'bad-password' },
@@ -322,11 +346,21 @@ describe('auth/authenticator', () => {
       ]);
     });
 
-    it('identical logins share a check only from the same source: a source in cool-down cannot ride on another\'s check', async () => {
+    it("identical logins share a check only from the same source: a source in cool-down cannot ride on another's check", async () => {
       const failures = new FakeFailures();
       const accounts = new FakeAccounts(failures);
-      await accounts.create({ name: 'alice', passwordHash: await hashPassword('right', FAST), donator: false, createdAt: 1 });
-      await accounts.create({ name: 'bob', passwordHash: await hashPassword('bob-pw', FAST), donator: false, createdAt: 1 });
+      await accounts.create({
+        name: 'alice',
+        passwordHash: await hashPassword('right', FAST),
+        donator: false,
+        createdAt: 1,
+      });
+      await accounts.create({
+        name: 'bob',
+        passwordHash: await hashPassword('bob-pw', FAST),
+        donator: false,
+        createdAt: 1,
+      });
       let open!: () => void;
       const gate = new Promise<void>((r) => (open = r));
       const checked: string[] = [];
@@ -370,7 +404,10 @@ describe('auth/authenticator', () => {
       expect((await auth.authenticate(right, '192.0.2.1')).ok).to.equal(true);
       const stored = accounts.byName.get('alice')!.passwordHash;
       const gets = accounts.gets;
-      expect(auth.recall(right)).to.deep.equal({ account: { name: 'alice', donator: false }, hashDigest: hashDigest(stored) });
+      expect(auth.recall(right)).to.deep.equal({
+        account: { name: 'alice', donator: false },
+        hashDigest: hashDigest(stored),
+      });
       expect(accounts.gets).to.equal(gets); // from memory
       // only these exact credentials
       expect(auth.recall({ user: 'alice', password: 'right ' })).to.equal(undefined);
@@ -386,7 +423,10 @@ describe('auth/authenticator', () => {
 
     it('stays undefined after an unknown user', async () => {
       const { auth } = await setup();
-      expect(await auth.authenticate({ user: 'mallory', password: 'x' }, '192.0.2.1')).to.deep.equal({ ok: false, reason: 'unknown-user' });
+      expect(await auth.authenticate({ user: 'mallory', password: 'x' }, '192.0.2.1')).to.deep.equal({
+        ok: false,
+        reason: 'unknown-user',
+      });
       expect(auth.recall({ user: 'mallory', password: 'x' })).to.equal(undefined);
     });
 
@@ -410,9 +450,12 @@ describe('auth/authenticator', () => {
       expect(auth.recall(right)).to.equal(undefined);
     });
 
-    it('stays undefined when the caller\'s gate refused', async () => {
+    it("stays undefined when the caller's gate refused", async () => {
       const { auth } = await setup();
-      expect(await auth.authenticate(right, '192.0.2.1', Promise.resolve(false))).to.deep.equal({ ok: false, reason: 'refused' });
+      expect(await auth.authenticate(right, '192.0.2.1', Promise.resolve(false))).to.deep.equal({
+        ok: false,
+        reason: 'refused',
+      });
       expect(auth.recall(right)).to.equal(undefined);
     });
 
@@ -424,7 +467,10 @@ describe('auth/authenticator', () => {
       await accounts.setDonator('alice', true);
       // recall alone does no I/O: it still offers the view as verified
       expect(auth.recall(right)!.account.donator).to.equal(false);
-      expect(verdict(await auth.authenticate(right, '192.0.2.1'))).to.deep.equal({ ok: true, account: { name: 'alice', donator: true } });
+      expect(verdict(await auth.authenticate(right, '192.0.2.1'))).to.deep.equal({
+        ok: true,
+        account: { name: 'alice', donator: true },
+      });
       expect(auth.recall(right)).to.deep.equal({ account: { name: 'alice', donator: true }, hashDigest: digest });
       await accounts.setDonator('alice', false);
       expect((await auth.authenticate(right, '192.0.2.1')).ok).to.equal(true);
@@ -432,7 +478,7 @@ describe('auth/authenticator', () => {
       expect(verified).to.have.length(1); // the refreshes came from the cache, no new scrypt
     });
 
-    it('after a password change: the new password recalls the new hash\'s digest', async () => {
+    it("after a password change: the new password recalls the new hash's digest", async () => {
       const { auth, accounts } = await setup();
       await auth.authenticate(right, '192.0.2.1');
       const oldDigest = auth.recall(right)!.hashDigest;
@@ -440,7 +486,10 @@ describe('auth/authenticator', () => {
       await accounts.setPasswordHash('alice', newHash);
       expect((await auth.authenticate(right, '192.0.2.1')).ok).to.equal(false);
       expect((await auth.authenticate({ user: 'alice', password: 'new' }, '192.0.2.1')).ok).to.equal(true);
-      expect(auth.recall({ user: 'alice', password: 'new' })).to.deep.equal({ account: { name: 'alice', donator: false }, hashDigest: hashDigest(newHash) });
+      expect(auth.recall({ user: 'alice', password: 'new' })).to.deep.equal({
+        account: { name: 'alice', donator: false },
+        hashDigest: hashDigest(newHash),
+      });
       // whatever the old credentials still recall, it is not the stored hash's digest any more
       // (the admit guard in Redis compares against the stored hash)
       expect(auth.recall(right)?.hashDigest).to.not.equal(hashDigest(newHash));

@@ -58,7 +58,10 @@ describe('auth/credential-cache', () => {
   });
 
   it('keeps nothing when disabled (size 0 or TTL 0)', () => {
-    for (const opts of [{ ttlMs: 0, maxEntries: 10 }, { ttlMs: 1000, maxEntries: 0 }]) {
+    for (const opts of [
+      { ttlMs: 0, maxEntries: 10 },
+      { ttlMs: 1000, maxEntries: 0 },
+    ]) {
       const cache = new CredentialCache(opts);
       cache.set('alice', 'pw', 'H', alice);
       expect(cache.get('alice', 'pw', 'H')).to.equal(undefined);
@@ -114,7 +117,10 @@ describe('auth/credential-cache', () => {
     });
 
     it('misses when the cache is disabled (TTL 0 or size 0)', () => {
-      for (const opts of [{ ttlMs: 0, maxEntries: 10 }, { ttlMs: 1000, maxEntries: 0 }]) {
+      for (const opts of [
+        { ttlMs: 0, maxEntries: 10 },
+        { ttlMs: 1000, maxEntries: 0 },
+      ]) {
         const cache = new CredentialCache(opts);
         cache.set('alice', 'pw', 'H', alice);
         expect(cache.recall('alice', 'pw')).to.equal(undefined);
@@ -137,7 +143,10 @@ describe('auth/credential-cache', () => {
       cache.set('alice', 'pw', 'H1', alice);
       cache.set('alice', 'pw', 'H2', { name: 'alice', donator: true });
       expect(cache.size).to.equal(1);
-      expect(cache.recall('alice', 'pw')).to.deep.equal({ account: { name: 'alice', donator: true }, hashDigest: hashDigest('H2') });
+      expect(cache.recall('alice', 'pw')).to.deep.equal({
+        account: { name: 'alice', donator: true },
+        hashDigest: hashDigest('H2'),
+      });
     });
   });
 
@@ -163,7 +172,9 @@ describe('auth/credential-cache', () => {
       expect(cache.keyOf('ab', 'c')).to.not.equal(cache.keyOf('a', 'bc'));
       expect(key).to.not.include('secret-password');
       expect(key).to.not.include('alice');
-      expect(new CredentialCache({ ttlMs: 60_000, maxEntries: 10 }).keyOf('alice', 'secret-password')).to.not.equal(key);
+      expect(new CredentialCache({ ttlMs: 60_000, maxEntries: 10 }).keyOf('alice', 'secret-password')).to.not.equal(
+        key,
+      );
     });
   });
 });

@@ -23,7 +23,8 @@ describe('bench: outside the product', function () {
     for (const file of await sourcesUnder(path.join(ROOT, 'src'))) {
       const text = await readFile(file, 'utf8');
       for (const m of text.matchAll(/(?:from\s+|import\s*\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g)) {
-        if (path.resolve(path.dirname(file), m[1]!).startsWith(bench)) offenders.push(`${path.relative(ROOT, file)}: ${m[1]}`);
+        if (path.resolve(path.dirname(file), m[1]!).startsWith(bench))
+          offenders.push(`${path.relative(ROOT, file)}: ${m[1]}`);
       }
     }
     expect(offenders).to.deep.equal([]);
@@ -36,7 +37,9 @@ describe('bench: outside the product', function () {
   });
 
   it('npm pack ships dist/src, config/, docs/, systemd/, README and package.json, nothing of bench/ or test/', async () => {
-    const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT });
+    const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd: ROOT,
+    });
     const files: string[] = (JSON.parse(stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
     expect(files).to.include.members(['package.json', 'README.md', 'dist/src/cli/main.js']);
     expect(files.some((f) => f.startsWith('config/'))).to.equal(true);
@@ -44,8 +47,13 @@ describe('bench: outside the product', function () {
     expect(files).to.include('docs/protocol.md');
     expect(files.some((f) => f.startsWith('systemd/'))).to.equal(true);
     // A dist/src/bench/ left by a build from before the move would be shipped: rebuild from a clean dist/.
-    const unwanted = files.filter((f) => !/^(dist\/src|config|docs|systemd)\//.test(f) && !['package.json', 'README.md', 'LICENSE'].includes(f));
+    const unwanted = files.filter(
+      (f) => !/^(dist\/src|config|docs|systemd)\//.test(f) && !['package.json', 'README.md', 'LICENSE'].includes(f),
+    );
     expect(unwanted, 'outside dist/src, config/, docs/, systemd/').to.deep.equal([]);
-    expect(files.filter((f) => /(^|\/)bench(\/|$)/.test(f)), 'bench files').to.deep.equal([]);
+    expect(
+      files.filter((f) => /(^|\/)bench(\/|$)/.test(f)),
+      'bench files',
+    ).to.deep.equal([]);
   });
 });

@@ -1,5 +1,15 @@
 import { expect } from 'chai';
-import { hashesPerWorker, MAX_AUTO_WORKERS, MAX_WORKERS, WORKER_SEMI_SPACE_MIB, workerCount, workerExecArgv, needsIpv6Only, portOverride, updateQuotaWarnings } from '../../src/cli/commands/serve.js';
+import {
+  hashesPerWorker,
+  MAX_AUTO_WORKERS,
+  MAX_WORKERS,
+  WORKER_SEMI_SPACE_MIB,
+  workerCount,
+  workerExecArgv,
+  needsIpv6Only,
+  portOverride,
+  updateQuotaWarnings,
+} from '../../src/cli/commands/serve.js';
 import { UsageError } from '../../src/cli/context.js';
 
 describe('serve --workers', () => {
@@ -89,12 +99,24 @@ describe('serve --port', () => {
 describe('serve: UPDATEs in flight against BIND update-quota', () => {
   const zone = (name: string, primary: string, maxInFlight?: number) => {
     const [host, port] = primary.split(':') as [string, string];
-    return { name, primary: { host, port: Number(port) }, key: { name: 'k', algorithm: 'hmac-sha256' as const, secret: Buffer.alloc(32) }, ...(maxInFlight ? { maxInFlight } : {}) };
+    return {
+      name,
+      primary: { host, port: Number(port) },
+      key: { name: 'k', algorithm: 'hmac-sha256' as const, secret: Buffer.alloc(32) },
+      ...(maxInFlight ? { maxInFlight } : {}),
+    };
   };
   const dns = { ttl: 60, timeoutMs: 3000, maxInFlight: 4, fudge: 300, clockOffsetSeconds: 0 };
 
   it('sums every zone of one primary over the workers; warns past 100 only, naming the primary and its zones', () => {
-    const config = { dns, zones: [zone('a.example', '192.0.2.53:53'), zone('b.example', '192.0.2.53:53', 10), zone('c.example', '192.0.2.54:53', 1)] };
+    const config = {
+      dns,
+      zones: [
+        zone('a.example', '192.0.2.53:53'),
+        zone('b.example', '192.0.2.53:53', 10),
+        zone('c.example', '192.0.2.54:53', 1),
+      ],
+    };
     expect(updateQuotaWarnings(config, 7)).to.deep.equal([]); // (4 + 10) × 7 = 98
     expect(updateQuotaWarnings(config, 8)).to.deep.equal([
       'up to 112 UPDATE messages at once to 192.0.2.53:53 (a.example, b.example: maxInFlight × 8 worker(s)): if it is BIND, raise its update-quota (default 100) above that, or lower maxInFlight',

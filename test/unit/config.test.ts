@@ -6,7 +6,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../../src/core/errors.js';
 import { configError as configErrorOf } from '../support/config-errors.js';
-import { configWarnings, DEFAULT_BLOCKED_AGENTS, loadConfig, parseConfig, type ParseOptions } from '../../src/config/load.js';
+import {
+  configWarnings,
+  DEFAULT_BLOCKED_AGENTS,
+  loadConfig,
+  parseConfig,
+  type ParseOptions,
+} from '../../src/config/load.js';
 import { redactUrl } from '../../src/cli/commands/check.js';
 import { contextOf } from '../../src/cli/context.js';
 import { connectionOf } from '../../src/store/redis.js';
@@ -57,9 +63,17 @@ describe('config: parseConfig', () => {
       },
       redis: { url: 'redis://127.0.0.1:6379/0', keyPrefix: 'ddns:', commandTimeoutMs: 2000 },
       dns: { ttl: 60, timeoutMs: 3000, maxInFlight: 4, fudge: 300, clockOffsetSeconds: 0 },
-      frequency: { minIntervalMs: 60_000, donatorMinIntervalMs: 15_000, maxFrequent: 3, echoMinIntervalMs: 60_000, echoCooldownMs: 3_600_000 },
+      frequency: {
+        minIntervalMs: 60_000,
+        donatorMinIntervalMs: 15_000,
+        maxFrequent: 3,
+        echoMinIntervalMs: 60_000,
+        echoCooldownMs: 3_600_000,
+      },
       mx: { resolvers: ['127.0.0.1:53'], timeoutMs: 1000 },
-      agents: { blocked: ['Company - Device - Version Number', 'Company - Device - Version', 'Company Device Version'] },
+      agents: {
+        blocked: ['Company - Device - Version Number', 'Company - Device - Version', 'Company Device Version'],
+      },
       junk: { threshold: 20, windowMs: 300_000, blockMs: 3_600_000 },
       credentials: { maxFailures: 10, windowMs: 600_000, cooldownMs: 900_000, cacheTtlMs: 3_600_000, cacheSize: 10000 },
       log: { level: 'info' },
@@ -78,7 +92,10 @@ describe('config: parseConfig', () => {
     expect(c.zones[0]!.maxInFlight).to.equal(1);
     expect(c.zones[1]).to.not.have.property('maxInFlight');
     for (const bad of [0, 1.5, 1001, '2']) {
-      expect(() => parseConfig({ zones: [zone({ maxInFlight: bad })] }, opts()), String(bad)).to.throw(ConfigError, /zones\[0\]\.maxInFlight/);
+      expect(() => parseConfig({ zones: [zone({ maxInFlight: bad })] }, opts()), String(bad)).to.throw(
+        ConfigError,
+        /zones\[0\]\.maxInFlight/,
+      );
     }
   });
 
@@ -86,35 +103,73 @@ describe('config: parseConfig', () => {
     const c = parseConfig({ redis: { url: 'unix:///run/redis/redis.sock?db=2' }, zones: [zone()] }, opts());
     expect(c.redis.url).to.equal('unix:///run/redis/redis.sock?db=2');
     expect(connectionOf(c.redis.url)).to.deep.equal({ path: '/run/redis/redis.sock', db: 2 });
-    expect(connectionOf('unix:///tmp/my%20dir/r.sock?password=p%40ss')).to.deep.equal({ path: '/tmp/my dir/r.sock', db: 0, password: 'p@ss' });
+    expect(connectionOf('unix:///tmp/my%20dir/r.sock?password=p%40ss')).to.deep.equal({
+      path: '/tmp/my dir/r.sock',
+      db: 0,
+      password: 'p@ss',
+    });
     expect(connectionOf('redis://127.0.0.1:6379/0')).to.equal('redis://127.0.0.1:6379/0');
   });
 
   it('redis.url: a path that is not a database number is refused (it would leave the client in database 0)', () => {
-    for (const url of ['redis://127.0.0.1:6379/abc', 'redis://127.0.0.1:6379/0/x', 'redis://:hunter2@127.0.0.1:6379/db1']) {
+    for (const url of [
+      'redis://127.0.0.1:6379/abc',
+      'redis://127.0.0.1:6379/0/x',
+      'redis://:hunter2@127.0.0.1:6379/db1',
+    ]) {
       const err = configError({ redis: { url }, zones: [zone()] });
       expect(err.key, url).to.equal('redis.url');
-      expect(err.message).to.match(/database number/).and.not.include('hunter2');
+      expect(err.message)
+        .to.match(/database number/)
+        .and.not.include('hunter2');
     }
-    for (const url of ['redis://127.0.0.1:6379', 'redis://127.0.0.1:6379/', 'redis://127.0.0.1:6379/15', 'rediss://r.example:6380/3']) {
+    for (const url of [
+      'redis://127.0.0.1:6379',
+      'redis://127.0.0.1:6379/',
+      'redis://127.0.0.1:6379/15',
+      'rediss://r.example:6380/3',
+    ]) {
       expect(parseConfig({ redis: { url }, zones: [zone()] }, opts()).redis.url, url).to.equal(url);
     }
   });
 
   it('redis.passwordFile / passwordEnv: the Redis password from a file or the environment, never repeated in errors', () => {
     const pw = 'S3cret pass:word';
-    const fromFile = parseConfig({ redis: { passwordFile: 'redis.pw' }, zones: [zone()] }, opts({ '/etc/ddns-bridge/redis.pw': `${pw}\n` }));
+    const fromFile = parseConfig(
+      { redis: { passwordFile: 'redis.pw' }, zones: [zone()] },
+      opts({ '/etc/ddns-bridge/redis.pw': `${pw}\n` }),
+    );
     expect(fromFile.redis.password).to.equal(pw);
     const fromEnv = parseConfig({ redis: { passwordEnv: 'REDIS_PW' }, zones: [zone()] }, opts({}, { REDIS_PW: pw }));
     expect(fromEnv.redis.password).to.equal(pw);
     expect(parseConfig({ zones: [zone()] }, opts()).redis).to.not.have.property('password');
     const checks: [unknown, ParseOptions, string, RegExp][] = [
-      [{ redis: { passwordFile: 'nope.pw' } }, opts(), 'redis.passwordFile', /: cannot read the file named here \(ENOENT\)$/],
-      [{ redis: { passwordEnv: 'REDIS_PW' } }, opts(), 'redis.passwordEnv', /: the environment variable named here is not set$/],
+      [
+        { redis: { passwordFile: 'nope.pw' } },
+        opts(),
+        'redis.passwordFile',
+        /: cannot read the file named here \(ENOENT\)$/,
+      ],
+      [
+        { redis: { passwordEnv: 'REDIS_PW' } },
+        opts(),
+        'redis.passwordEnv',
+        /: the environment variable named here is not set$/,
+      ],
       [{ redis: { passwordEnv: pw } }, opts(), 'redis.passwordEnv', /name of an environment variable/],
-      [{ redis: { passwordFile: 'two.pw' } }, opts({ '/etc/ddns-bridge/two.pw': `${pw}\nmore\n` }), 'redis.passwordFile', /one line/],
+      [
+        { redis: { passwordFile: 'two.pw' } },
+        opts({ '/etc/ddns-bridge/two.pw': `${pw}\nmore\n` }),
+        'redis.passwordFile',
+        /one line/,
+      ],
       [{ redis: { passwordFile: 'a', passwordEnv: 'B' } }, opts(), 'redis', /at most one/],
-      [{ redis: { url: `redis://:${encodeURIComponent(pw)}@127.0.0.1:6379/0`, passwordEnv: 'REDIS_PW' } }, opts({}, { REDIS_PW: pw }), 'redis.url', /password as well/],
+      [
+        { redis: { url: `redis://:${encodeURIComponent(pw)}@127.0.0.1:6379/0`, passwordEnv: 'REDIS_PW' } },
+        opts({}, { REDIS_PW: pw }),
+        'redis.url',
+        /password as well/,
+      ],
     ];
     for (const [json, o, key, message] of checks) {
       const err = configError({ ...(json as object), zones: [zone()] }, o);
@@ -143,16 +198,29 @@ describe('config: parseConfig', () => {
     const write = process.stderr.write;
     process.stderr.write = ((line: string) => lines.push(line) > 0) as typeof process.stderr.write;
     try {
-      const fromFile = contextOf(parseConfig({ redis: { passwordFile: 'redis.pw' }, zones: [zone()] }, opts({ '/etc/ddns-bridge/redis.pw': `${pw}\n` })));
+      const fromFile = contextOf(
+        parseConfig(
+          { redis: { passwordFile: 'redis.pw' }, zones: [zone()] },
+          opts({ '/etc/ddns-bridge/redis.pw': `${pw}\n` }),
+        ),
+      );
       fromFile.logger.error('oops', { error: `AUTH ${pw} failed` });
-      const fromUrl = contextOf(parseConfig({ redis: { url: `redis://:${encodeURIComponent(urlPw)}@127.0.0.1:6379/0` }, zones: [zone()] }, opts()));
+      const fromUrl = contextOf(
+        parseConfig(
+          { redis: { url: `redis://:${encodeURIComponent(urlPw)}@127.0.0.1:6379/0` }, zones: [zone()] },
+          opts(),
+        ),
+      );
       fromUrl.logger.error('oops', { error: `AUTH ${urlPw} failed` });
     } finally {
       process.stderr.write = write;
     }
     expect(lines).to.have.length(2);
     for (const line of lines) expect(line).to.include('AUTH [redacted] failed');
-    expect(lines.join('')).to.not.include(pw).and.not.include(urlPw).and.not.include(JSON.stringify(urlPw).slice(1, -1));
+    expect(lines.join(''))
+      .to.not.include(pw)
+      .and.not.include(urlPw)
+      .and.not.include(JSON.stringify(urlPw).slice(1, -1));
   });
 
   it('takes fractional seconds, listen objects, normalises zone names, default primary port', () => {
@@ -164,7 +232,10 @@ describe('config: parseConfig', () => {
         redis: { commandTimeout: 0.25 },
         http: { realm: 'DDNS: example v2.0' },
         mx: { resolvers: ['192.0.2.53', '[2001:db8::53]:5353', '::1'] },
-        zones: [zone({ name: 'Dyn.Example.ORG.', primary: '[::1]:5353' }), zone({ name: 'b.example', primary: 'ns1.example.net' })],
+        zones: [
+          zone({ name: 'Dyn.Example.ORG.', primary: '[::1]:5353' }),
+          zone({ name: 'b.example', primary: 'ns1.example.net' }),
+        ],
       },
       opts(),
     );
@@ -203,44 +274,113 @@ describe('config: parseConfig', () => {
     const cases: [string, unknown, string, RegExp?][] = [
       ['zones missing', {}, 'zones', /missing/],
       ['zones empty', { zones: [] }, 'zones', /at least one/],
-      ['bad primary', { zones: [zone(), zone({ name: 'b.example', primary: 'ns:port' })] }, 'zones[1].primary', /expected host:port/],
+      [
+        'bad primary',
+        { zones: [zone(), zone({ name: 'b.example', primary: 'ns:port' })] },
+        'zones[1].primary',
+        /expected host:port/,
+      ],
       ['primary port too big', { zones: [zone({ primary: '127.0.0.1:70000' })] }, 'zones[0].primary'],
-      ['duplicate zone', { zones: [zone(), zone({ name: 'DYN.example.org.' })] }, 'zones[1].name', /already configured as zones\[0\]/],
+      [
+        'duplicate zone',
+        { zones: [zone(), zone({ name: 'DYN.example.org.' })] },
+        'zones[1].name',
+        /already configured as zones\[0\]/,
+      ],
       ['bad zone name', { zones: [zone({ name: 'bad name' })] }, 'zones[0].name'],
-      ['bad algorithm', { zones: [zone({ key: { name: 'k', algorithm: 'hmac-md5', secret: SECRET } })] }, 'zones[0].key.algorithm'],
-      ['two secret sources', { zones: [zone({ key: { name: 'k', secret: SECRET, secretEnv: 'X' } })] }, 'zones[0].key', /exactly one/],
+      [
+        'bad algorithm',
+        { zones: [zone({ key: { name: 'k', algorithm: 'hmac-md5', secret: SECRET } })] },
+        'zones[0].key.algorithm',
+      ],
+      [
+        'two secret sources',
+        { zones: [zone({ key: { name: 'k', secret: SECRET, secretEnv: 'X' } })] },
+        'zones[0].key',
+        /exactly one/,
+      ],
       ['no secret source', { zones: [zone({ key: { name: 'k' } })] }, 'zones[0].key', /exactly one/],
       ['key name missing', { zones: [zone({ key: { secret: SECRET } })] }, 'zones[0].key.name', /missing/],
       // Labels of 63 each, 319 in all: no DNS name, so no TSIG record could carry it.
-      ['key name too long for DNS', { zones: [zone({ key: { name: Array(5).fill('k'.repeat(63)).join('.'), secret: SECRET } })] }, 'zones[0].key.name', /key name/],
+      [
+        'key name too long for DNS',
+        { zones: [zone({ key: { name: Array(5).fill('k'.repeat(63)).join('.'), secret: SECRET } })] },
+        'zones[0].key.name',
+        /key name/,
+      ],
       ['bad listen string', { listen: ['127.0.0.1:8245', '127.0.0.1'], zones: [zone()] }, 'listen[1]', /host:port/],
       ['bad listen object', { listen: [{ host: '127.0.0.1', port: 'x' }], zones: [zone()] }, 'listen[0].port'],
       ['empty listen', { listen: [], zones: [zone()] }, 'listen'],
       ['bad proxy', { trustedProxies: ['10.0.0.0/33'], zones: [zone()] }, 'trustedProxies[0]', /CIDR/],
-      ['wrong type', { http: { maxBodyBytes: '4096' }, zones: [zone()] }, 'http.maxBodyBytes', /a number, got a string/],
+      [
+        'wrong type',
+        { http: { maxBodyBytes: '4096' }, zones: [zone()] },
+        'http.maxBodyBytes',
+        /a number, got a string/,
+      ],
       ['not an integer', { http: { maxConnections: 1.5 }, zones: [zone()] }, 'http.maxConnections', /integer/],
       ['negative duration', { dns: { timeout: -1 }, zones: [zone()] }, 'dns.timeout', /at least 0/],
       ['zero timeout', { dns: { timeout: 0 }, zones: [zone()] }, 'dns.timeout', /more than 0/],
-      ['zero credentials cooldown', { credentials: { cooldown: 0 }, zones: [zone()] }, 'credentials.cooldown', /must be more than 0 seconds, got 0$/],
-      ['credentials cooldown under 1 ms', { credentials: { cooldown: 0.0001 }, zones: [zone()] }, 'credentials.cooldown', /at least 0\.001 seconds/],
+      [
+        'zero credentials cooldown',
+        { credentials: { cooldown: 0 }, zones: [zone()] },
+        'credentials.cooldown',
+        /must be more than 0 seconds, got 0$/,
+      ],
+      [
+        'credentials cooldown under 1 ms',
+        { credentials: { cooldown: 0.0001 }, zones: [zone()] },
+        'credentials.cooldown',
+        /at least 0\.001 seconds/,
+      ],
       ['section not an object', { frequency: [], zones: [zone()] }, 'frequency', /an object/],
       ['bad redis url', { redis: { url: 'http://x' }, zones: [zone()] }, 'redis.url'],
       ['unix socket url without a path', { redis: { url: 'unix://' }, zones: [zone()] }, 'redis.url'],
       ['unix socket url with a host', { redis: { url: 'unix://host/run/redis.sock' }, zones: [zone()] }, 'redis.url'],
-      ['unix socket url with the db in the path', { redis: { url: 'unix:///run/redis.sock/0' }, zones: [zone()] }, 'redis.url', /\?db=0/],
-      ['unix socket url with a bad db', { redis: { url: 'unix:///run/redis.sock?db=x' }, zones: [zone()] }, 'redis.url', /db=N/],
+      [
+        'unix socket url with the db in the path',
+        { redis: { url: 'unix:///run/redis.sock/0' }, zones: [zone()] },
+        'redis.url',
+        /\?db=0/,
+      ],
+      [
+        'unix socket url with a bad db',
+        { redis: { url: 'unix:///run/redis.sock?db=x' }, zones: [zone()] },
+        'redis.url',
+        /db=N/,
+      ],
       ['bad log level', { log: { level: 'verbose' }, zones: [zone()] }, 'log.level'],
       ['bad basePath', { basePath: 'ddns', zones: [zone()] }, 'basePath'],
       ['bad resolver', { mx: { resolvers: ['not a host'] }, zones: [zone()] }, 'mx.resolvers[0]'],
-      ['resolver by name', { mx: { resolvers: ['127.0.0.1', 'ns1.example.net:53'] }, zones: [zone()] }, 'mx.resolvers[1]', /IP address/],
+      [
+        'resolver by name',
+        { mx: { resolvers: ['127.0.0.1', 'ns1.example.net:53'] }, zones: [zone()] },
+        'mx.resolvers[1]',
+        /IP address/,
+      ],
       ['empty agent', { agents: { blocked: ['ok', ''] }, zones: [zone()] }, 'agents.blocked[1]'],
       ['realm with a quote', { http: { realm: 'a"b' }, zones: [zone()] }, 'http.realm'],
-      ['realm with an IPv4 address', { http: { realm: 'ddns 192.0.2.1' }, zones: [zone()] }, 'http.realm', /IP address/],
-      ['realm with an IPv6 address', { http: { realm: 'ddns at 2001:db8::1' }, zones: [zone()] }, 'http.realm', /IP address/],
+      [
+        'realm with an IPv4 address',
+        { http: { realm: 'ddns 192.0.2.1' }, zones: [zone()] },
+        'http.realm',
+        /IP address/,
+      ],
+      [
+        'realm with an IPv6 address',
+        { http: { realm: 'ddns at 2001:db8::1' }, zones: [zone()] },
+        'http.realm',
+        /IP address/,
+      ],
       ['unknown top-level key', { zones: [zone()], lisen: [] }, 'lisen', /unknown setting/],
       ['unknown nested key', { http: { realmm: 'x' }, zones: [zone()] }, 'http.realmm', /unknown setting/],
       ['unknown zone key', { zones: [zone({ ttl: 60 })] }, 'zones[0].ttl', /unknown setting/],
-      ['unknown key setting', { zones: [zone({ key: { name: 'k', secret: SECRET, secrt: 'x' } })] }, 'zones[0].key.secrt', /unknown setting/],
+      [
+        'unknown key setting',
+        { zones: [zone({ key: { name: 'k', secret: SECRET, secrt: 'x' } })] },
+        'zones[0].key.secrt',
+        /unknown setting/,
+      ],
       ['top level not an object', [1, 2], '(top level)'],
     ];
     for (const [title, json, key, message] of cases) {
@@ -259,7 +399,10 @@ describe('config: parseConfig', () => {
     const secretOf = (json: unknown, o: ParseOptions) => parseConfig(json, o).zones[0]!.key.secret;
 
     it('reads a bare base64 file, relative to the config directory', () => {
-      const s = secretOf(withKey({ secretFile: 'ddns-key.secret' }), opts({ '/etc/ddns-bridge/ddns-key.secret': `${SECRET}\n` }));
+      const s = secretOf(
+        withKey({ secretFile: 'ddns-key.secret' }),
+        opts({ '/etc/ddns-bridge/ddns-key.secret': `${SECRET}\n` }),
+      );
       expect(s.equals(SECRET_BYTES)).to.equal(true);
     });
 
@@ -277,8 +420,13 @@ describe('config: parseConfig', () => {
 
     it('expands ${VAR:-default} in secretFile (systemd credentials)', () => {
       const json = withKey({ secretFile: '${CREDENTIALS_DIRECTORY:-/etc/ddns-bridge}/ddns-key.secret' });
-      const files = { '/run/credentials/x/ddns-key.secret': SECRET, '/etc/ddns-bridge/ddns-key.secret': randomBytes(32).toString('base64') };
-      expect(secretOf(json, opts(files, { CREDENTIALS_DIRECTORY: '/run/credentials/x' })).equals(SECRET_BYTES)).to.equal(true);
+      const files = {
+        '/run/credentials/x/ddns-key.secret': SECRET,
+        '/etc/ddns-bridge/ddns-key.secret': randomBytes(32).toString('base64'),
+      };
+      expect(
+        secretOf(json, opts(files, { CREDENTIALS_DIRECTORY: '/run/credentials/x' })).equals(SECRET_BYTES),
+      ).to.equal(true);
       expect(secretOf(json, opts(files, {})).equals(SECRET_BYTES)).to.equal(false);
       const err = configError(withKey({ secretFile: '${NOPE}/k' }));
       expect(err.key).to.equal('zones[0].key.secretFile');
@@ -286,20 +434,42 @@ describe('config: parseConfig', () => {
     });
 
     it('reads secretEnv and inline secret', () => {
-      expect(secretOf(withKey({ secretEnv: 'DDNS_KEY' }), opts({}, { DDNS_KEY: SECRET })).equals(SECRET_BYTES)).to.equal(true);
+      expect(
+        secretOf(withKey({ secretEnv: 'DDNS_KEY' }), opts({}, { DDNS_KEY: SECRET })).equals(SECRET_BYTES),
+      ).to.equal(true);
       expect(secretOf(withKey({ secret: SECRET }), opts()).equals(SECRET_BYTES)).to.equal(true);
     });
 
     it('names the file or variable on failure, never the secret', () => {
       const short = Buffer.from('only-12-bytes').toString('base64');
       const checks: [unknown, ParseOptions, string, RegExp][] = [
-        [withKey({ secretFile: 'missing.secret' }), opts(), 'zones[0].key.secretFile', /\/etc\/ddns-bridge\/missing\.secret.*ENOENT/],
+        [
+          withKey({ secretFile: 'missing.secret' }),
+          opts(),
+          'zones[0].key.secretFile',
+          /\/etc\/ddns-bridge\/missing\.secret.*ENOENT/,
+        ],
         [withKey({ secretFile: '/k' }), opts({ '/k': short }), 'zones[0].key.secretFile', /\/k.*at least 16 bytes/],
         [withKey({ secretFile: '/k' }), opts({ '/k': 'two words\n' }), 'zones[0].key.secretFile', /\/k holds neither/],
-        [withKey({ secretFile: '/k' }), opts({ '/k': `key "other" { algorithm hmac-sha256; secret "${SECRET}"; };` }), 'zones[0].key.secretFile', /"other"/],
-        [withKey({ secretFile: '/k' }), opts({ '/k': `key "ddns-key" { algorithm hmac-sha512; secret "${SECRET}"; };` }), 'zones[0].key.secretFile', /hmac-sha512/],
+        [
+          withKey({ secretFile: '/k' }),
+          opts({ '/k': `key "other" { algorithm hmac-sha256; secret "${SECRET}"; };` }),
+          'zones[0].key.secretFile',
+          /"other"/,
+        ],
+        [
+          withKey({ secretFile: '/k' }),
+          opts({ '/k': `key "ddns-key" { algorithm hmac-sha512; secret "${SECRET}"; };` }),
+          'zones[0].key.secretFile',
+          /hmac-sha512/,
+        ],
         [withKey({ secretEnv: 'DDNS_KEY' }), opts(), 'zones[0].key.secretEnv', /DDNS_KEY is not set/],
-        [withKey({ secretEnv: 'DDNS_KEY' }), opts({}, { DDNS_KEY: short }), 'zones[0].key.secretEnv', /DDNS_KEY.*base64/],
+        [
+          withKey({ secretEnv: 'DDNS_KEY' }),
+          opts({}, { DDNS_KEY: short }),
+          'zones[0].key.secretEnv',
+          /DDNS_KEY.*base64/,
+        ],
         [withKey({ secret: short }), opts(), 'zones[0].key.secret', /inline secret.*base64/],
         [withKey({ secret: `${SECRET}!` }), opts(), 'zones[0].key.secret', /base64/],
       ];
@@ -325,16 +495,22 @@ describe('config: parseConfig', () => {
       // base64 without + / = is also a valid variable name: still not repeated when unset
       const nameLike = Buffer.from('BogusTsigSecretForTheTests1234567890XYZ').toString('base64');
       const unset = configError(withKey({ secretEnv: nameLike }), opts({}, {}));
-      expect(unset.message).to.match(/the environment variable named here \(the name looks like a base64 secret\) is not set/);
+      expect(unset.message).to.match(
+        /the environment variable named here \(the name looks like a base64 secret\) is not set/,
+      );
       leaksNothingOf(unset.message, nameLike);
       // a real name is still named
-      expect(configError(withKey({ secretEnv: 'DDNS_KEY' })).message).to.match(/environment variable DDNS_KEY is not set/);
+      expect(configError(withKey({ secretEnv: 'DDNS_KEY' })).message).to.match(
+        /environment variable DDNS_KEY is not set/,
+      );
     });
 
     it('a secret pasted into secretFile is not repeated: it looks like a secret, not a path', () => {
       const err = configError(withKey({ secretFile: SECRET }), opts());
       expect(err.key).to.equal('zones[0].key.secretFile');
-      expect(err.message).to.match(/cannot read the file named here \(ENOENT\); the value looks like a base64 secret, not a path/);
+      expect(err.message).to.match(
+        /cannot read the file named here \(ENOENT\); the value looks like a base64 secret, not a path/,
+      );
       leaksNothingOf(err.message, SECRET);
       // even when a file of that name exists but holds no secret
       const named = path.resolve('/etc/ddns-bridge', SECRET);
@@ -363,7 +539,11 @@ describe('config: loadConfig and configWarnings (real files)', () => {
 
   it('loads a file, resolving secretFile against its directory', async () => {
     await write('k.secret', SECRET, 0o600);
-    const file = await write('config.json', JSON.stringify({ zones: [zone({ key: { name: 'ddns-key', secretFile: 'k.secret' } })] }), 0o640);
+    const file = await write(
+      'config.json',
+      JSON.stringify({ zones: [zone({ key: { name: 'ddns-key', secretFile: 'k.secret' } })] }),
+      0o640,
+    );
     const c = await loadConfig(file);
     expect(c.zones[0]!.key.secret.equals(SECRET_BYTES)).to.equal(true);
     expect(await configWarnings(file, {})).to.deep.equal([]);
@@ -398,7 +578,9 @@ describe('config: loadConfig and configWarnings (real files)', () => {
     const file = await write('config.json', JSON.stringify(json), 0o644);
     const warnings = await configWarnings(file, {});
     expect(warnings).to.have.length(3);
-    expect(warnings[0]).to.match(/^zones\[0\]\.key\.secretFile: .*k\.secret is readable by its group and everyone \(mode 0644\)/);
+    expect(warnings[0]).to.match(
+      /^zones\[0\]\.key\.secretFile: .*k\.secret is readable by its group and everyone \(mode 0644\)/,
+    );
     expect(warnings[1]).to.match(/^zones\[1\]\.key\.secret: .*inline/);
     expect(warnings[2]).to.match(/holds a secret and is readable .*0644/);
     for (const w of warnings) expect(w).to.not.include(SECRET);
@@ -413,7 +595,10 @@ describe('config: loadConfig and configWarnings (real files)', () => {
   it('warns about a group-readable redis.passwordFile, never repeating the password', async () => {
     await write('k.secret', SECRET, 0o600);
     await write('redis.pw', 'hunter2hunter2\n', 0o640);
-    const json = { redis: { passwordFile: 'redis.pw' }, zones: [zone({ key: { name: 'ddns-key', secretFile: 'k.secret' } })] };
+    const json = {
+      redis: { passwordFile: 'redis.pw' },
+      zones: [zone({ key: { name: 'ddns-key', secretFile: 'k.secret' } })],
+    };
     const file = await write('config.json', JSON.stringify(json), 0o644);
     const warnings = await configWarnings(file, {});
     expect(warnings).to.have.length(1);
@@ -426,7 +611,10 @@ describe('config: loadConfig and configWarnings (real files)', () => {
 
   it('warns when redis.url carries a password and the config is readable by others', async () => {
     await write('k.secret', SECRET, 0o600);
-    const json = { redis: { url: 'redis://:hunter2hunter2@127.0.0.1:6379/0' }, zones: [zone({ key: { name: 'ddns-key', secretFile: 'k.secret' } })] };
+    const json = {
+      redis: { url: 'redis://:hunter2hunter2@127.0.0.1:6379/0' },
+      zones: [zone({ key: { name: 'ddns-key', secretFile: 'k.secret' } })],
+    };
     const file = await write('config.json', JSON.stringify(json), 0o604);
     const warnings = await configWarnings(file, {});
     expect(warnings).to.have.length(1);
@@ -436,19 +624,27 @@ describe('config: loadConfig and configWarnings (real files)', () => {
 
   it('a Unix socket URL with ?password= is a secret too', async () => {
     await write('k.secret', SECRET, 0o600);
-    const json = { redis: { url: 'unix:///run/redis/redis.sock?db=0&password=hunter2hunter2' }, zones: [zone({ key: { name: 'ddns-key', secretFile: 'k.secret' } })] };
+    const json = {
+      redis: { url: 'unix:///run/redis/redis.sock?db=0&password=hunter2hunter2' },
+      zones: [zone({ key: { name: 'ddns-key', secretFile: 'k.secret' } })],
+    };
     const file = await write('config.json', JSON.stringify(json), 0o604);
     const warnings = await configWarnings(file, {});
     expect(warnings).to.have.length(1);
     expect(warnings[0]).to.match(/readable by everyone \(mode 0604\)/);
     expect(warnings[0]).to.not.include('hunter2');
-    expect(redactUrl('unix:///run/redis/redis.sock?db=0&password=hunter2hunter2')).to.equal('unix:///run/redis/redis.sock?db=0&password=***');
+    expect(redactUrl('unix:///run/redis/redis.sock?db=0&password=hunter2hunter2')).to.equal(
+      'unix:///run/redis/redis.sock?db=0&password=***',
+    );
     expect(redactUrl('redis://:hunter2hunter2@127.0.0.1:6379/0')).to.not.include('hunter2');
   });
 
   it('the shipped example config is valid (with the secret from $CREDENTIALS_DIRECTORY)', async () => {
     await write('ddns-key.secret', `key "ddns-key" {\n\talgorithm hmac-sha256;\n\tsecret "${SECRET}";\n};\n`, 0o600);
-    const example = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../config/ddns-bridge.example.json');
+    const example = path.resolve(
+      path.dirname(fileURLToPath(import.meta.url)),
+      '../../../config/ddns-bridge.example.json',
+    );
     const c = await loadConfig(example, { CREDENTIALS_DIRECTORY: dir });
     expect(c.zones[0]!.name).to.equal('dyn.example.org');
     expect(c.zones[0]!.key.secret.equals(SECRET_BYTES)).to.equal(true);

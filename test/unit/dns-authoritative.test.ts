@@ -43,7 +43,9 @@ describe('dns/authoritative: askPrimary and answers a primary gives only in odd 
   };
 
   it('the scripted peer itself: an authoritative A is an address (so the cases below differ only in what they script)', async () => {
-    const r = await ask((q) => response(q, AA, q.questions![0]!.type === 'A' ? [{ type: 'A', name: NAME, ttl: 60, data: '192.0.2.9' }] : []));
+    const r = await ask((q) =>
+      response(q, AA, q.questions![0]!.type === 'A' ? [{ type: 'A', name: NAME, ttl: 60, data: '192.0.2.9' }] : []),
+    );
     expect(r.view).to.equal('address');
     expect(r.queries.sort()).to.deep.equal(['A', 'AAAA']);
   });
@@ -51,11 +53,15 @@ describe('dns/authoritative: askPrimary and answers a primary gives only in odd 
   it('a truncated answer (TC, nothing in it): unanswered — the resolvers decide, never "none"', async () => {
     expect((await ask((q) => response(q, AA | TC))).view).to.equal('unanswered');
     // truncated for AAAA only, an authoritative empty answer for A: still not "none"
-    expect((await ask((q) => response(q, q.questions![0]!.type === 'AAAA' ? AA | TC : AA))).view).to.equal('unanswered');
+    expect((await ask((q) => response(q, q.questions![0]!.type === 'AAAA' ? AA | TC : AA))).view).to.equal(
+      'unanswered',
+    );
   });
 
   it('one of the two answers lost: unanswered once the time is up (an empty A alone says nothing of AAAA)', async () => {
-    expect((await ask((q) => (q.questions![0]!.type === 'A' ? response(q, AA) : undefined))).view).to.equal('unanswered');
+    expect((await ask((q) => (q.questions![0]!.type === 'A' ? response(q, AA) : undefined))).view).to.equal(
+      'unanswered',
+    );
   });
 
   it('both answered authoritatively empty: none; silence: unreachable', async () => {

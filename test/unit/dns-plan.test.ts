@@ -28,8 +28,15 @@ function ops(updates: readonly UpdateOperation[]): string[] {
 
 describe('dns plan (docs/protocol.md, "What goes into DNS")', () => {
   it('always starts with the "host CNAME does not exist" prerequisite; without wildcard adds nothing else', () => {
-    for (const target of [{}, { offline: true }, { offline: true, wildcard: true }, { ipv4: '192.0.2.1', mx: 'mx.example.net', backmx: true }]) {
-      expect(planChange(change(target), 60).prerequisites).to.deep.equal([{ kind: 'rrset-absent', name: HOST, type: 'CNAME' }]);
+    for (const target of [
+      {},
+      { offline: true },
+      { offline: true, wildcard: true },
+      { ipv4: '192.0.2.1', mx: 'mx.example.net', backmx: true },
+    ]) {
+      expect(planChange(change(target), 60).prerequisites).to.deep.equal([
+        { kind: 'rrset-absent', name: HOST, type: 'CNAME' },
+      ]);
     }
   });
 
@@ -57,16 +64,15 @@ describe('dns plan (docs/protocol.md, "What goes into DNS")', () => {
       `-${HOST} MX`,
     ]);
     // A family with an address in the target is always replaced; offline deletes everything.
-    expect(ops(planChange({ ...change({ ipv4: '192.0.2.1', ipv6: '2001:db8::1' }), leave: { ipv4: true, ipv6: true } }, 60).updates)).to.include.members([
-      `-${HOST} A`,
-      `-${HOST} AAAA`,
-    ]);
-    expect(ops(planChange({ ...change({ offline: true }), leave: { ipv4: true, ipv6: true } }, 60).updates)).to.deep.equal([
-      `-${HOST} A`,
-      `-${HOST} AAAA`,
-      `-${WILD} A`,
-      `-${WILD} AAAA`,
-    ]);
+    expect(
+      ops(
+        planChange({ ...change({ ipv4: '192.0.2.1', ipv6: '2001:db8::1' }), leave: { ipv4: true, ipv6: true } }, 60)
+          .updates,
+      ),
+    ).to.include.members([`-${HOST} A`, `-${HOST} AAAA`]);
+    expect(
+      ops(planChange({ ...change({ offline: true }), leave: { ipv4: true, ipv6: true } }, 60).updates),
+    ).to.deep.equal([`-${HOST} A`, `-${HOST} AAAA`, `-${WILD} A`, `-${WILD} AAAA`]);
   });
 
   it('IPv4 only: replaces A, deletes AAAA, wildcard and MX', () => {
@@ -94,7 +100,9 @@ describe('dns plan (docs/protocol.md, "What goes into DNS")', () => {
   });
 
   it('dual stack with wildcard: the same addresses at *.host, TTL from config', () => {
-    expect(ops(planChange(change({ ipv4: '192.0.2.1', ipv6: '2001:db8::7', wildcard: true }), 300).updates)).to.deep.equal([
+    expect(
+      ops(planChange(change({ ipv4: '192.0.2.1', ipv6: '2001:db8::7', wildcard: true }), 300).updates),
+    ).to.deep.equal([
       `-${HOST} A`,
       `+${HOST} 300 A 192.0.2.1`,
       `-${HOST} AAAA`,
@@ -108,7 +116,9 @@ describe('dns plan (docs/protocol.md, "What goes into DNS")', () => {
   });
 
   it('wildcard on with one family adds only that family at *.host', () => {
-    const added = ops(planChange(change({ ipv4: '192.0.2.1', wildcard: true }), 60).updates).filter((o) => o.startsWith(`+${WILD}`));
+    const added = ops(planChange(change({ ipv4: '192.0.2.1', wildcard: true }), 60).updates).filter((o) =>
+      o.startsWith(`+${WILD}`),
+    );
     expect(added).to.deep.equal([`+${WILD} 60 A 192.0.2.1`]);
   });
 
@@ -119,7 +129,11 @@ describe('dns plan (docs/protocol.md, "What goes into DNS")', () => {
 
   it('MX with backmx=YES: MX 10 <host> then MX 20 <mx>', () => {
     const updates = ops(planChange(change({ ipv4: '192.0.2.1', mx: 'mx.example.net', backmx: true }), 60).updates);
-    expect(updates.slice(-3)).to.deep.equal([`-${HOST} MX`, `+${HOST} 60 MX 10 ${HOST}`, `+${HOST} 60 MX 20 mx.example.net`]);
+    expect(updates.slice(-3)).to.deep.equal([
+      `-${HOST} MX`,
+      `+${HOST} 60 MX 10 ${HOST}`,
+      `+${HOST} 60 MX 20 mx.example.net`,
+    ]);
   });
 
   it('mx null: deletes the MX RRset, adds none (backmx is irrelevant)', () => {
@@ -133,7 +147,10 @@ describe('dns plan (docs/protocol.md, "What goes into DNS")', () => {
   });
 
   it('never contains an untyped (ANY) delete', () => {
-    const plan = planChange(change({ ipv4: '192.0.2.1', ipv6: '2001:db8::1', wildcard: true, mx: 'm.example.net', backmx: true }), 60);
+    const plan = planChange(
+      change({ ipv4: '192.0.2.1', ipv6: '2001:db8::1', wildcard: true, mx: 'm.example.net', backmx: true }),
+      60,
+    );
     for (const u of plan.updates) if (u.kind === 'delete-rrset') expect(['A', 'AAAA', 'MX']).to.include(u.type);
   });
 
@@ -150,7 +167,9 @@ describe('dns plan (docs/protocol.md, "What goes into DNS")', () => {
       for (const plan of [planChange(c, 60), planChange({ ...c, target: { ...c.target, offline: true } }, 60)]) {
         const wildcards = plan.updates.filter((u) => u.name.startsWith('*.'));
         expect(wildcards, `${length} characters`).to.have.length(length === 251 ? 2 : 0);
-        expect(() => encodeUpdate({ id: 1, zone, prerequisites: plan.prerequisites, updates: plan.updates })).to.not.throw();
+        expect(() =>
+          encodeUpdate({ id: 1, zone, prerequisites: plan.prerequisites, updates: plan.updates }),
+        ).to.not.throw();
       }
     }
   });

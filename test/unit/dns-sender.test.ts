@@ -131,7 +131,8 @@ class ScriptedPrimary {
       this.open--;
       const zoneEnd = readName(msg, 12).next + 4;
       const body = Buffer.from(msg.subarray(0, zoneEnd));
-      const rcode = action.badkey || action.badsig || action.badtime ? 9 : action.rcodeAtAnswer?.() ?? action.rcode ?? 0;
+      const rcode =
+        action.badkey || action.badsig || action.badtime ? 9 : (action.rcodeAtAnswer?.() ?? action.rcode ?? 0);
       body.writeUInt16BE(action.flags ?? 0x8000 | (5 << 11) | rcode, 2);
       body.writeUInt32BE(0, 6); // PRCOUNT, UPCOUNT
       body.writeUInt16BE(0, 10);
@@ -145,7 +146,13 @@ class ScriptedPrimary {
       } else if (action.badtime) {
         const serverTime = Buffer.alloc(6);
         serverTime.writeUInt32BE(Math.floor(Date.now() / 1000) + 3600, 2);
-        const opts = { timeSigned: Date.now() / 1000 + 3600, fudge: 300, requestMac, error: TSIG_ERRORS.BADTIME, otherData: serverTime };
+        const opts = {
+          timeSigned: Date.now() / 1000 + 3600,
+          fudge: 300,
+          requestMac,
+          error: TSIG_ERRORS.BADTIME,
+          otherData: serverTime,
+        };
         reply = signMessage(body, key, opts).message;
       } else if (action.forgedMac || action.otherKey) {
         const forger = { ...key, secret: Buffer.alloc(32, 7), ...(action.otherKey ? { name: 'other-key' } : {}) };
@@ -153,7 +160,9 @@ class ScriptedPrimary {
       } else if (action.flags !== undefined) {
         reply = body;
       } else {
-        reply = action.unsigned ? body : signMessage(body, key, { timeSigned: Date.now() / 1000, fudge: 300, requestMac }).message;
+        reply = action.unsigned
+          ? body
+          : signMessage(body, key, { timeSigned: Date.now() / 1000, fudge: 300, requestMac }).message;
       }
       socket.write(Buffer.concat([Buffer.from([reply.length >> 8, reply.length & 255]), reply]));
     }, action.delayMs ?? 0);
@@ -224,7 +233,8 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
     const build = (id: number): Buffer => {
       const header = Buffer.from([id >> 8, id & 255, 0x28, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
       const zoneSection = Buffer.from('0364796e076578616d706c65036f72670000060001', 'hex');
-      return signMessage(Buffer.concat([header, zoneSection]), key, { timeSigned: Date.now() / 1000, fudge: 300 }).message;
+      return signMessage(Buffer.concat([header, zoneSection]), key, { timeSigned: Date.now() / 1000, fudge: 300 })
+        .message;
     };
 
     it('matches pipelined answers to requests by ID, out of order, on one connection', async () => {
@@ -276,7 +286,8 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
     it('a connection that went silent is replaced: after a timeout with nothing read since the write, the next request goes on a new connection', async () => {
       // The first connection answers its first request, then nothing ever again (a firewall
       // that lost its state); every new connection is answered.
-      primary.script = (r) => (r.conn === 1 && primary.seen.filter((s) => s.conn === 1).length > 1 ? { silent: true } : {});
+      primary.script = (r) =>
+        r.conn === 1 && primary.seen.filter((s) => s.conn === 1).length > 1 ? { silent: true } : {};
       const t = transport();
       await t.request(build, 1000);
       expect(await rejection(t.request(build, 100))).to.include({ code: 'ERR_DNS_TIMEOUT', maybeApplied: true });
@@ -449,11 +460,23 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       const s = sender({ maxInFlight: 2 });
       const labels = ['x', 'y', 'bad', 'g1', 'g2', 'g3'];
       const results = await Promise.allSettled(labels.map((l) => s.send(plan(l))));
-      expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+      expect(results.map((r) => r.status)).to.deep.equal([
+        'fulfilled',
+        'fulfilled',
+        'rejected',
+        'fulfilled',
+        'fulfilled',
+        'fulfilled',
+      ]);
       expect((results[2] as PromiseRejectedResult).reason).to.include({ rcode: 'SERVFAIL' });
-      const retries = primary.seen.filter((r) => r.hosts.length === 1 && !['x', 'y'].includes(r.hosts[0]!.split('.')[0]!));
+      const retries = primary.seen.filter(
+        (r) => r.hosts.length === 1 && !['x', 'y'].includes(r.hosts[0]!.split('.')[0]!),
+      );
       expect(retries.map((r) => r.hosts[0]!.split('.')[0]).sort()).to.deep.equal(['bad', 'g1', 'g2', 'g3']);
-      expect(retries.map((r) => r.openAtArrival), 'nothing else in flight beside a retry').to.deep.equal([0, 0, 0, 0]);
+      expect(
+        retries.map((r) => r.openAtArrival),
+        'nothing else in flight beside a retry',
+      ).to.deep.equal([0, 0, 0, 0]);
     });
 
     it('a BADKEY answer to a multi-host message is split: Knot answers an ACL denial of one name that way', async () => {
@@ -462,7 +485,11 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       const results = await Promise.allSettled(['a', 'b', 'denied', 'c'].map((l) => s.send(plan(l))));
       expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
       // Knot's BADKEY answer carries no MAC: it cannot be told from a forged one, so maybe applied.
-      expect((results[2] as PromiseRejectedResult).reason).to.include({ code: 'ERR_DNS_TSIG', rcode: 'BADKEY', maybeApplied: true });
+      expect((results[2] as PromiseRejectedResult).reason).to.include({
+        code: 'ERR_DNS_TSIG',
+        rcode: 'BADKEY',
+        maybeApplied: true,
+      });
       expect(primary.seen.map((r) => r.hosts.length)).to.deep.equal([1, 3, 1, 1, 1]);
     });
 
@@ -474,7 +501,14 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       const s = sender({ maxInFlight: 2 });
       const labels = ['x', 'y', 'lost', 'g1', 'g2', 'g3'];
       const results = await Promise.allSettled(labels.map((l) => s.send(plan(l))));
-      expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+      expect(results.map((r) => r.status)).to.deep.equal([
+        'fulfilled',
+        'fulfilled',
+        'rejected',
+        'fulfilled',
+        'fulfilled',
+        'fulfilled',
+      ]);
       expect((results[2] as PromiseRejectedResult).reason).to.include({ code: 'ERR_DNS_TIMEOUT' });
       expect(primary.seen.map((r) => r.hosts.length).slice(0, 3)).to.deep.equal([1, 1, 4]);
     });
@@ -484,11 +518,15 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       const s = sender({ maxInFlight: 1 });
       const results = await Promise.allSettled(['a', 'b', 'c', 'd'].map((l) => s.send(plan(l))));
       expect(results.map((r) => r.status)).to.deep.equal(['rejected', 'rejected', 'rejected', 'rejected']);
-      expect(primary.seen.map((r) => r.hosts.length), 'a wrong key name costs no message per host').to.deep.equal([1, 3]);
+      expect(
+        primary.seen.map((r) => r.hosts.length),
+        'a wrong key name costs no message per host',
+      ).to.deep.equal([1, 3]);
     });
 
     it('an unsigned error answer does not count as our key accepted: a later BADKEY is still zone-wide', async () => {
-      primary.script = (_r, i) => (i === 0 ? { unsigned: true, rcode: 5 } : { delayMs: i === 1 ? 100 : 0, badkey: true });
+      primary.script = (_r, i) =>
+        i === 0 ? { unsigned: true, rcode: 5 } : { delayMs: i === 1 ? 100 : 0, badkey: true };
       const s = sender({ maxInFlight: 1 });
       await rejection(s.send(plan('x')));
       const results = await Promise.allSettled(['a', 'b', 'c', 'd'].map((l) => s.send(plan(l))));
@@ -497,7 +535,8 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
     });
 
     it('a signed error answer shows our key works: a later BADKEY of a merged message is split', async () => {
-      primary.script = (r, i) => (i === 0 ? { delayMs: 100, rcode: 5 } : { badkey: r.hosts.includes(`denied.${ZONE}`) });
+      primary.script = (r, i) =>
+        i === 0 ? { delayMs: 100, rcode: 5 } : { badkey: r.hosts.includes(`denied.${ZONE}`) };
       const s = sender({ maxInFlight: 1 });
       const results = await Promise.allSettled(['x', 'a', 'denied', 'c'].map((l) => s.send(plan(l))));
       expect(results.map((r) => r.status)).to.deep.equal(['rejected', 'fulfilled', 'rejected', 'fulfilled']);
@@ -524,14 +563,25 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       await new Promise((resolve) => setTimeout(resolve, 400));
       const fresh = s.send(plan('fresh'));
       const results = await Promise.allSettled([x, old, fresh]);
-      expect(results.map((r) => (r.status === 'rejected' ? String(r.reason) : r.status))).to.deep.equal(['fulfilled', 'fulfilled', 'fulfilled']);
-      expect(primary.seen.map((r) => r.hosts.length), 'no abandoned message, no retries').to.deep.equal([1, 2]);
+      expect(results.map((r) => (r.status === 'rejected' ? String(r.reason) : r.status))).to.deep.equal([
+        'fulfilled',
+        'fulfilled',
+        'fulfilled',
+      ]);
+      expect(
+        primary.seen.map((r) => r.hosts.length),
+        'no abandoned message, no retries',
+      ).to.deep.equal([1, 2]);
     });
 
     it('a plan that cannot be encoded fails its own host at once (ERR_DNS_PROTOCOL), nothing is sent', async () => {
       const s = sender();
       const long = plan('a'.repeat(63));
-      long.updates.push({ kind: 'delete-rrset', name: `*.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(45)}.${ZONE}`, type: 'A' });
+      long.updates.push({
+        kind: 'delete-rrset',
+        name: `*.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(45)}.${ZONE}`,
+        type: 'A',
+      });
       const err = await rejection(s.send(long));
       expect(err).to.include({ code: 'ERR_DNS_PROTOCOL', maybeApplied: false });
       expect(err.message).to.include('cannot encode the update of');
@@ -553,7 +603,12 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       await s.send(plan('a'));
       await s.send(plan('b')); // its first attempt goes into the dead connection
       await s.send(plan('c'));
-      expect(primary.seen.map((r) => `${r.hosts[0]!.split('.')[0]}@${r.conn}`)).to.deep.equal(['a@1', 'b@1', 'b@2', 'c@2']);
+      expect(primary.seen.map((r) => `${r.hosts[0]!.split('.')[0]}@${r.conn}`)).to.deep.equal([
+        'a@1',
+        'b@1',
+        'b@2',
+        'c@2',
+      ]);
     });
 
     it('survives the primary closing the connection mid-batch (retry on a new connection)', async () => {
@@ -569,14 +624,27 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
         primary.script = () => ({ rcode: 2 });
         expect(await rejection(sender().send(plan('b')))).to.include({ rcode: 'SERVFAIL', maybeApplied: false });
         primary.script = () => ({ badtime: true });
-        expect(await rejection(sender().send(plan('c')))).to.include({ code: 'ERR_DNS_TSIG', rcode: 'BADTIME', maybeApplied: false });
+        expect(await rejection(sender().send(plan('c')))).to.include({
+          code: 'ERR_DNS_TSIG',
+          rcode: 'BADTIME',
+          maybeApplied: false,
+        });
       });
 
       it('an error answer whose MAC does not verify may hide a NOERROR (anyone on the path can send one) → true', async () => {
         const cases: Array<[Action, Record<string, unknown>]> = [
-          [{ unsigned: true, rcode: 5 }, { code: 'ERR_DNS_RCODE', rcode: 'REFUSED' }],
-          [{ unsigned: true, rcode: 1 }, { code: 'ERR_DNS_RCODE', rcode: 'FORMERR' }],
-          [{ forgedMac: true, rcode: 5 }, { code: 'ERR_DNS_TSIG', rcode: 'BADSIG' }],
+          [
+            { unsigned: true, rcode: 5 },
+            { code: 'ERR_DNS_RCODE', rcode: 'REFUSED' },
+          ],
+          [
+            { unsigned: true, rcode: 1 },
+            { code: 'ERR_DNS_RCODE', rcode: 'FORMERR' },
+          ],
+          [
+            { forgedMac: true, rcode: 5 },
+            { code: 'ERR_DNS_TSIG', rcode: 'BADSIG' },
+          ],
           [{ badsig: true }, { code: 'ERR_DNS_TSIG', rcode: 'BADSIG' }],
           [{ badkey: true }, { code: 'ERR_DNS_TSIG', rcode: 'BADKEY' }],
         ];
@@ -590,7 +658,10 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       it('a message with our ID that is no answer to an UPDATE (QR=0, another opcode) → true', async () => {
         for (const [i, flags] of [(5 << 11) | 5, 0x8000 | (0 << 11) | 5].entries()) {
           primary.script = () => ({ flags });
-          expect(await rejection(sender().send(plan(`q${i}`)))).to.include({ code: 'ERR_DNS_PROTOCOL', maybeApplied: true });
+          expect(await rejection(sender().send(plan(`q${i}`)))).to.include({
+            code: 'ERR_DNS_PROTOCOL',
+            maybeApplied: true,
+          });
         }
       });
 
@@ -604,9 +675,14 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
         const silent = await rejection(sender({ timeoutMs: 300 }).send(plan('a')));
         expect(silent).to.include({ code: 'ERR_DNS_TIMEOUT', maybeApplied: true, retryable: true, zone: ZONE });
         // The flagged copy keeps the message as it was (one zone prefix).
-        expect(silent.message).to.match(new RegExp(`^zone ${ZONE.replace(/\./g, '\\.')}: no answer from the primary within \\d+ ms`));
+        expect(silent.message).to.match(
+          new RegExp(`^zone ${ZONE.replace(/\./g, '\\.')}: no answer from the primary within \\d+ ms`),
+        );
         primary.script = () => ({ close: true });
-        expect(await rejection(sender({ timeoutMs: 300 }).send(plan('b')))).to.include({ code: 'ERR_DNS_CONNECTION', maybeApplied: true });
+        expect(await rejection(sender({ timeoutMs: 300 }).send(plan('b')))).to.include({
+          code: 'ERR_DNS_CONNECTION',
+          maybeApplied: true,
+        });
       });
 
       it('a timeout marks the primary unreachable for a while; any answer clears it', async () => {
@@ -629,13 +705,19 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
 
       it('the budget ends while the message is out → true; never sent (no primary listening) → false', async () => {
         primary.script = () => ({ delayMs: 600 });
-        expect(await rejection(sender({ timeoutMs: 250 }).send(plan('a')))).to.include({ code: 'ERR_DNS_TIMEOUT', maybeApplied: true });
+        expect(await rejection(sender({ timeoutMs: 250 }).send(plan('a')))).to.include({
+          code: 'ERR_DNS_TIMEOUT',
+          maybeApplied: true,
+        });
         const closed = net.createServer();
         await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
         const port = (closed.address() as net.AddressInfo).port;
         await new Promise((r) => closed.close(r));
         zone = { ...zone, primary: { host: '127.0.0.1', port } };
-        expect(await rejection(sender({ timeoutMs: 300 }).send(plan('b')))).to.include({ code: 'ERR_DNS_CONNECTION', maybeApplied: false });
+        expect(await rejection(sender({ timeoutMs: 300 }).send(plan('b')))).to.include({
+          code: 'ERR_DNS_CONNECTION',
+          maybeApplied: false,
+        });
       });
     });
 

@@ -17,7 +17,11 @@ import { generateTsigKey, makeTempDir, removeDir, requireBinariesOrSkip, writeKe
 const hex = (text: string): string => text.replace(/[\s|]/g, '');
 
 const GOLDEN_SECRET = 'Z29sZGVuLXNlY3JldC1mb3ItZGRucy1icmlkZ2UtdGVzdHM='; // "golden-secret-for-ddns-bridge-tests"
-const goldenKey: TsigKeyConfig = { name: 'golden-key', algorithm: 'hmac-sha256', secret: Buffer.from(GOLDEN_SECRET, 'base64') };
+const goldenKey: TsigKeyConfig = {
+  name: 'golden-key',
+  algorithm: 'hmac-sha256',
+  secret: Buffer.from(GOLDEN_SECRET, 'base64'),
+};
 
 const update: UpdateMessage = {
   id: 0x1234,
@@ -79,9 +83,18 @@ describe('dns tsig (RFC 8945)', () => {
         'hex',
       );
       const extracted = extractTsig(captured)!;
-      expect(extracted.tsig).to.include({ keyName: 'golden-key', algorithm: 'hmac-sha256', fudge: 300, originalId: 0x8268, error: 0 });
+      expect(extracted.tsig).to.include({
+        keyName: 'golden-key',
+        algorithm: 'hmac-sha256',
+        fudge: 300,
+        originalId: 0x8268,
+        error: 0,
+      });
       expect(verifyMessage(captured, goldenKey, { now: extracted.tsig.timeSigned }).ok).to.equal(true);
-      const resigned = signRequest(extracted.unsigned, goldenKey, { timeSigned: extracted.tsig.timeSigned, fudge: 300 });
+      const resigned = signRequest(extracted.unsigned, goldenKey, {
+        timeSigned: extracted.tsig.timeSigned,
+        fudge: 300,
+      });
       expect(resigned.message.toString('hex')).to.equal(captured.toString('hex'));
       // ... and a verifier with a clock 301 s later refuses it.
       const late = verifyMessage(captured, goldenKey, { now: extracted.tsig.timeSigned + 301 });
@@ -142,7 +155,11 @@ describe('dns tsig (RFC 8945)', () => {
         const key = keyFor(algorithm);
         const request = signRequest(encodeUpdate(update), key, { timeSigned: T, fudge: 300 });
         expect(verifyMessage(request.message, key, { now: T }).ok).to.equal(true);
-        const response = signMessage(responseTo(request.message), key, { timeSigned: T + 1, fudge: 300, requestMac: request.mac });
+        const response = signMessage(responseTo(request.message), key, {
+          timeSigned: T + 1,
+          fudge: 300,
+          requestMac: request.mac,
+        });
         const verdict = verifyMessage(response.message, key, { now: T + 2, requestMac: request.mac });
         expect(verdict.ok, JSON.stringify(verdict)).to.equal(true);
       });
@@ -151,7 +168,11 @@ describe('dns tsig (RFC 8945)', () => {
     it('uses the original ID from the TSIG record (a forwarder may rewrite the header ID)', () => {
       const key = keyFor('hmac-sha256');
       const request = signRequest(encodeUpdate(update), key, { timeSigned: T, fudge: 300 });
-      const response = signMessage(responseTo(request.message), key, { timeSigned: T, fudge: 300, requestMac: request.mac }).message;
+      const response = signMessage(responseTo(request.message), key, {
+        timeSigned: T,
+        fudge: 300,
+        requestMac: request.mac,
+      }).message;
       response.writeUInt16BE(0x4321, 0);
       expect(verifyMessage(response, key, { now: T, requestMac: request.mac }).ok).to.equal(true);
     });
@@ -160,7 +181,9 @@ describe('dns tsig (RFC 8945)', () => {
   describe('rejections', () => {
     const key = keyFor('hmac-sha256');
     const request = signRequest(encodeUpdate(update), key, { timeSigned: T, fudge: 300 });
-    const signedResponse = (opts: { key?: TsigKeyConfig; time?: number; requestMac?: Buffer; rcode?: number } = {}): Buffer =>
+    const signedResponse = (
+      opts: { key?: TsigKeyConfig; time?: number; requestMac?: Buffer; rcode?: number } = {},
+    ): Buffer =>
       signMessage(responseTo(request.message, opts.rcode), opts.key ?? key, {
         timeSigned: opts.time ?? T,
         fudge: 300,
@@ -232,10 +255,19 @@ describe('dns tsig (RFC 8945)', () => {
     it('our configured fudge counts when larger than the one the answer carries (servers sign with their own, e.g. 300)', () => {
       const response = signedResponse({ time: T - 500 }); // signed with fudge 300
       expect(verifyMessage(response, key, { now: T, requestMac: request.mac, fudge: 1000 }).ok).to.equal(true);
-      expect(verifyMessage(signedResponse({ time: T + 1000 }), key, { now: T, requestMac: request.mac, fudge: 1000 }).ok).to.equal(true);
-      expect(verifyMessage(signedResponse({ time: T + 1001 }), key, { now: T, requestMac: request.mac, fudge: 1000 })).to.include({ ok: false, reason: 'bad-time' });
-      expect(verifyMessage(response, key, { now: T, requestMac: request.mac, fudge: 100 }), 'a smaller one does not narrow the answer\'s').to.include({ ok: false, reason: 'bad-time' });
-      expect(verifyMessage(signedResponse({ time: T - 300 }), key, { now: T, requestMac: request.mac, fudge: 100 }).ok).to.equal(true);
+      expect(
+        verifyMessage(signedResponse({ time: T + 1000 }), key, { now: T, requestMac: request.mac, fudge: 1000 }).ok,
+      ).to.equal(true);
+      expect(
+        verifyMessage(signedResponse({ time: T + 1001 }), key, { now: T, requestMac: request.mac, fudge: 1000 }),
+      ).to.include({ ok: false, reason: 'bad-time' });
+      expect(
+        verifyMessage(response, key, { now: T, requestMac: request.mac, fudge: 100 }),
+        "a smaller one does not narrow the answer's",
+      ).to.include({ ok: false, reason: 'bad-time' });
+      expect(
+        verifyMessage(signedResponse({ time: T - 300 }), key, { now: T, requestMac: request.mac, fudge: 100 }).ok,
+      ).to.equal(true);
     });
 
     it('a truncated MAC → truncated-mac', () => {
@@ -253,7 +285,16 @@ describe('dns tsig (RFC 8945)', () => {
     /** An unsigned error answer as RFC 8945 §5.3.2 prescribes for BADSIG/BADKEY: empty MAC. */
     function errorAnswer(error: number, otherData = Buffer.alloc(0)): Buffer {
       const body = responseTo(request.message, 9);
-      const tsig = encodeTsigRecord({ keyName: 'ddns-key', algorithm: 'hmac-sha256', timeSigned: T, fudge: 300, mac: Buffer.alloc(0), originalId: body.readUInt16BE(0), error, otherData });
+      const tsig = encodeTsigRecord({
+        keyName: 'ddns-key',
+        algorithm: 'hmac-sha256',
+        timeSigned: T,
+        fudge: 300,
+        mac: Buffer.alloc(0),
+        originalId: body.readUInt16BE(0),
+        error,
+        otherData,
+      });
       const response = Buffer.concat([body, tsig]);
       response.writeUInt16BE(1, 10);
       return response;
@@ -267,7 +308,13 @@ describe('dns tsig (RFC 8945)', () => {
     it('a signed server-reported BADTIME → server-badtime, naming the skew from Other Data', () => {
       const serverTime = Buffer.from('000065540f10', 'hex'); // T + 7696
       const body = responseTo(request.message, 9);
-      const signed = signMessage(body, key, { timeSigned: T, fudge: 300, requestMac: request.mac, error: TSIG_ERRORS.BADTIME, otherData: serverTime });
+      const signed = signMessage(body, key, {
+        timeSigned: T,
+        fudge: 300,
+        requestMac: request.mac,
+        error: TSIG_ERRORS.BADTIME,
+        otherData: serverTime,
+      });
       const verdict = verify(signed.message);
       expect(verdict).to.include({ ok: false, reason: 'server-badtime', macVerified: true });
       expect(verdict.ok === false && verdict.skewSeconds).to.equal(-7696);
@@ -287,7 +334,13 @@ describe('dns tsig (RFC 8945)', () => {
       expect(unsignedVerdict.ok === false && unsignedVerdict.detail).to.match(/does not verify/);
       const body = responseTo(request.message, 9);
       const other = { ...key, secret: Buffer.alloc(32, 7) };
-      const forged = signMessage(body, other, { timeSigned: T, fudge: 300, requestMac: request.mac, error: TSIG_ERRORS.BADTIME, otherData: serverTime });
+      const forged = signMessage(body, other, {
+        timeSigned: T,
+        fudge: 300,
+        requestMac: request.mac,
+        error: TSIG_ERRORS.BADTIME,
+        otherData: serverTime,
+      });
       const forgedVerdict = verify(forged.message);
       expect(forgedVerdict).to.include({ ok: false, reason: 'server-badtime' });
       expect(forgedVerdict.ok === false && forgedVerdict.skewSeconds).to.equal(undefined);

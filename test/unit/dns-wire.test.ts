@@ -53,7 +53,12 @@ describe('dns wire: UPDATE encoding (RFC 1035 §4.1, RFC 2136 §2)', () => {
   });
 
   it('encodes a rrset-exists prerequisite with class ANY and an empty RDATA', () => {
-    const bytes = encodeUpdate({ id: 1, zone: 'ex.org', prerequisites: [{ kind: 'rrset-exists', name: 'ex.org', type: 'SOA' }], updates: [] });
+    const bytes = encodeUpdate({
+      id: 1,
+      zone: 'ex.org',
+      prerequisites: [{ kind: 'rrset-exists', name: 'ex.org', type: 'SOA' }],
+      updates: [],
+    });
     // The apex itself as owner: just the pointer to the zone section's name.
     expect(bytes.subarray(24).toString('hex')).to.equal(hex('c0 0c | 00 06 | 00 ff | 00 00 00 00 | 00 00'));
     expect(bytes.readUInt16BE(6)).to.equal(1);
@@ -67,7 +72,9 @@ describe('dns wire: UPDATE encoding (RFC 1035 §4.1, RFC 2136 §2)', () => {
       prerequisites: [],
       updates: [{ kind: 'add', name: '*.h.ex.org', ttl: 1, data: { type: 'CNAME', target: 'h.ex.org' } }],
     });
-    expect(bytes.subarray(24).toString('hex')).to.equal(hex(`01 2a | ${H} | 00 05 | 00 01 | 00 00 00 01 | 00 0a | ${H_WHOLE}`));
+    expect(bytes.subarray(24).toString('hex')).to.equal(
+      hex(`01 2a | ${H} | 00 05 | 00 01 | 00 00 00 01 | 00 0a | ${H_WHOLE}`),
+    );
   });
 
   it('points only at the zone apex on a label boundary, whatever the case; other owners are written whole', () => {
@@ -103,9 +110,14 @@ describe('dns wire: UPDATE encoding (RFC 1035 §4.1, RFC 2136 §2)', () => {
 
   it('sizes a plan exactly as encodeUpdate writes it', () => {
     const prerequisites = message.prerequisites;
-    const updates = [...message.updates, { kind: 'add' as const, name: '*.h.ex.org', ttl: 1, data: { type: 'CNAME' as const, target: 'x.other.org' } }];
+    const updates = [
+      ...message.updates,
+      { kind: 'add' as const, name: '*.h.ex.org', ttl: 1, data: { type: 'CNAME' as const, target: 'x.other.org' } },
+    ];
     const whole = encodeUpdate({ id: 7, zone: 'ex.org', prerequisites, updates });
-    expect(encodedLength('ex.org', prerequisites, updates)).to.equal(whole.length - 12 - (encodeName('ex.org').length + 4));
+    expect(encodedLength('ex.org', prerequisites, updates)).to.equal(
+      whole.length - 12 - (encodeName('ex.org').length + 4),
+    );
     expect(encodedLength('ex.org.', [], [])).to.equal(0);
   });
 
@@ -115,17 +127,32 @@ describe('dns wire: UPDATE encoding (RFC 1035 §4.1, RFC 2136 §2)', () => {
     expect(() => encodeName(Array(130).fill('ab').join('.'))).to.throw(WireFormatError);
     // An empty label stays an error where the owner meets the apex, and a second final dot too.
     for (const name of ['a..ex.org', 'a.ex.org..', '.ex.org']) {
-      const owner = () => encodeUpdate({ id: 1, zone: 'ex.org', prerequisites: [{ kind: 'rrset-absent', name, type: 'A' }], updates: [] });
+      const owner = () =>
+        encodeUpdate({
+          id: 1,
+          zone: 'ex.org',
+          prerequisites: [{ kind: 'rrset-absent', name, type: 'A' }],
+          updates: [],
+        });
       expect(owner, name).to.throw(WireFormatError, /bad label length/);
     }
     // Compressed, an owner must still fit 255 bytes once the reader expands the pointer.
     const zone = Array(40).fill('abc').join('.'); // 161 bytes on the wire
     const tooLong = `${Array(24).fill('abc').join('.')}.${zone}`; // 96 more
-    expect(() => encodeUpdate({ id: 1, zone, prerequisites: [{ kind: 'rrset-absent', name: tooLong, type: 'A' }], updates: [] })).to.throw(WireFormatError, /too long/);
+    expect(() =>
+      encodeUpdate({ id: 1, zone, prerequisites: [{ kind: 'rrset-absent', name: tooLong, type: 'A' }], updates: [] }),
+    ).to.throw(WireFormatError, /too long/);
     const fits = `${Array(23).fill('abc').join('.')}.${zone}`; // 92 more: 253
-    expect(() => encodeUpdate({ id: 1, zone, prerequisites: [{ kind: 'rrset-absent', name: fits, type: 'A' }], updates: [] })).not.to.throw();
+    expect(() =>
+      encodeUpdate({ id: 1, zone, prerequisites: [{ kind: 'rrset-absent', name: fits, type: 'A' }], updates: [] }),
+    ).not.to.throw();
     const bad = (data: { type: 'A' | 'AAAA'; address: string }) => () =>
-      encodeUpdate({ id: 1, zone: 'ex.org', prerequisites: [], updates: [{ kind: 'add', name: 'h.ex.org', ttl: 60, data }] });
+      encodeUpdate({
+        id: 1,
+        zone: 'ex.org',
+        prerequisites: [],
+        updates: [{ kind: 'add', name: 'h.ex.org', ttl: 60, data }],
+      });
     expect(bad({ type: 'A', address: '2001:db8::1' })).to.throw(WireFormatError);
     expect(bad({ type: 'AAAA', address: '192.0.2.1' })).to.throw(WireFormatError);
   });
@@ -151,7 +178,14 @@ describe('dns wire: response parsing', () => {
     );
     const parsed = parseMessage(bytes);
     expect(parsed.header).to.include({ id: 0xabcd, qr: true, opcode: 5, aa: true, rcode: 0, qdcount: 1, arcount: 1 });
-    expect(parsed.lastAdditional).to.include({ start: 24, name: 'key.ex.org', type: 250, klass: 255, ttl: 0, rdataLength: 2 });
+    expect(parsed.lastAdditional).to.include({
+      start: 24,
+      name: 'key.ex.org',
+      type: 250,
+      klass: 255,
+      ttl: 0,
+      rdataLength: 2,
+    });
     expect(readName(bytes, 24)).to.deep.equal({ name: 'key.ex.org', next: 30 });
   });
 

@@ -102,7 +102,9 @@ function acceptedAt(full: Json, steps: readonly Step[]): string[] {
   expect(err.key, `a probe key at ${where} was not refused first: ${err.message}`).to.equal(where);
   const listed = /unknown setting \(known here: ([^)]*)\)/.exec(err.message);
   if (!listed) {
-    expect.fail(`the loader no longer lists the keys it knows (${err.message}): derive them another way in test/unit/docs.test.ts`);
+    expect.fail(
+      `the loader no longer lists the keys it knows (${err.message}): derive them another way in test/unit/docs.test.ts`,
+    );
   }
   return listed[1]!.split(', ').filter((k) => k !== '');
 }
@@ -133,7 +135,10 @@ function discover(full: Json, steps: readonly Step[], into: Accepted): void {
       const json = structuredClone(full);
       (at(json, steps) as Json)[name] = { [PROBE]: true };
       const where = keyPath([...child, PROBE]);
-      expect(configError(json).key, `${docPath(child)} is an object: add it to fullConfig() in docs.test.ts`).not.to.equal(where);
+      expect(
+        configError(json).key,
+        `${docPath(child)} is an object: add it to fullConfig() in docs.test.ts`,
+      ).not.to.equal(where);
     }
   }
 }
@@ -251,8 +256,10 @@ describe('docs', () => {
         }
         if (isSeparatorRow(line)) continue;
         const key = /^`([^`]+)`$/.exec(first)?.[1];
-        if (key === undefined) expect.fail(`docs/configuration.md:${n}: the key cell must be one key in backticks, got ${first}`);
-        if (documented.has(key)) expect.fail(`docs/configuration.md:${n}: ${key} has a row already (line ${documented.get(key)})`);
+        if (key === undefined)
+          expect.fail(`docs/configuration.md:${n}: the key cell must be one key in backticks, got ${first}`);
+        if (documented.has(key))
+          expect.fail(`docs/configuration.md:${n}: ${key} has a row already (line ${documented.get(key)})`);
         documented.set(key, n);
       }
     });
@@ -314,7 +321,11 @@ describe('docs', () => {
       const long = docFiles().flatMap((file) =>
         proseLines(read(file))
           .filter(({ line }) => isTableLine(line))
-          .flatMap(({ n, line }) => cells(line).filter((c) => c.length > 200).map((c) => `${file}:${n}: ${c.length} characters ("${c.slice(0, 60)}…")`)),
+          .flatMap(({ n, line }) =>
+            cells(line)
+              .filter((c) => c.length > 200)
+              .map((c) => `${file}:${n}: ${c.length} characters ("${c.slice(0, 60)}…")`),
+          ),
       );
       expect(long).to.deep.equal([]);
     });
@@ -329,13 +340,15 @@ describe('docs', () => {
             const target = m[1]!;
             if (/^[a-z]+:/i.test(target)) continue;
             const [rel, anchor] = target.split('#') as [string, string | undefined];
-            const resolved = rel === '' ? path.join(ROOT, file) : path.resolve(path.dirname(path.join(ROOT, file)), rel);
+            const resolved =
+              rel === '' ? path.join(ROOT, file) : path.resolve(path.dirname(path.join(ROOT, file)), rel);
             if (!existsSync(resolved)) {
               broken.push(`${file}:${n}: ${target} (no such file)`);
               continue;
             }
             if (anchor === undefined || !resolved.endsWith('.md') || statSync(resolved).isDirectory()) continue;
-            if (!headings(readFileSync(resolved, 'utf8')).some((h) => slug(h) === anchor)) broken.push(`${file}:${n}: ${target} (no such heading)`);
+            if (!headings(readFileSync(resolved, 'utf8')).some((h) => slug(h) === anchor))
+              broken.push(`${file}:${n}: ${target} (no such heading)`);
           }
         }
       }
@@ -370,7 +383,8 @@ describe('docs', () => {
         for (const m of read(file).matchAll(cited)) {
           const doc = `docs/${m[1]}`;
           const wanted = m[2]!.toLowerCase().replace(/[.,]$/, '');
-          const ok = existsSync(path.join(ROOT, doc)) && headings(read(doc)).some((h) => h.toLowerCase().startsWith(wanted));
+          const ok =
+            existsSync(path.join(ROOT, doc)) && headings(read(doc)).some((h) => h.toLowerCase().startsWith(wanted));
           if (!ok) broken.push(`${file}: ${doc}, "${m[2]}"`);
         }
       }

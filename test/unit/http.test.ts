@@ -60,7 +60,15 @@ describe('http/request', () => {
 
 describe('http/reply', () => {
   it('frames every reply as HTTP/1.0 with Content-Length and Connection: close', () => {
-    const bytes = encodeReply(updateReply({ kind: 'hosts', lines: [{ outcome: 'changed', addresses: '192.0.2.1,2001:db8::1' }, { outcome: 'unknown-host' }] }, 'r'));
+    const bytes = encodeReply(
+      updateReply(
+        {
+          kind: 'hosts',
+          lines: [{ outcome: 'changed', addresses: '192.0.2.1,2001:db8::1' }, { outcome: 'unknown-host' }],
+        },
+        'r',
+      ),
+    );
     expect(bytes.toString()).to.equal(
       'HTTP/1.0 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 34\r\nConnection: close\r\n\r\ngood 192.0.2.1,2001:db8::1\nnohost\n',
     );
@@ -78,18 +86,41 @@ describe('http/server connection lifetime (a real socket on 127.0.0.1, services 
     update: { update: async () => ({ kind: 'request' as const, token: '911' as const }) },
     echo: { echo: async () => ({ kind: 'request' as const, token: '911' as const }) },
   } as unknown as ConstructorParameters<typeof HttpFrontend>[1];
-  const settings = { basePath: '', trustedProxies: [], realm: 'r', maxBodyBytes: 100, headersTimeoutMs: 10_000, requestTimeoutMs: 15_000, keepAliveTimeoutMs: 1000, maxHeaderBytes: 16_384, maxConnections: 10 };
+  const settings = {
+    basePath: '',
+    trustedProxies: [],
+    realm: 'r',
+    maxBodyBytes: 100,
+    headersTimeoutMs: 10_000,
+    requestTimeoutMs: 15_000,
+    keepAliveTimeoutMs: 1000,
+    maxHeaderBytes: 16_384,
+    maxConnections: 10,
+  };
 
   it('a connection whose peer address is unknown is closed unanswered and reaches no service', async () => {
     const calls: string[] = [];
     const recording = {
-      update: { update: async (r: { clientIp: string }) => (calls.push(`update ${r.clientIp}`), { kind: 'request' as const, token: '911' as const }) },
-      echo: { echo: async (r: { clientIp: string }) => (calls.push(`echo ${r.clientIp}`), { kind: 'request' as const, token: '911' as const }) },
+      update: {
+        update: async (r: { clientIp: string }) => (
+          calls.push(`update ${r.clientIp}`),
+          { kind: 'request' as const, token: '911' as const }
+        ),
+      },
+      echo: {
+        echo: async (r: { clientIp: string }) => (
+          calls.push(`echo ${r.clientIp}`),
+          { kind: 'request' as const, token: '911' as const }
+        ),
+      },
     } as unknown as ConstructorParameters<typeof HttpFrontend>[1];
     const frontend = new HttpFrontend(settings, recording, quiet);
     await frontend.listen('127.0.0.1', 0);
     try {
-      for (const request of ['GET /nic/update?hostname=a.example.org HTTP/1.1\r\nUser-Agent: u\r\n\r\n', 'GET /checkip HTTP/1.1\r\n\r\n']) {
+      for (const request of [
+        'GET /nic/update?hostname=a.example.org HTTP/1.1\r\nUser-Agent: u\r\n\r\n',
+        'GET /checkip HTTP/1.1\r\n\r\n',
+      ]) {
         // A connection without a peer address, as a socket reset before getpeername is.
         const written: Buffer[] = [];
         const conn = new Duplex({
@@ -127,11 +158,19 @@ describe('http/server connection lifetime (a real socket on 127.0.0.1, services 
       'HTTP/1.0 405 Method Not Allowed\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 19\r\nConnection: close\r\nAllow: GET, POST\r\n\r\nmethod not allowed\n';
     try {
       for (const method of ['DELETE', 'FOO', 'get', 'Post']) {
-        expect(await reply(`${method} /nic/update?hostname=a.example.org HTTP/1.1\r\nHost: x\r\nUser-Agent: u\r\n\r\n`), method).to.equal(expected);
+        expect(
+          await reply(`${method} /nic/update?hostname=a.example.org HTTP/1.1\r\nHost: x\r\nUser-Agent: u\r\n\r\n`),
+          method,
+        ).to.equal(expected);
       }
       // The parser calls these an invalid method too, but they are no request: still 400.
-      const badRequest = 'HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 12\r\nConnection: close\r\n\r\nbad request\n';
-      for (const junk of ['GARBAGE\r\n\r\n', '\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03', 'G\x00T / HTTP/1.1\r\n\r\n']) {
+      const badRequest =
+        'HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 12\r\nConnection: close\r\n\r\nbad request\n';
+      for (const junk of [
+        'GARBAGE\r\n\r\n',
+        '\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03',
+        'G\x00T / HTTP/1.1\r\n\r\n',
+      ]) {
         expect(await reply(junk), JSON.stringify(junk)).to.equal(badRequest);
       }
     } finally {

@@ -3,11 +3,11 @@
  * package.json pins ioredis to one version, and this test fails when an upgrade changes what
  * the store patches, before any fault test has to find out.
  *
- * | internal | used for |
- * |---|---|
- * | `flushQueue(error, {offlineQueue, commandQueue})` (private) | failing the commands of a lost connection at once, and those waiting when the client gives up |
- * | `sendCommand(command, stream)` reading `this.options.enableOfflineQueue` on each call | turning the offline queue off once connected (commands then fail at once while disconnected) |
- * | `stream` (the socket) while `status === 'ready'` | corking a turn's commands into one write |
+ * - `flushQueue(error, {offlineQueue, commandQueue})` (private): fails the commands of a lost
+ *   connection at once, and those waiting when the client gives up.
+ * - `sendCommand(command, stream)` reads `this.options.enableOfflineQueue` on each call: the
+ *   offline queue is turned off once connected (commands then fail at once while disconnected).
+ * - `stream` (the socket) while `status === 'ready'`: a turn's commands are corked into one write.
  */
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';

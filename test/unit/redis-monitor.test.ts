@@ -4,7 +4,9 @@ import { parseMonitorLine } from '../support/redis-monitor.js';
 
 describe('test support: MONITOR line parsing', () => {
   it('splits the source and the quoted arguments', () => {
-    expect(parseMonitorLine('+1795317230.654128 [0 127.0.0.1:39154] "evalsha" "ab12" "6" "ddns:h:x.example"')).to.deep.equal({
+    expect(
+      parseMonitorLine('+1795317230.654128 [0 127.0.0.1:39154] "evalsha" "ab12" "6" "ddns:h:x.example"'),
+    ).to.deep.equal({
       args: ['evalsha', 'ab12', '6', 'ddns:h:x.example'],
       source: '127.0.0.1:39154',
     });

@@ -16,9 +16,14 @@ function selectError(message: string): Error {
 
 describe('redis: a refused SELECT', () => {
   // Nothing listens on port 1: the client keeps retrying in the background; only its events matter.
-  const open = () => createRedis({ url: 'redis://127.0.0.1:1/1', keyPrefix: 'ddns:', commandTimeoutMs: 500 }, new RecordingLogger());
+  const open = () =>
+    createRedis({ url: 'redis://127.0.0.1:1/1', keyPrefix: 'ddns:', commandTimeoutMs: 500 }, new RecordingLogger());
 
-  for (const message of ['ERR DB index is out of range', 'ERR invalid DB index', 'ERR SELECT is not allowed in cluster mode']) {
+  for (const message of [
+    'ERR DB index is out of range',
+    'ERR invalid DB index',
+    'ERR SELECT is not allowed in cluster mode',
+  ]) {
     it(`"${message}" is fatal: the client gives up with an error that names it`, () => {
       const redis = open();
       try {

@@ -2,7 +2,14 @@
 import { expect } from 'chai';
 import type { GuardCheck, TokenGuard, TokenLogin, TokenLookup } from '../../src/app/ports.js';
 import { CachedTokenAuthenticator, newToken, newTokenId, tokenHash } from '../../src/auth/index.js';
-import { looksLikeToken, noteProblem, parseDuration, parseSourceList, sourceAllowed, TOKEN_ID_PATTERN } from '../../src/core/update-tokens.js';
+import {
+  looksLikeToken,
+  noteProblem,
+  parseDuration,
+  parseSourceList,
+  sourceAllowed,
+  TOKEN_ID_PATTERN,
+} from '../../src/core/update-tokens.js';
 
 describe('core/update-tokens', () => {
   it('a new token is 32 URL-safe characters (192 random bits); ids are 12 hex digits; both differ each time', () => {
@@ -14,13 +21,16 @@ describe('core/update-tokens', () => {
   });
 
   it('only token-shaped passwords are looked up as tokens', () => {
-    for (const p of ['', 'short', 'x'.repeat(31), 'x'.repeat(33), `${'x'.repeat(31)}+`, `${'x'.repeat(31)}=`]) expect(looksLikeToken(p), p).to.equal(false);
+    for (const p of ['', 'short', 'x'.repeat(31), 'x'.repeat(33), `${'x'.repeat(31)}+`, `${'x'.repeat(31)}=`])
+      expect(looksLikeToken(p), p).to.equal(false);
     expect(looksLikeToken(`${'A'.repeat(30)}-_`)).to.equal(true);
   });
 
   it('the keyed hash is stable, 43 base64url characters, and not a plain SHA-256 of the token', () => {
     const t = newToken();
-    expect(tokenHash(t)).to.equal(tokenHash(t)).and.match(/^[A-Za-z0-9_-]{43}$/);
+    expect(tokenHash(t))
+      .to.equal(tokenHash(t))
+      .and.match(/^[A-Za-z0-9_-]{43}$/);
     expect(tokenHash(t)).to.not.equal(tokenHash(newToken()));
   });
 
@@ -30,7 +40,8 @@ describe('core/update-tokens', () => {
     expect(parseDuration('12h')).to.equal(43_200_000);
     expect(parseDuration('30d')).to.equal(2_592_000_000);
     expect(parseDuration('8w')).to.equal(4_838_400_000);
-    for (const bad of ['', '0d', '1y', '1.5h', '-1d', 'd', '10', '1 d', '9999999d']) expect(parseDuration(bad), bad).to.equal(undefined);
+    for (const bad of ['', '0d', '1y', '1.5h', '-1d', 'd', '10', '1 d', '9999999d'])
+      expect(parseDuration(bad), bad).to.equal(undefined);
   });
 
   it('source blocks: CIDR lists normalised (a bare address is a /32 or /128); bad ones named', () => {

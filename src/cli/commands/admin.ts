@@ -78,7 +78,10 @@ export async function accountList(ctx: CommandContext, json: boolean, out: Out):
 
 export async function accountShow(ctx: CommandContext, name: string, json: boolean, out: Out): Promise<void> {
   const account = accountName(name);
-  const { a, hosts } = await withStore(ctx, async (s) => ({ a: await s.accounts.get(account), hosts: await s.hosts.list(account) }));
+  const { a, hosts } = await withStore(ctx, async (s) => ({
+    a: await s.accounts.get(account),
+    hosts: await s.hosts.list(account),
+  }));
   if (!a) throw new NotFoundError(`no account ${account}`);
   const view = { name: a.name, donator: a.donator, createdAt: a.createdAt, hosts: hosts.map((h) => h.fqdn).sort() };
   if (json) out(JSON.stringify(view));
@@ -106,8 +109,18 @@ function hostView(h: HostRecord) {
   };
 }
 
-export async function hostAdd(ctx: CommandContext, name: string, account: string, type: string, out: Out): Promise<void> {
-  const checked = checkRegistration(name, type, ctx.config.zones.map((z) => z.name));
+export async function hostAdd(
+  ctx: CommandContext,
+  name: string,
+  account: string,
+  type: string,
+  out: Out,
+): Promise<void> {
+  const checked = checkRegistration(
+    name,
+    type,
+    ctx.config.zones.map((z) => z.name),
+  );
   if ('problem' in checked) throw new InvalidInputError(checked.problem);
   await withStore(ctx, async (s) => {
     await s.hosts.indexNesting(ctx.config.zones.map((z) => z.name));
@@ -131,7 +144,9 @@ export async function hostRemove(ctx: CommandContext, name: string, keepDns: boo
         // Its zone left the config, or its name became a zone of its own: the bridge writes
         // none of its records any more, and "removed" would hide the ones left.
         if (!(await s.hosts.get(fqdn))) throw new NotFoundError(`no host ${fqdn}`);
-        const where = ctx.config.zones.some((z) => z.name === fqdn) ? 'is now the apex of a configured zone' : 'is in no configured zone';
+        const where = ctx.config.zones.some((z) => z.name === fqdn)
+          ? 'is now the apex of a configured zone'
+          : 'is in no configured zone';
         throw new ConflictError(`host ${fqdn} ${where}: its DNS records cannot be deleted; remove it with --keep-dns`);
       }
       const claimed = await claimWhenIdle(s, fqdn, leaseMs(ctx.config));
@@ -147,7 +162,11 @@ export async function hostRemove(ctx: CommandContext, name: string, keepDns: boo
           // The host stays; if the deletes may still be applied, its stored state goes out again.
           const maybeApplied = err instanceof DnsUpdateError && err.maybeApplied;
           // A repair that was due when the lease was taken over stays due.
-          const republish = maybeApplied ? { republishInMs: 0 } : claimed.repairDue ? { republishInMs: leaseMs(ctx.config), refused: true } : {};
+          const republish = maybeApplied
+            ? { republishInMs: 0 }
+            : claimed.repairDue
+              ? { republishInMs: leaseMs(ctx.config), refused: true }
+              : {};
           await s.hosts.release(claimed.lease, republish);
           throw err;
         }
@@ -161,7 +180,11 @@ export async function hostRemove(ctx: CommandContext, name: string, keepDns: boo
 }
 
 /** The host's lease, waiting (at most a lease's time and a little) while an update holds it. */
-async function claimWhenIdle(s: Store, fqdn: string, ms: number): Promise<{ host: HostRecord; lease: Lease; repairDue: boolean }> {
+async function claimWhenIdle(
+  s: Store,
+  fqdn: string,
+  ms: number,
+): Promise<{ host: HostRecord; lease: Lease; repairDue: boolean }> {
   const deadline = Date.now() + ms + 1000;
   for (;;) {
     const claimed = await s.hosts.claim(fqdn, ms);
@@ -172,7 +195,12 @@ async function claimWhenIdle(s: Store, fqdn: string, ms: number): Promise<{ host
   }
 }
 
-export async function hostList(ctx: CommandContext, account: string | undefined, json: boolean, out: Out): Promise<void> {
+export async function hostList(
+  ctx: CommandContext,
+  account: string | undefined,
+  json: boolean,
+  out: Out,
+): Promise<void> {
   const owner = account === undefined ? undefined : accountName(account);
   const hosts = await withStore(ctx, async (s) => {
     if (owner !== undefined && !(await s.accounts.get(owner))) throw new NotFoundError(`no account ${owner}`);
@@ -180,7 +208,9 @@ export async function hostList(ctx: CommandContext, account: string | undefined,
   });
   hosts.sort((a, b) => a.fqdn.localeCompare(b.fqdn));
   if (json) out(JSON.stringify(hosts.map(hostView)));
-  else for (const h of hosts) out([h.fqdn, h.account, h.type, h.state, [h.ipv4, h.ipv6].filter(Boolean).join(',') || '-'].join('\t'));
+  else
+    for (const h of hosts)
+      out([h.fqdn, h.account, h.type, h.state, [h.ipv4, h.ipv6].filter(Boolean).join(',') || '-'].join('\t'));
 }
 
 export async function hostShow(ctx: CommandContext, name: string, json: boolean, out: Out): Promise<void> {
@@ -190,12 +220,17 @@ export async function hostShow(ctx: CommandContext, name: string, json: boolean,
   // repair: DNS may hold what Redis does not until the stored state is published again.
   const view = { ...hostView(host), repair: repair ?? null };
   if (json) out(JSON.stringify(view));
-  else for (const [k, v] of Object.entries(view)) out(`${k}: ${k === 'repair' ? repairText(repair) : Array.isArray(v) ? v.join(' ') : String(v)}`);
+  else
+    for (const [k, v] of Object.entries(view))
+      out(`${k}: ${k === 'repair' ? repairText(repair) : Array.isArray(v) ? v.join(' ') : String(v)}`);
 }
 
 function repairText(repair: DnsRepair | undefined): string {
   if (repair === undefined) return 'none';
-  const failed = repair.failedRepublishes === 0 ? '' : ` (${repair.failedRepublishes} failed republish${repair.failedRepublishes === 1 ? '' : 'es'})`;
+  const failed =
+    repair.failedRepublishes === 0
+      ? ''
+      : ` (${repair.failedRepublishes} failed republish${repair.failedRepublishes === 1 ? '' : 'es'})`;
   if (repair.inProgress) return `in progress until ${new Date(repair.dueAt).toISOString()}${failed}`;
   return `due ${new Date(repair.dueAt).toISOString()}${failed}`;
 }
@@ -207,13 +242,19 @@ const STATE_CHANGES = {
   block: { from: ['active', 'offline'], to: 'blocked' },
 } as const;
 
-export async function hostSetState(ctx: CommandContext, name: string, change: keyof typeof STATE_CHANGES, out: Out): Promise<void> {
+export async function hostSetState(
+  ctx: CommandContext,
+  name: string,
+  change: keyof typeof STATE_CHANGES,
+  out: Out,
+): Promise<void> {
   const fqdn = hostName(name);
   const rule = STATE_CHANGES[change];
   await withStore(ctx, async (s) => {
     const host = await s.hosts.get(fqdn);
     if (!host) throw new NotFoundError(`no host ${fqdn}`);
-    if (!(rule.from as readonly string[]).includes(host.state)) throw new ConflictError(`host ${fqdn} is ${host.state}: cannot ${change}`);
+    if (!(rule.from as readonly string[]).includes(host.state))
+      throw new ConflictError(`host ${fqdn} is ${host.state}: cannot ${change}`);
     await s.hosts.setState(fqdn, rule.to);
   });
   out(`host ${fqdn} is now ${rule.to}`);
@@ -222,7 +263,8 @@ export async function hostSetState(ctx: CommandContext, name: string, change: ke
 export async function agentBlock(ctx: CommandContext, pattern: string, block: boolean, out: Out): Promise<void> {
   if (pattern.trim() === '') throw new InvalidInputError('empty User-Agent pattern');
   const inConfig = ctx.config.agents.blocked.includes(pattern);
-  if (!block && inConfig) throw new ConflictError(`"${pattern}" is blocked by the config file (agents.blocked): remove it there`);
+  if (!block && inConfig)
+    throw new ConflictError(`"${pattern}" is blocked by the config file (agents.blocked): remove it there`);
   const changed = await withStore(ctx, (s) => (block ? s.agents.block(pattern) : s.agents.unblock(pattern)));
   if (!block && !changed) throw new NotFoundError(`"${pattern}" is not blocked`);
   out(`${block ? (changed || inConfig ? 'blocked' : 'already blocked') : 'unblocked'}: ${pattern}`);

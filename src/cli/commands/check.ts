@@ -10,7 +10,13 @@ import { openStore } from '../../store/index.js';
 import type { CommandContext } from '../context.js';
 import type { Out } from './admin.js';
 
-export async function check(ctx: CommandContext, configPath: string, env: NodeJS.ProcessEnv, out: Out, err: Out): Promise<boolean> {
+export async function check(
+  ctx: CommandContext,
+  configPath: string,
+  env: NodeJS.ProcessEnv,
+  out: Out,
+  err: Out,
+): Promise<boolean> {
   let ok = true;
   out(`config ${configPath}: ok`);
   for (const w of await configWarnings(configPath, env)) err(`warning: ${w}`);
@@ -36,7 +42,9 @@ export async function check(ctx: CommandContext, configPath: string, env: NodeJS
     await store.close().catch(() => undefined);
   }
 
-  const results = await Promise.all(ctx.config.zones.map(async (zone) => ({ zone, result: await probeZone(zone, ctx.config.dns) })));
+  const results = await Promise.all(
+    ctx.config.zones.map(async (zone) => ({ zone, result: await probeZone(zone, ctx.config.dns) })),
+  );
   for (const { zone, result } of results) {
     const where = `zone ${zone.name} (primary ${zone.primary.host}:${zone.primary.port}, key ${zone.key.name})`;
     if (result.ok) out(`${where}: ok`);

@@ -11,7 +11,13 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { type HostType } from '../../core/types.js';
 import { checkRegistration } from '../../core/registration.js';
-import { BulkHostImporter, openStore, shadowingMessage, type BulkImportOptions, type ImportOutcome } from '../../store/index.js';
+import {
+  BulkHostImporter,
+  openStore,
+  shadowingMessage,
+  type BulkImportOptions,
+  type ImportOutcome,
+} from '../../store/index.js';
 import type { CommandContext } from '../context.js';
 
 export interface ImportSummary {
@@ -101,7 +107,8 @@ export function parseLine(
   const text = (hash >= 0 ? raw.slice(0, hash) : raw).trim();
   if (text === '') return undefined;
   const fields = text.split(/\s+/);
-  if (fields.length < 2 || fields.length > 3) return `expected "FQDN ACCOUNT [TYPE]", got ${fields.length} field${fields.length === 1 ? '' : 's'}`;
+  if (fields.length < 2 || fields.length > 3)
+    return `expected "FQDN ACCOUNT [TYPE]", got ${fields.length} field${fields.length === 1 ? '' : 's'}`;
   const [name, account, type = DEFAULT_TYPE] = fields as [string, string, string?];
   const checked = checkRegistration(name, type, zones);
   return 'problem' in checked ? checked.problem : { ...checked, account };
@@ -146,7 +153,9 @@ export async function hostImport(
     // Also after a failure (Redis lost): what was written stays written, so say how much.
     rejections.sort((a, b) => a.line - b.line);
     for (const r of rejections) err(`line ${r.line}: ${r.reason}`);
-    out(`imported ${summary.imported}, unchanged ${summary.unchanged}, rejected ${summary.rejected}${completed ? '' : ' (stopped early)'}`);
+    out(
+      `imported ${summary.imported}, unchanged ${summary.unchanged}, rejected ${summary.rejected}${completed ? '' : ' (stopped early)'}`,
+    );
   }
   return summary.rejected === 0;
 }

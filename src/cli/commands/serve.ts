@@ -55,17 +55,24 @@ export const WORKER_SEMI_SPACE_MIB = 8;
  * unless the operator already chose one (on the command line or in NODE_OPTIONS).
  */
 export function workerExecArgv(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
-  const chosen = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].some((a) => /^--max[-_]semi[-_]space[-_]size(=|$)/.test(a));
+  const chosen = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].some((a) =>
+    /^--max[-_]semi[-_]space[-_]size(=|$)/.test(a),
+  );
   return chosen ? [...execArgv] : [...execArgv, `--max-semi-space-size=${WORKER_SEMI_SPACE_MIB}`];
 }
 
-/** `--workers`: a whole number from 1 to MAX_WORKERS, or 'auto' (one per CPU the process may use, at most MAX_AUTO_WORKERS). */
+/**
+ * `--workers`: a whole number from 1 to MAX_WORKERS, or 'auto' (one per CPU the process may use, at most
+ * MAX_AUTO_WORKERS).
+ */
 export function workerCount(value: number | string | undefined, cpus: number): number {
   if (value === undefined) return 1;
   if (value === 'auto') return Math.max(1, Math.min(cpus, MAX_AUTO_WORKERS));
   const n = typeof value === 'number' ? value : /^\d{1,4}$/.test(value) ? Number(value) : NaN;
   if (!Number.isInteger(n) || n < 1 || n > MAX_WORKERS) {
-    throw new UsageError(`--workers: expected 'auto' or a whole number from 1 to ${MAX_WORKERS}, got ${JSON.stringify(value)}`);
+    throw new UsageError(
+      `--workers: expected 'auto' or a whole number from 1 to ${MAX_WORKERS}, got ${JSON.stringify(value)}`,
+    );
   }
   return n;
 }
@@ -81,7 +88,9 @@ const BIND_UPDATE_QUOTA = 100;
 export function updateQuotaWarnings(config: Pick<Config, 'zones' | 'dns'>, workers: number): string[] {
   const perPrimary = new Map<string, { inFlight: number; zones: string[] }>();
   for (const zone of config.zones) {
-    const key = isIPv6(zone.primary.host) ? `[${zone.primary.host}]:${zone.primary.port}` : `${zone.primary.host}:${zone.primary.port}`;
+    const key = isIPv6(zone.primary.host)
+      ? `[${zone.primary.host}]:${zone.primary.port}`
+      : `${zone.primary.host}:${zone.primary.port}`;
     const entry = perPrimary.get(key) ?? { inFlight: 0, zones: [] };
     entry.inFlight += (zone.maxInFlight ?? config.dns.maxInFlight) * workers;
     entry.zones.push(zone.name);
@@ -158,7 +167,12 @@ export function needsIpv6Only(l: Listener, all: readonly Listener[]): boolean {
 }
 
 /** Build the bridge and listen everywhere; undefined (exit status 1 set) when an address cannot be bound. */
-async function startBridge(ctx: CommandContext, opts: ServeOptions, bridgeOptions: BridgeOptions, listeningMsg: string) {
+async function startBridge(
+  ctx: CommandContext,
+  opts: ServeOptions,
+  bridgeOptions: BridgeOptions,
+  listeningMsg: string,
+) {
   const { config, logger } = ctx;
   // Loaded here, not at the top: a cluster primary never builds a bridge (see main.ts).
   const { buildBridge } = await import('../compose.js');
@@ -263,12 +277,17 @@ async function serveSingle(
   reloads.attach((why) => reload(started.bridge, logger, why));
   const { whenFatal } = await import('../../store/redis.js');
   // Redis refusing the database later (restarted with fewer databases) ends the service too.
-  const why = await Promise.race([stopSignal().then((signal) => ({ signal })), whenFatal(started.bridge.store.redis).then((error) => ({ error }))]);
+  const why = await Promise.race([
+    stopSignal().then((signal) => ({ signal })),
+    whenFatal(started.bridge.store.redis).then((error) => ({ error })),
+  ]);
   if ('error' in why) {
     logger.error('cannot use redis; stopping', { error: why.error.message });
     process.exitCode = 1;
   } else logger.info('stopping', { signal: why.signal });
-  await started.bridge.close().catch((err: unknown) => logger.error('error while stopping', { error: (err as Error).message }));
+  await started.bridge
+    .close()
+    .catch((err: unknown) => logger.error('error while stopping', { error: (err as Error).message }));
   logger.info('stopped');
 }
 
@@ -312,7 +331,11 @@ export function workerContext(): Promise<CommandContext> {
     // A primary that never answers (one of an older version, still running after the code
     // was replaced): end, so that it sees a worker die instead of one that never listens.
     const timer = setTimeout(() => {
-      reject(new Error(`no config from the primary within ${CONFIG_WAIT_MS / 1000} s (is it of another version? restart the service)`));
+      reject(
+        new Error(
+          `no config from the primary within ${CONFIG_WAIT_MS / 1000} s (is it of another version? restart the service)`,
+        ),
+      );
       if (process.connected) process.disconnect();
     }, CONFIG_WAIT_MS);
     const onMessage = (m: PrimaryMessage): void => {
@@ -359,7 +382,9 @@ async function serveWorker(ctx: CommandContext, opts: ServeOptions, bridgeOption
   });
   const why = await Promise.race([stop, fatal]);
   logger.info('worker stopping', { reason: why, pid: process.pid });
-  await started.bridge.close().catch((err: unknown) => logger.error('error while stopping', { error: (err as Error).message }));
+  await started.bridge
+    .close()
+    .catch((err: unknown) => logger.error('error while stopping', { error: (err as Error).message }));
   logger.info('worker stopped', { pid: process.pid });
   // The IPC channel would keep the process alive.
   if (process.connected) process.disconnect();
@@ -398,7 +423,9 @@ async function servePrimary(ctx: CommandContext, count: number, reloads: Reloads
     alive.add(worker);
     // A send to a worker that has just died (its config, a stop) fails here, not as an
     // unhandled 'error' that would end the primary; its 'exit' follows and is handled below.
-    worker.on('error', (err: Error) => logger.warn('worker channel error', { pid: worker.process.pid, error: err.message }));
+    worker.on('error', (err: Error) =>
+      logger.warn('worker channel error', { pid: worker.process.pid, error: err.message }),
+    );
     worker.on('message', (m: WorkerMessage) => {
       if (m?.kind === 'config?') worker.send({ kind: 'config', config: ctx.config } satisfies PrimaryMessage);
     });
@@ -440,7 +467,10 @@ async function servePrimary(ctx: CommandContext, count: number, reloads: Reloads
   });
   useKernelScheduling();
   // 'advanced': the config holds Buffers (the TSIG secrets), which JSON would not carry.
-  cluster.setupPrimary({ execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS), serialization: 'advanced' });
+  cluster.setupPrimary({
+    execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS),
+    serialization: 'advanced',
+  });
   for (let i = 0; i < count; i++) fork();
 
   const outcome = await Promise.race([firstReady.then((bound) => ({ bound })), done.then((code) => ({ code }))]);

@@ -1,7 +1,13 @@
 /** `token add|list|remove`: scoped update tokens (docs/security.md, "Update tokens"). */
 import { newToken, newTokenId, tokenHash } from '../../auth/index.js';
 import { ConflictError, InvalidInputError } from '../../core/errors.js';
-import { noteProblem, parseDuration, parseSourceList, TOKEN_ID_PATTERN, type TokenRecord } from '../../core/update-tokens.js';
+import {
+  noteProblem,
+  parseDuration,
+  parseSourceList,
+  TOKEN_ID_PATTERN,
+  type TokenRecord,
+} from '../../core/update-tokens.js';
 import type { CommandContext } from '../context.js';
 import { hostName, withStore, type Out } from './admin.js';
 
@@ -16,7 +22,9 @@ export async function tokenAdd(ctx: CommandContext, name: string, opts: TokenAdd
   const fqdn = hostName(name);
   const expiresInMs = opts.expires === undefined ? undefined : parseDuration(opts.expires);
   if (opts.expires !== undefined && expiresInMs === undefined) {
-    throw new InvalidInputError(`--expires: expected a duration such as 90m, 12h, 30d or 8w, not ${JSON.stringify(opts.expires)}`);
+    throw new InvalidInputError(
+      `--expires: expected a duration such as 90m, 12h, 30d or 8w, not ${JSON.stringify(opts.expires)}`,
+    );
   }
   const sources = opts.from === undefined ? { from: [] } : parseSourceList(opts.from);
   if ('problem' in sources) throw new InvalidInputError(`--from: ${sources.problem}`);
@@ -29,7 +37,14 @@ export async function tokenAdd(ctx: CommandContext, name: string, opts: TokenAdd
     // A random 48-bit id is taken only by bad luck: try another.
     for (let attempt = 0; ; attempt++) {
       try {
-        return await s.tokens.add({ id: newTokenId(), hash: tokenHash(token), fqdn, expiresInMs, from: sources.from, note });
+        return await s.tokens.add({
+          id: newTokenId(),
+          hash: tokenHash(token),
+          fqdn,
+          expiresInMs,
+          from: sources.from,
+          note,
+        });
       } catch (err) {
         if (!(err instanceof ConflictError) || attempt >= 2) throw err;
       }
@@ -49,13 +64,24 @@ export async function tokenList(ctx: CommandContext, name: string | undefined, j
   }
   for (const t of tokens) {
     const v = tokenView(t);
-    out([v.id, v.host, `created ${v.created}`, `expires ${v.expires ?? 'never'}`, `used ${v.lastUsed ?? 'never'}`, `from ${v.from.join(',') || 'anywhere'}`, v.note].join('\t'));
+    out(
+      [
+        v.id,
+        v.host,
+        `created ${v.created}`,
+        `expires ${v.expires ?? 'never'}`,
+        `used ${v.lastUsed ?? 'never'}`,
+        `from ${v.from.join(',') || 'anywhere'}`,
+        v.note,
+      ].join('\t'),
+    );
   }
 }
 
 export async function tokenRemove(ctx: CommandContext, id: string, out: Out): Promise<void> {
   const wanted = id.trim().toLowerCase();
-  if (!TOKEN_ID_PATTERN.test(wanted)) throw new InvalidInputError(`not a token id (12 hex digits, see token list): ${JSON.stringify(id)}`);
+  if (!TOKEN_ID_PATTERN.test(wanted))
+    throw new InvalidInputError(`not a token id (12 hex digits, see token list): ${JSON.stringify(id)}`);
   const removed = await withStore(ctx, (s) => s.tokens.remove(wanted));
   out(`token ${removed.id} of ${removed.fqdn} removed`);
 }

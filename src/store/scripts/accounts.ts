@@ -9,7 +9,9 @@ export interface AccountKeys {
   accounts: string;
 }
 
-/** accountCreate(KEYS: account, account set; ARGV: name, hash, donator, createdAt) → 1 | 0 (exists). Decoded: created. */
+/**
+ * accountCreate(KEYS: account, account set; ARGV: name, hash, donator, createdAt) → 1 | 0 (exists). Decoded: created.
+ */
 export const ACCOUNT_CREATE = defineScript({
   name: 'ddnsAccountCreate',
   lua: `

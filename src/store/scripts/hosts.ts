@@ -120,7 +120,14 @@ if redis.call('HEXISTS', KEYS[2], '${AF.passwordHash}') == 1 then
 end
 return 'ok'
 `,
-  keys: (k: HostRemoveKeys) => [k.host, k.account, k.pending, k.hostTokens, ...k.nestIndexes, ...k.tokens.flatMap((t) => [t.record, t.index])],
+  keys: (k: HostRemoveKeys) => [
+    k.host,
+    k.account,
+    k.pending,
+    k.hostTokens,
+    ...k.nestIndexes,
+    ...k.tokens.flatMap((t) => [t.record, t.index]),
+  ],
   args: (a: HostRemoveArgs) => [a.owner, a.leaseToken, a.fqdn, a.ancestors, ...a.tokenIds],
   reply: (raw) => replyOneOf(raw, ['ok', 'gone', 'changed', 'lost'] as const, 'host remove'),
 });
@@ -242,8 +249,15 @@ for i = 1, k do
 end
 return out
 `,
-  keys: (k: HostImportKeys) => [...k.accounts, ...k.hosts.flatMap((h) => [h.host, h.nestIndex, ...h.between.flatMap((b) => [b.host, b.nestIndex])])],
-  args: (a: HostImportArgs) => [a.accounts.length, ...a.accounts, ...a.hosts.flatMap((h) => [h.account, h.type, h.fqdn, h.between.length, ...h.between])],
+  keys: (k: HostImportKeys) => [
+    ...k.accounts,
+    ...k.hosts.flatMap((h) => [h.host, h.nestIndex, ...h.between.flatMap((b) => [b.host, b.nestIndex])]),
+  ],
+  args: (a: HostImportArgs) => [
+    a.accounts.length,
+    ...a.accounts,
+    ...a.hosts.flatMap((h) => [h.account, h.type, h.fqdn, h.between.length, ...h.between]),
+  ],
   reply: (raw) => replyArray(raw, 'host import').map((v) => importOutcome(replyString(v, 'host import'))),
 });
 
@@ -253,7 +267,12 @@ function importOutcome(reply: string): ImportOutcome {
   if (reply === 'same') return { kind: 'same' };
   if (reply.startsWith('<') || reply.startsWith('>')) {
     const space = reply.indexOf(' ');
-    return { kind: 'shadowing', relation: reply[0] === '<' ? 'below' : 'above', other: reply.slice(1, space), owner: reply.slice(space + 1) };
+    return {
+      kind: 'shadowing',
+      relation: reply[0] === '<' ? 'below' : 'above',
+      other: reply.slice(1, space),
+      owner: reply.slice(space + 1),
+    };
   }
   if (reply.startsWith('=')) {
     const colon = reply.indexOf(':');

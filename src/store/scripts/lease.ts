@@ -9,7 +9,16 @@ import { flag, type TargetState } from '../../core/types.js';
 import { encodeExpectations, encodeWrittenFamilies, type HashFields } from '../codec.js';
 import { HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
 import { GUARD, LEASE_PREAMBLE, NOW, TOKEN_CHECKS } from '../lua.js';
-import { defineScript, presentFlag, replyArray, replyFields, replyInteger, replyKind, replyOneOf, replyString } from '../script.js';
+import {
+  defineScript,
+  presentFlag,
+  replyArray,
+  replyFields,
+  replyInteger,
+  replyKind,
+  replyOneOf,
+  replyString,
+} from '../script.js';
 
 /** A host and the sorted set of leases in flight. */
 export interface LeaseKeys {
@@ -90,7 +99,12 @@ export interface CountUndo {
   countedAt: string;
 }
 
-export const NO_COUNT_UNDO: CountUndo = { previousLastRequest: '', previousFrequentCount: '', sequence: '-', countedAt: '-' };
+export const NO_COUNT_UNDO: CountUndo = {
+  previousLastRequest: '',
+  previousFrequentCount: '',
+  sequence: '-',
+  countedAt: '-',
+};
 
 const admitArgv = (a: AdmitArgs): (string | number)[] => [
   a.account,
@@ -411,7 +425,8 @@ export interface TakeLeaseArgs {
 
 const takeLeaseArgv = (a: TakeLeaseArgs) => [a.token, Math.max(1, Math.floor(a.leaseMs))];
 
-export type ReclaimReply = { kind: 'gone' | 'clean' | 'held' } | { kind: 'reclaimed'; host: HashFields; families: string };
+export type ReclaimReply =
+  { kind: 'gone' | 'clean' | 'held' } | { kind: 'reclaimed'; host: HashFields; families: string };
 
 /**
  * reclaim(KEYS: host, pending; ARGV: token, leaseMs) → {'gone'|'clean'|'held'} |
@@ -471,10 +486,12 @@ return #ARGV - 1
   reply: (raw) => replyInteger(raw, 'postpone'),
 });
 
-export type HostClaimReply = { kind: 'gone' } | { kind: 'busy' } | { kind: 'claimed'; host: HashFields; repairDue: boolean; takenOver: string };
+export type HostClaimReply =
+  { kind: 'gone' } | { kind: 'busy' } | { kind: 'claimed'; host: HashFields; repairDue: boolean; takenOver: string };
 
 /**
- * hostClaim(KEYS: host, pending; ARGV: token, leaseMs) → {'gone'} | {'busy'} | {'claimed', hostFlat, repairDue, takenOver}:
+ * hostClaim(KEYS: host, pending; ARGV: token, leaseMs) → {'gone'} | {'busy'} | {'claimed', hostFlat, repairDue,
+ * takenOver}:
  * the host's lease for an operator's change (host remove), so no update or repair publishes
  * meanwhile. Not counted by the frequency rule. An expired lease is taken over (its holder
  * died; what it may have published goes with the host). Due in the pending set at the lease
@@ -498,6 +515,11 @@ return {'claimed', takeLease('46'), stale and '1' or '', takenOver}
   reply: (raw): HostClaimReply => {
     const { kind, rest } = replyKind(raw, ['gone', 'busy', 'claimed'] as const, 'host claim');
     if (kind !== 'claimed') return { kind };
-    return { kind, host: replyFields(rest[0], 'host claim'), repairDue: rest[1] === '1', takenOver: replyString(rest[2], 'host claim') };
+    return {
+      kind,
+      host: replyFields(rest[0], 'host claim'),
+      repairDue: rest[1] === '1',
+      takenOver: replyString(rest[2], 'host claim'),
+    };
   },
 });

@@ -80,7 +80,8 @@ export interface TokenAddArgs {
   note: string;
 }
 
-export type TokenAddReply = { kind: 'ok'; createdAt: number; expiresAt: number | null } | { kind: 'changed' | 'exists' };
+export type TokenAddReply =
+  { kind: 'ok'; createdAt: number; expiresAt: number | null } | { kind: 'changed' | 'exists' };
 
 /**
  * tokenAdd(KEYS: host, account, token, token index, host's token set; ARGV: owner, id, fqdn,
@@ -110,7 +111,11 @@ return {'ok', ms(now), expires}
     const { kind, rest } = replyKind(raw, ['ok', 'changed', 'exists'] as const, 'token add');
     if (kind !== 'ok') return { kind };
     const expiresAt = replyString(rest[1], 'token add');
-    return { kind, createdAt: Number(replyString(rest[0], 'token add')), expiresAt: expiresAt === '' ? null : Number(expiresAt) };
+    return {
+      kind,
+      createdAt: Number(replyString(rest[0], 'token add')),
+      expiresAt: expiresAt === '' ? null : Number(expiresAt),
+    };
   },
 });
 
@@ -128,7 +133,12 @@ dropTokenCount(KEYS[4], 1)
 return 'ok'
 `,
   numberOfKeys: 4,
-  keys: (k: { token: string; index: string; hostTokens: string; account: string }) => [k.token, k.index, k.hostTokens, k.account],
+  keys: (k: { token: string; index: string; hostTokens: string; account: string }) => [
+    k.token,
+    k.index,
+    k.hostTokens,
+    k.account,
+  ],
   args: (a: { id: string; hash: string }) => [a.id, a.hash],
   reply: (raw) => replyOneOf(raw, ['ok', 'changed'] as const, 'token remove'),
 });
