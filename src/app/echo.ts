@@ -59,7 +59,8 @@ export class EchoService {
     sourceIp: string,
     userAgent: string,
   ): Promise<{ account: AccountView; guard: AdmitGuard; only?: string } | undefined> {
-    const token = await this.deps.tokens.login(credentials, sourceIp);
+    const token = await this.deps.tokens.login(credentials, sourceIp, userAgent);
+    if (token === 'agent' || token === 'login') return undefined; // refused; nothing counted
     if (token !== undefined) return { account: token.account, guard: { sourceIp, userAgent, token }, only: token.fqdn };
     const auth = await this.deps.authenticator.authenticate(credentials, sourceIp);
     return auth.ok ? { account: auth.account, guard: { sourceIp, userAgent, login: auth.login } } : undefined;
@@ -84,6 +85,11 @@ export class EchoService {
         if (login !== undefined) {
           // Every name of the list the login may update is counted (per host name, as an update is).
           const counted = login.only === undefined ? names : names.filter((n) => n === login.only);
+          const { guard } = login;
+          // A token for none of the names: its checks all the same, so a right token costs what a wrong one does.
+          if (counted.length === 0 && 'token' in guard && (await this.deps.tokens.check(guard)) === 'stale') {
+            this.deps.tokens.forget(guard.token);
+          }
           const admissions = await Promise.all(
             counted.map((fqdn) =>
               this.deps.hosts.admit({
@@ -93,10 +99,14 @@ export class EchoService {
                 maxFrequent: settings.maxFrequent,
                 expect: null,
                 leaseMs: this.deps.leaseMs,
-                guard: login.guard,
+                guard,
               }),
             ),
           );
+          // Revoked or expired meanwhile: looked up afresh next time.
+          if ('token' in guard && admissions.some((a) => a.kind === 'refused' && a.check === 'stale')) {
+            this.deps.tokens.forget(guard.token);
+          }
           if (admissions.some((a) => a.kind === 'rejected' && a.outcome === 'abuse'))
             return { kind: 'refused', outcome: 'abuse' };
         }

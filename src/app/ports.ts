@@ -65,11 +65,17 @@ export interface TokenAuthenticator {
   /**
    * These credentials as a token login: the password is shaped like a token, the token exists
    * and has not expired, the user is its host or that host's account, and `sourceIp` lies in
-   * its `from`. From memory, or one Redis read. Not a verdict: the admission's TokenGuard makes
-   * the login checks. undefined: not a token login; the password path decides (nothing is
-   * counted here, so a wrong token costs what a wrong password costs).
+   * its `from`. From memory, or one Redis read that also checks the junk block of (sourceIp,
+   * userAgent) and the source's cool-down first ('agent', 'login': refused, nothing else read),
+   * so a right token costs what a wrong one does. Not a verdict: the admission's TokenGuard
+   * makes the login checks. undefined: not a token login; the password path decides (nothing
+   * is counted here, so a wrong token costs what a wrong password costs).
    */
-  login(credentials: Credentials, sourceIp: string): Promise<TokenLogin | undefined>;
+  login(
+    credentials: Credentials,
+    sourceIp: string,
+    userAgent: string,
+  ): Promise<TokenLogin | 'agent' | 'login' | undefined>;
   /** The TokenGuard's checks alone, for a reply or a lookup that must follow them (an mx, badsys). */
   check(guard: TokenGuard): Promise<'ok' | GuardCheck>;
   /** The token was revoked or has expired, or its account changed: look it up afresh. */
@@ -78,8 +84,11 @@ export interface TokenAuthenticator {
 
 /** Update tokens in the store, as the login sees them. */
 export interface TokenLookup {
-  /** The token with this hash, unless unknown or expired (Redis clock): one round trip. */
-  find(hash: string): Promise<TokenLogin | undefined>;
+  /**
+   * The token with this hash, unless unknown or expired (Redis clock): one round trip, which
+   * first refuses a junk-blocked (sourceIp, userAgent) pair ('agent') or a source in cool-down ('login').
+   */
+  find(hash: string, sourceIp: string, userAgent: string): Promise<TokenLogin | 'agent' | 'login' | undefined>;
   /** The TokenGuard's checks alone (before work that must follow them, e.g. an mx lookup). */
   check(guard: TokenGuard): Promise<'ok' | GuardCheck>;
 }
@@ -313,11 +322,9 @@ export interface HostChange {
   previous: HostDnsState;
   target: TargetState;
   /**
-   * Address families to leave as the primary has them: the change does not write them and
-   * the store does not know them, e.g. a host registered over records another provider set
-   * (docs/protocol.md, "The update request": "the other family's records stay as they are"); see familiesToLeave.
-   * Absent:
-   * none — everything is rewritten.
+   * Address families to leave as the primary has them: the change does not write them and the store does not know
+   * them, e.g. a host registered over records another provider set (docs/protocol.md, "The update request": "the
+   * other family's records stay as they are"); see familiesToLeave. Absent: none — everything is rewritten.
    */
   leave?: AddressFamilies;
 }

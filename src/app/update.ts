@@ -243,16 +243,25 @@ export class UpdateService {
    * when the reply or a lookup (mx) would come before it. undefined: not a token login (or
    * a token revoked meanwhile): the full path decides, as for a wrong password.
    */
-  private async tokenPath(req: UpdateRequest, ua: string, asked: () => AskedChange): Promise<UpdateReply | undefined> {
+  private async tokenPath(
+    req: UpdateRequest,
+    ua: string,
+    asked: () => AskedChange,
+    retried = false,
+  ): Promise<UpdateReply | undefined> {
     const { credentials } = req;
     if (typeof credentials !== 'object' || !looksLikeToken(credentials.password)) return undefined;
     const { clientPolicy, tokens } = this.deps;
+    // A password that merely looks like a token, verified recently: the fast path, no lookup.
+    if (this.deps.authenticator.recall(credentials) !== undefined) return undefined;
     const verdict = clientPolicy.listVerdict(ua);
     if (verdict === 'blocked' || (verdict === 'unknown' && (await clientPolicy.isBlocked(ua, req.clientIp)))) {
       return { kind: 'request', outcome: 'bad-agent' };
     }
-    const token = await tokens.login(credentials, req.clientIp);
+    const token = await tokens.login(credentials, req.clientIp, ua);
     if (token === undefined) return undefined;
+    if (token === 'agent' || token === 'login') return { kind: 'request', outcome: refusalOutcome(token) };
+    const refuse = (check: GuardCheck) => this.tokenRefused(req, ua, asked, token, check, retried);
     const guard: TokenGuard = { sourceIp: req.clientIp, userAgent: ua, token };
     const { params, mx } = asked();
     const names =
@@ -263,7 +272,7 @@ export class UpdateService {
     const ownAsked = names.some((h) => h.fqdn === token.fqdn);
     if (params.tooManyHosts || !ownAsked || zone === undefined || !params.systemSupported || mx.needsLookup) {
       const check = await tokens.check(guard);
-      if (check !== 'ok') return this.tokenRefused(token, check);
+      if (check !== 'ok') return refuse(check);
       if (params.tooManyHosts) return { kind: 'request', outcome: 'too-many-hosts' };
     }
     if (names.length === 0) return { kind: 'hosts', lines: [{ outcome: 'invalid-name' }] };
@@ -282,16 +291,26 @@ export class UpdateService {
       }),
     );
     const refused = settled.find((r) => r.status === 'rejected' && r.reason instanceof TokenRefused);
-    if (refused !== undefined)
-      return this.tokenRefused(token, ((refused as PromiseRejectedResult).reason as TokenRefused).check);
+    if (refused !== undefined) return refuse(((refused as PromiseRejectedResult).reason as TokenRefused).check);
     return { kind: 'hosts', lines: hostLines(settled, this.deps.logger) };
   }
 
-  /** A token's login check failed: the reply the full path gives, or (revoked, expired) the full path itself. */
-  private tokenRefused(token: TokenLogin, check: GuardCheck): UpdateReply | undefined {
+  /**
+   * A token's login check failed: the reply the full path gives. Stale (revoked, expired, or its
+   * account's donator flag changed): looked up afresh once, which keeps a token whose account
+   * changed working; still not a login then, the full path decides, as for a wrong password.
+   */
+  private tokenRefused(
+    req: UpdateRequest,
+    ua: string,
+    asked: () => AskedChange,
+    token: TokenLogin,
+    check: GuardCheck,
+    retried: boolean,
+  ): Promise<UpdateReply | undefined> | UpdateReply | undefined {
     if (check !== 'stale') return { kind: 'request', outcome: refusalOutcome(check) };
     this.deps.tokens.forget(token);
-    return undefined;
+    return retried ? undefined : this.tokenPath(req, ua, asked, true);
   }
 
   private async updateHost(

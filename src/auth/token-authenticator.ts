@@ -21,13 +21,18 @@ export class CachedTokenAuthenticator implements TokenAuthenticator {
     this.cache = new LruTtlMap(cache);
   }
 
-  async login(credentials: Credentials, sourceIp: string): Promise<TokenLogin | undefined> {
+  async login(
+    credentials: Credentials,
+    sourceIp: string,
+    userAgent: string,
+  ): Promise<TokenLogin | 'agent' | 'login' | undefined> {
     if (!looksLikeToken(credentials.password)) return undefined;
     const hash = tokenHash(credentials.password);
     let login = this.cache.get(hash);
     if (login === undefined) {
-      login = await this.tokens.find(hash);
-      if (login === undefined) return undefined;
+      const found = await this.tokens.find(hash, sourceIp, userAgent);
+      if (found === undefined || found === 'agent' || found === 'login') return found;
+      login = found;
       this.cache.set(hash, login);
     }
     // The user names the token's host or that host's account (routers often have no hostname field).

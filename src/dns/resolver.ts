@@ -111,10 +111,9 @@ export class DnsMxResolver implements MxResolver {
       timer = setTimeout(() => resolve('timeout'), this.timeoutMs);
     });
     try {
-      // An MX at an alias inside the zone makes BIND refuse the whole UPDATE (RFC 2181 §10.3:
-      // the address with it, on every retry) and Knot publish a broken MX. Outside our zones
-      // the primary cannot tell, and docs/protocol.md, "The update request" asks only for an address. Asked beside
-      // the address.
+      // An MX at an alias inside the zone makes BIND refuse the whole UPDATE (RFC 2181 §10.3: the address with it, on
+      // every retry) and Knot publish a broken MX. Outside our zones the primary cannot tell, and docs/protocol.md,
+      // "The update request" asks only for an address. Asked beside the address.
       const alias = checkAlias
         ? Promise.any(resolvers.map((r) => isAlias(r, name))).catch(() => false)
         : Promise.resolve(false);

@@ -1,8 +1,7 @@
 /**
  * The one place that turns outcomes into bytes (their tokens and statuses from core/outcomes). Every reply: an
- * HTTP/1.0 status line,
- * text/plain, Content-Length, Connection: close, never chunked, and no header value that
- * looks like an IP address (ddclient scans headers for one).
+ * HTTP/1.0 status line, text/plain, Content-Length, Connection: close, never chunked, and no header value that looks
+ * like an IP address (ddclient scans headers for one).
  */
 import { hostReply, requestReply, type EchoOutcome, type RequestOutcome } from '../core/outcomes.js';
 import { tokenCarriesAddress, type Token } from '../core/tokens.js';

@@ -337,12 +337,11 @@ export class HttpFrontend {
 }
 
 /**
- * Whether the bytes node's parser failed on start with a request line, `<token> <target> HTTP/x.y`.
- * It reports a method it does not know (`FOO`, lowercase `get`: methods are case-sensitive) and
- * bytes that are no request at all (`GARBAGE`, a TLS hello) alike as an invalid method: the
- * first are a request with a wrong method, 405 as for known wrong methods (docs/protocol.md, "The update request");
- * the others
- * stay 400. (A request line trickled in pieces is judged on its first piece: 400.)
+ * Whether the bytes node's parser failed on start with a request line, `<token> <target> HTTP/x.y`. It reports a
+ * method it does not know (`FOO`, lowercase `get`: methods are case-sensitive) and bytes that are no request at all
+ * (`GARBAGE`, a TLS hello) alike as an invalid method: the first are a request with a wrong method, 405 as for known
+ * wrong methods (docs/protocol.md, "The update request"); the others stay 400. (A request line trickled in pieces is
+ * judged on its first piece: 400.)
  */
 function isRequestLine(raw: Buffer | undefined): boolean {
   return raw !== undefined && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ [^\s]+ HTTP\/\d\.\d\r?\n/.test(raw.toString('latin1'));

@@ -1,7 +1,6 @@
 /**
  * Misbehaving clients (docs/protocol.md, "Clients that misbehave"): the User-Agent block list (config ∪ the Redis set
- * the
- * CLI edits) and junk blocking of (source address, User-Agent) pairs.
+ * the CLI edits) and junk blocking of (source address, User-Agent) pairs.
  */
 import type { Redis } from 'ioredis';
 import type { ClientPolicy } from '../app/ports.js';

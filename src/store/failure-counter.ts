@@ -1,8 +1,7 @@
 /**
  * Failed-login counting (docs/protocol.md, "Clients that misbehave"): per source address and per account, shared by
- * every
- * frontend. Reaching `maxFailures` within `windowMs` puts that address or account into a
- * cool-down of `cooldownMs`, during which logins are refused without a password check.
+ * every frontend. Reaching `maxFailures` within `windowMs` puts that address or account into a cool-down of
+ * `cooldownMs`, during which logins are refused without a password check.
  */
 import type { Redis } from 'ioredis';
 import type { FailureCounter } from '../app/ports.js';

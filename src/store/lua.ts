@@ -21,16 +21,13 @@ local function ms(n) return string.format('%.0f', n) end
 `;
 
 /**
- * The lease record of the host at KEYS[1]: the address families ('4', '6', '46', '') the
- * holder of a lease writes, the lease token they belong to, and the late mark, kept until its
- * commit. A repair of an interrupted change rewrites those families (and every one Redis
- * knows) and leaves the rest as the primary has them
- * (docs/protocol.md, "The update request"). A record of another lease than the one asked about (an older version's
- * frontend
- * took the lease over) or none means both. Late: a change that lost its lease may have landed
- * while this holder was in flight; its families were added, and the holder's commit or release
- * leaves a repair due. Versions before kept all three in one field, `<families>[r]:<token>`
- * (legacyLeaseRecord): still read, deleted by the next write.
+ * The lease record of the host at KEYS[1]: the address families ('4', '6', '46', '') the holder of a lease writes,
+ * the lease token they belong to, and the late mark, kept until its commit. A repair of an interrupted change
+ * rewrites those families (and every one Redis knows) and leaves the rest as the primary has them (docs/protocol.md,
+ * "The update request"). A record of another lease than the one asked about (an older version's frontend took the
+ * lease over) or none means both. Late: a change that lost its lease may have landed while this holder was in flight;
+ * its families were added, and the holder's commit or release leaves a repair due. Versions before kept all three in
+ * one field, `<families>[r]:<token>` (legacyLeaseRecord): still read, deleted by the next write.
  */
 export const FAMILIES = `
 local function union(a, b)

@@ -30,15 +30,14 @@ export class RedisTokenStore implements TokenLookup {
     private readonly keys: Keys,
   ) {}
 
-  async find(hash: string): Promise<TokenLogin | undefined> {
-    const found = await runScript(
-      this.redis,
-      TOKEN_FIND,
-      { index: this.keys.tokenIndex(hash) },
-      { keyPrefix: this.keys.prefix, hash },
-      'token find',
-    );
-    if (found === undefined) return undefined;
+  async find(hash: string, sourceIp: string, userAgent: string): Promise<TokenLogin | 'agent' | 'login' | undefined> {
+    const keys = {
+      index: this.keys.tokenIndex(hash),
+      junkBlock: this.keys.junkBlock(sourceIp, userAgent),
+      sourceCooldown: this.keys.cooldownBySource(sourceIp),
+    };
+    const found = await runScript(this.redis, TOKEN_FIND, keys, { keyPrefix: this.keys.prefix, hash }, 'token find');
+    if (found === undefined || found === 'agent' || found === 'login') return found;
     const { id, fqdn, account, donator, from } = found;
     return { id, hash, fqdn, account: { name: account, donator }, from: splitList(from) };
   }

@@ -1,8 +1,7 @@
 /**
  * The credential-guessing throttle (docs/protocol.md, "Clients that misbehave") against a real `serve` process and
- * redis-server:
- * a burst of concurrent wrong guesses from one source must not get more password checks
- * than the cool-down allows, so the right password sent behind them is refused (badauth).
+ * redis-server: a burst of concurrent wrong guesses from one source must not get more password checks than the
+ * cool-down allows, so the right password sent behind them is refused (badauth).
  */
 import { expect } from 'chai';
 import { Redis } from 'ioredis';

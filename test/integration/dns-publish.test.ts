@@ -1,8 +1,7 @@
 /**
- * DnsPublisher and probeZone against real primaries (knotd and named from the lab): every
- * docs/protocol.md, "What goes into DNS" plan is published and read back with dig, and every failure mode the
- * protocol names
- * is provoked for real.
+ * DnsPublisher and probeZone against real primaries (knotd and named from the lab): every plan of
+ * docs/protocol.md, "What goes into DNS" is published and read back with dig, and every failure mode the
+ * protocol names is provoked for real.
  */
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';

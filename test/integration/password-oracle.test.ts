@@ -10,6 +10,7 @@ import { createSocket, type Socket } from 'node:dgram';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { BridgeEnv, ZONE, expectedReply, sleep } from '../support/bridge.js';
+import { BridgeCommands } from '../support/bridge-commands.js';
 import { requireBinariesOrSkip } from '../../src/lab/index.js';
 import { Keys } from '../../src/store/keys.js';
 
@@ -58,6 +59,8 @@ describe('no password oracle during a login cool-down (knot)', function () {
   const user = 'victim';
   const password = 'victim-right-password';
   const host = `oracle-${process.pid}.${ZONE}`;
+  let token: string;
+  let commands: BridgeCommands;
 
   before(async function () {
     requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
@@ -78,6 +81,11 @@ describe('no password oracle during a login cool-down (knot)', function () {
     // The right password, verified once: now in the credential cache.
     const first = await env.get(`/nic/update?hostname=${host}&myip=192.0.2.10`, { auth: [user, password], ua: UA });
     expect(first.raw.toString()).to.equal(OK('good 192.0.2.10\n'));
+    // An update token, used once: now in the token cache.
+    token = (await env.cliOk(['token', 'add', host])).trimEnd().split('\n').at(-1)!;
+    const byToken = await env.get(`/nic/update?hostname=${host}&myip=192.0.2.10`, { auth: [host, token], ua: UA });
+    expect(byToken.raw.toString()).to.equal(OK('nochg 192.0.2.10\n'));
+    commands = await BridgeCommands.attach(env, raw, KEYS);
     // maxFailures wrong logins of unknown users from this source start its cool-down.
     for (let i = 0; i < 3; i++) {
       const r = await env.get(`/nic/update?hostname=${host}`, { auth: [`nobody-${i}`, 'x'], ua: UA });
@@ -87,6 +95,7 @@ describe('no password oracle during a login cool-down (knot)', function () {
   });
 
   after(async () => {
+    commands?.close();
     resolver?.close();
     raw?.disconnect();
     await env?.stop();
@@ -116,18 +125,28 @@ describe('no password oracle during a login cool-down (knot)', function () {
     expect(await raw.hgetall(KEYS.host(host))).to.deep.equal(before);
   });
 
-  it('an update token: the right one (cached or not) and wrong ones get the same bytes; no mx query', async () => {
-    const token = (await env.cliOk(['token', 'add', host])).trimEnd().split('\n').at(-1)!;
+  it('an update token: the right one (cached or not) and wrong ones get the same bytes and Redis commands; no mx query', async () => {
+    const fresh = (await env.cliOk(['token', 'add', host])).trimEnd().split('\n').at(-1)!;
     const before = await raw.hgetall(KEYS.host(host));
     const wrong = 'W'.repeat(32);
-    for (const pw of [token, wrong, token]) {
-      for (const query of [`hostname=${host}&myip=192.0.2.14&mx=probe-token.oob.attacker.example`, `myip=192.0.2.14`]) {
-        expect((await env.get(`/nic/update?${query}`, { auth: [host, pw], ua: UA })).raw.toString(), query).to.equal(
-          BADAUTH,
-        );
+    const sent: number[] = [];
+    for (const pw of [token, wrong, fresh, token]) {
+      for (const query of [
+        `hostname=${host}&myip=192.0.2.14&mx=probe-token.oob.attacker.example`,
+        `myip=192.0.2.14`,
+        `hostname=other.${ZONE}&myip=192.0.2.14`,
+      ]) {
+        const mark = commands.mark();
+        const r = await env.get(`/nic/update?${query}`, { auth: [host, pw], ua: UA });
+        expect(r.raw.toString(), query).to.equal(BADAUTH);
+        await sleep(100);
+        sent.push(commands.since(mark).length);
       }
     }
-    await sleep(200);
+    // The same for every one: the cached token's check or admission, or the lookup that refuses
+    // at once; then the junk count after the reply.
+    expect(sent).to.deep.equal(sent.map(() => 2));
+    await sleep(100);
     expect(resolver.names).to.deep.equal([]);
     expect(await raw.hgetall(KEYS.host(host))).to.deep.equal(before);
   });

@@ -1,8 +1,7 @@
 /**
- * Request lines node's parser refuses before any route sees them, against a real `serve`
- * process: methods it does not know (docs/protocol.md, "The update request": other methods 405) and raw non-ASCII
- * bytes in
- * the target (400, documented: clients must percent-encode; a POST body may be raw UTF-8).
+ * Request lines node's parser refuses before any route sees them, against a real `serve` process: methods it does not
+ * know (docs/protocol.md, "The update request": other methods 405) and raw non-ASCII bytes in the target (400,
+ * documented: clients must percent-encode; a POST body may be raw UTF-8).
  */
 import { expect } from 'chai';
 import { BridgeEnv, ZONE, expectedReply } from '../support/bridge.js';

@@ -241,14 +241,30 @@ for (const { kind, binaries } of NAMESERVERS) {
         BADAUTH,
       );
 
-      // Three wrong tokens (token-shaped) from this source start its cool-down: then even the right one waits.
+      // Three wrong tokens (token-shaped, the FQDN as user) from this source start its cool-down, and
+      // count nothing against the account: then even the right token waits.
+      await raw.del(KEYS.cooldownByAccount(account), KEYS.failuresByAccount(account));
       for (let i = 0; i < 3; i++) {
         expect((await send(`hostname=${host}`, host, `${'x'.repeat(31)}${i}`)).raw.toString()).to.equal(BADAUTH);
       }
       expect(await raw.exists(KEYS.cooldownBySource('127.0.0.1'))).to.equal(1);
-      expect(await raw.exists(KEYS.failuresByAccount(host))).to.equal(0);
+      expect(await raw.exists(KEYS.failuresByAccount(account), KEYS.cooldownByAccount(account))).to.equal(0);
       expect((await send(`hostname=${host}&myip=192.0.2.83`, host, token)).raw.toString()).to.equal(BADAUTH);
       expect(await env.ns.query(host, 'A')).to.deep.equal(['192.0.2.81']);
+    });
+
+    it('a donator change while the token is cached: still good, with the new flag (offline=YES allowed)', async () => {
+      const { account, host, token } = await withToken('donor');
+      expect((await send(`hostname=${host}&myip=192.0.2.86`, host, token)).raw.toString()).to.equal(
+        OK('good 192.0.2.86\n'),
+      );
+      expect((await send(`hostname=${host}&offline=YES`, host, token)).raw.toString()).to.equal(OK('!donator\n'));
+      await env.cliOk(['account', 'donator', account]);
+      const offline = await send(`hostname=${host}&myip=192.0.2.86&offline=YES`, host, token);
+      expect(offline.raw.toString()).to.equal(OK('good 192.0.2.86\n'));
+      expect(await env.hostJson(host)).to.include({ state: 'offline' });
+      expect(await env.ns.query(host, 'A')).to.deep.equal([]);
+      expect(await raw.exists(KEYS.failuresBySource('127.0.0.1'))).to.equal(0);
     });
 
     it('host remove takes its tokens; account remove refuses while the account has hosts (and so tokens)', async () => {

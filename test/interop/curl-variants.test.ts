@@ -146,8 +146,7 @@ describe('curl (preemptive auth) and router-style requests', function () {
 
   // Dyn's documented "keep" values, sent by DNS-O-Matic clients and many scripts:
   // `wildcard=NOCHG&mx=NOCHG&backmx=NOCHG`. docs/protocol.md, "The update request" only defines wildcard=NOCHG; the
-  // bridge
-  // extends the same "keep" meaning to mx and backmx (README, compatibility notes).
+  // bridge extends the same "keep" meaning to mx and backmx (README, compatibility notes).
   it('Dyn style mx=NOCHG&backmx=NOCHG keeps the MX', async () => {
     const h = await host('dynnochg');
     await curl(`/nic/update?hostname=${h}&myip=192.0.2.115&mx=${MAIL}&backmx=YES`);

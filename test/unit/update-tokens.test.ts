@@ -93,7 +93,7 @@ describe('auth/token-authenticator', () => {
   it('a token login for its host (any case, trailing dot) or its account, from inside its blocks', async () => {
     const { auth, finds } = withStore();
     for (const user of ['home.dyn.example.org', 'HOME.dyn.example.org.', 'alice']) {
-      expect(await auth.login({ user, password: token }, '192.0.2.9'), user).to.equal(login);
+      expect(await auth.login({ user, password: token }, '192.0.2.9', 'ua'), user).to.equal(login);
     }
     // One lookup: the rest from memory.
     expect(finds).to.deep.equal([login.hash]);
@@ -101,19 +101,19 @@ describe('auth/token-authenticator', () => {
 
   it('not a token login (the password path decides): another user, outside the blocks, unknown, or not token-shaped', async () => {
     const { auth, finds } = withStore();
-    expect(await auth.login({ user: 'bob', password: token }, '192.0.2.9')).to.equal(undefined);
-    expect(await auth.login({ user: 'other.dyn.example.org', password: token }, '192.0.2.9')).to.equal(undefined);
-    expect(await auth.login({ user: 'alice', password: token }, '198.51.100.1')).to.equal(undefined);
-    expect(await auth.login({ user: 'alice', password: newToken() }, '192.0.2.9')).to.equal(undefined);
-    expect(await auth.login({ user: 'alice', password: 'a password' }, '192.0.2.9')).to.equal(undefined);
+    expect(await auth.login({ user: 'bob', password: token }, '192.0.2.9', 'ua')).to.equal(undefined);
+    expect(await auth.login({ user: 'other.dyn.example.org', password: token }, '192.0.2.9', 'ua')).to.equal(undefined);
+    expect(await auth.login({ user: 'alice', password: token }, '198.51.100.1', 'ua')).to.equal(undefined);
+    expect(await auth.login({ user: 'alice', password: newToken() }, '192.0.2.9', 'ua')).to.equal(undefined);
+    expect(await auth.login({ user: 'alice', password: 'a password' }, '192.0.2.9', 'ua')).to.equal(undefined);
     expect(finds).to.have.length(2); // the right token once, the unknown one once; never the plain password
   });
 
   it('forget: the next login looks the token up again', async () => {
     const { auth, finds } = withStore();
-    await auth.login({ user: 'alice', password: token }, '192.0.2.9');
+    await auth.login({ user: 'alice', password: token }, '192.0.2.9', 'ua');
     auth.forget(login);
-    await auth.login({ user: 'alice', password: token }, '192.0.2.9');
+    await auth.login({ user: 'alice', password: token }, '192.0.2.9', 'ua');
     expect(finds).to.deep.equal([login.hash, login.hash]);
   });
 });

@@ -149,14 +149,12 @@ function admitReply(raw: unknown, script: string): AdmitReply {
 }
 
 /**
- * admit(KEYS: host, pending; ARGV: account, minIntervalMs, maxFrequent, leaseMs, token, mode,
- * families, [field, value]…) → {kind} | {'change', hostFlat, prevFl, prevFc, seq, repairDue, la, takenOver}.
- * repairDue = '1': the lease taken over had expired (a repair was due), else ''.
- * mode 'count' = only the frequency rule; 'expect' = compare the field/value pairs
- * (absent field = '', flag '0' = ''). families: the address families the request writes
- * ('4', '6', '46', ''). la: those the change must write in full (kept with the lease: the
- * lease record of FAMILIES); takenOver: those of the expired lease it took over ('' when none). The body reads
- * its arguments from `A` (see GUARD).
+ * admit(KEYS: host, pending; ARGV: account, minIntervalMs, maxFrequent, leaseMs, token, mode, families, [field,
+ * value]…) → {kind} | {'change', hostFlat, prevFl, prevFc, seq, repairDue, la, takenOver}. repairDue = '1': the lease
+ * taken over had expired (a repair was due), else ''. mode 'count' = only the frequency rule; 'expect' = compare the
+ * field/value pairs (absent field = '', flag '0' = ''). families: the address families the request writes ('4', '6',
+ * '46', ''). la: those the change must write in full (kept with the lease: the lease record of FAMILIES); takenOver:
+ * those of the expired lease it took over ('' when none). The body reads its arguments from `A` (see GUARD).
  */
 const ADMIT_BODY = `
 local key = KEYS[1]
@@ -491,11 +489,9 @@ export type HostClaimReply =
 
 /**
  * hostClaim(KEYS: host, pending; ARGV: token, leaseMs) → {'gone'} | {'busy'} | {'claimed', hostFlat, repairDue,
- * takenOver}:
- * the host's lease for an operator's change (host remove), so no update or repair publishes
- * meanwhile. Not counted by the frequency rule. An expired lease is taken over (its holder
- * died; what it may have published goes with the host). Due in the pending set at the lease
- * end: if the claimer dies, the stored state is published again.
+ * takenOver}: the host's lease for an operator's change (host remove), so no update or repair publishes meanwhile.
+ * Not counted by the frequency rule. An expired lease is taken over (its holder died; what it may have published goes
+ * with the host). Due in the pending set at the lease end: if the claimer dies, the stored state is published again.
  */
 export const HOST_CLAIM = defineScript({
   name: 'ddnsHostClaim',

@@ -31,13 +31,17 @@ export interface FoundToken {
 }
 
 /**
- * tokenFind(KEYS: token index (by hash); ARGV: key prefix, hash) → false (unknown or expired)
- * | {id, fqdn, account, donator '1'/'0', from}. The record's and the account's keys are
- * derived here from the index: a login costs one round trip.
+ * tokenFind(KEYS: token index (by hash), junk block of the (source, User-Agent) pair, the
+ * source's login cool-down; ARGV: key prefix, hash) → {'refused', 'agent'|'login'} (checked
+ * first, so a right token costs what a wrong one does) | false (unknown or expired) | {id, fqdn,
+ * account, donator '1'/'0', from}. The record's and the account's keys are derived here from
+ * the index: a login costs one round trip.
  */
 export const TOKEN_FIND = defineScript({
   name: 'ddnsTokenFind',
   lua: `${NOW}
+if redis.call('EXISTS', KEYS[2]) > 0 then return {'refused', 'agent'} end
+if redis.call('EXISTS', KEYS[3]) > 0 then return {'refused', 'login'} end
 local id = redis.call('GET', KEYS[1])
 if not id then return false end
 local t = redis.call('HMGET', ARGV[1] .. 't:' .. id, '${TF.hash}', '${TF.fqdn}', '${TF.account}', '${TF.expiresAt}', '${TF.from}')
@@ -47,13 +51,14 @@ local donator = '0'
 if redis.call('HGET', ARGV[1] .. 'a:' .. t[3], '${AF.donator}') == '1' then donator = '1' end
 return {id, t[2], t[3], donator, t[5] or ''}
 `,
-  numberOfKeys: 1,
-  keys: (k: { index: string }) => [k.index],
+  numberOfKeys: 3,
+  keys: (k: { index: string; junkBlock: string; sourceCooldown: string }) => [k.index, k.junkBlock, k.sourceCooldown],
   args: (a: { keyPrefix: string; hash: string }) => [a.keyPrefix, a.hash],
-  reply: (raw): FoundToken | undefined => {
+  reply: (raw): FoundToken | 'agent' | 'login' | undefined => {
     // Lua false arrives as null.
     if (raw === null) return undefined;
     const values = replyArray(raw, 'token find').map((v) => replyString(v, 'token find'));
+    if (values[0] === 'refused') return replyOneOf(values[1], ['agent', 'login'] as const, 'token find');
     if (values.length !== 5) throw new Error(`token find: unexpected reply ${JSON.stringify(raw)}`);
     const [id, fqdn, account, donator, from] = values as [string, string, string, string, string];
     return { id, fqdn, account, donator: donator === '1', from };
