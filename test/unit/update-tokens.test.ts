@@ -1,5 +1,6 @@
 /** Update tokens, the pure parts: shapes, durations, source blocks, notes; and the token login's matching and cache. */
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import type { GuardCheck, TokenGuard, TokenLogin, TokenLookup } from '../../src/app/ports.js';
 import { CachedTokenAuthenticator, newToken, newTokenId, tokenHash } from '../../src/auth/index.js';
 import {
@@ -32,6 +33,7 @@ describe('core/update-tokens', () => {
       .to.equal(tokenHash(t))
       .and.match(/^[A-Za-z0-9_-]{43}$/);
     expect(tokenHash(t)).to.not.equal(tokenHash(newToken()));
+    expect(tokenHash(t)).to.not.equal(createHash('sha256').update(t).digest('base64url'));
   });
 
   it('durations: s, m, h, d, w; anything else (or zero) is refused', () => {
