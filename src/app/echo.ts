@@ -63,7 +63,8 @@ export class EchoService {
     if (token === 'agent' || token === 'login') return undefined; // refused; nothing counted
     if (token !== undefined) return { account: token.account, guard: { sourceIp, userAgent, token }, only: token.fqdn };
     const auth = await this.deps.authenticator.authenticate(credentials, sourceIp);
-    return auth.ok ? { account: auth.account, guard: { sourceIp, userAgent, login: auth.login } } : undefined;
+    if (!auth.ok) return undefined;
+    return { account: auth.account, guard: { sourceIp, userAgent, login: auth.login, passwordOnly: true } };
   }
 
   async echo(req: EchoRequest): Promise<EchoReply> {

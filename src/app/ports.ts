@@ -207,6 +207,12 @@ export interface PasswordGuard {
   sourceIp: string;
   userAgent: string;
   login: VerifiedLogin;
+  /**
+   * Only that the account still holds the hash: the full path made the other checks itself a
+   * moment before, and a cool-down begun since by others' failures must not refuse a request
+   * that logged in (and may already have changed another of its hosts).
+   */
+  passwordOnly?: boolean;
 }
 
 /**

@@ -177,7 +177,8 @@ export class UpdateService {
     }
     const auth = await login!;
     if (!auth.ok) return { kind: 'request', outcome: 'bad-credentials' };
-    const guard: AdmitGuard = { sourceIp: req.clientIp, userAgent: ua, login: auth.login };
+    // Checked just now: the admission re-checks only that the password still stands.
+    const guard: AdmitGuard = { sourceIp: req.clientIp, userAgent: ua, login: auth.login, passwordOnly: true };
 
     const { params } = asked();
     if (params.tooManyHosts) return { kind: 'request', outcome: 'too-many-hosts' };

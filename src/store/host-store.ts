@@ -103,7 +103,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
         this.redis,
         ADMIT_GUARDED,
         guardKeys,
-        { ...args, hashDigest, donator: account.donator },
+        { ...args, hashDigest, donator: account.donator, passwordOnly: guard.passwordOnly ?? false },
         'admit',
       );
     }

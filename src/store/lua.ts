@@ -71,19 +71,22 @@ end
  * credentials were verified (by the fast path's cache, or just now by the full path): the
  * request then costs one round trip, and a password changed since stops it at once. KEYS
  * 3–6: the junk block of its (source, User-Agent) pair, the login cool-downs of the source
- * and the account, the account hash; ARGV 1–2: the SHA-1 (hex) of the stored password hash
- * and the donator flag ('1'/'0') the credentials were verified against, then admit's
- * arguments. A failing check → {'refused', check} with nothing written: 'agent' (junk
- * block), 'login' (cool-down), 'stale' (the account changed since the verification).
+ * and the account, the account hash; ARGV 1–3: the SHA-1 (hex) of the stored password hash
+ * and the donator flag ('1'/'0') the credentials were verified against, '1' to check only
+ * those (the full path made the others itself), then admit's arguments. A failing check →
+ * {'refused', check} with nothing written: 'agent' (junk block), 'login' (cool-down), 'stale'
+ * (the account changed since the verification).
  */
 export const GUARD = `
-if redis.call('EXISTS', KEYS[3]) > 0 then return {'refused', 'agent'} end
-if redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then return {'refused', 'login'} end
+if ARGV[3] ~= '1' then
+  if redis.call('EXISTS', KEYS[3]) > 0 then return {'refused', 'agent'} end
+  if redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then return {'refused', 'login'} end
+end
 local login = redis.call('HMGET', KEYS[6], '${AF.passwordHash}', '${AF.donator}')
 local donator = '0'
 if login[2] == '1' then donator = '1' end
 if not login[1] or redis.sha1hex(login[1]) ~= ARGV[1] or donator ~= ARGV[2] then return {'refused', 'stale'} end
-local A = {unpack(ARGV, 3)}
+local A = {unpack(ARGV, 4)}
 `;
 
 /**

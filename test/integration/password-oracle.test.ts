@@ -207,6 +207,25 @@ describe('a password changed while a request is past its password check (knot)',
     await env?.stop();
   });
 
+  it('a cool-down begun by others during the request does not refuse it: good, published', async () => {
+    const host = `steady-${process.pid}.${ZONE}`;
+    await env.addAccount('steady', 'steady-password');
+    await env.addHost(host, 'steady');
+    const mxName = `held-steady-${process.pid}.example`;
+    const inFlight = env.get(`/nic/update?hostname=${host}&myip=192.0.2.60&mx=${mxName}`, {
+      auth: ['steady', 'steady-password'],
+      ua: UA,
+    });
+    for (let i = 0; i < 100 && !resolver.names.includes(mxName); i++) await sleep(20);
+    expect(resolver.names).to.include(mxName);
+    // Someone else's wrong passwords start the account's and the source's cool-downs now.
+    await raw.set(KEYS.cooldownByAccount('steady'), '1', 'PX', 60_000);
+    await raw.set(KEYS.cooldownBySource('127.0.0.1'), '1', 'PX', 60_000);
+    expect((await inFlight).raw.toString()).to.equal(OK('good 192.0.2.60\n'));
+    expect(await env.ns.query(host, 'A')).to.deep.equal(['192.0.2.60']);
+    await raw.del(KEYS.cooldownByAccount('steady'), KEYS.cooldownBySource('127.0.0.1'));
+  });
+
   it('account passwd during the request: badauth, nothing recorded or published; the new password works', async () => {
     const host = `moved-${process.pid}.${ZONE}`;
     await env.addAccount('mover', 'old-password');

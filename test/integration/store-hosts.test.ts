@@ -1057,6 +1057,22 @@ describe('store: hosts (real redis-server)', function () {
         await expectRefused('login', ginaRequest());
       });
 
+      it('passwordOnly (the full path): cool-downs and junk blocks pass, a changed hash still refuses', async () => {
+        await lab.raw.set(lab.store.keys.cooldownByAccount('gina'), '1', 'PX', 60_000);
+        await lab.raw.set(lab.store.keys.cooldownBySource(SOURCE), '1', 'PX', 60_000);
+        await lab.raw.set(lab.store.keys.junkBlock(SOURCE, AGENT), '1', 'PX', 60_000);
+        await expectRefused(
+          'stale',
+          ginaRequest({ guard: { ...guard({ digest: sha1('$scrypt$other') }), passwordOnly: true } }),
+        );
+        const passwordOnly = { ...guard(), passwordOnly: true };
+        const a = await lab.store.hosts.admit(
+          ginaRequest({ guard: passwordOnly, expect: { ...WANT, ipv4: '192.0.2.77' } }),
+        );
+        expect(a.kind).to.equal('change');
+        if (a.kind === 'change') await lab.store.hosts.release(a.lease);
+      });
+
       it('the guard is checked before the host: refused even for a host that would be busy or nohost', async () => {
         await lab.raw.set(lab.store.keys.cooldownByAccount('gina'), '1', 'PX', 60_000);
         await expectRefused('login', ginaRequest({ fqdn: 'other.dyn.example.org' }));

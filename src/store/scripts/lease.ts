@@ -50,6 +50,8 @@ export interface GuardedAdmitArgs extends AdmitArgs {
   /** SHA-1 (hex) of the password hash the credentials were verified against. */
   hashDigest: string;
   donator: boolean;
+  /** Skip the junk-block and cool-down checks (PasswordGuard.passwordOnly). */
+  passwordOnly: boolean;
 }
 
 /** A token login's checks (TOKEN_CHECKS). */
@@ -247,7 +249,7 @@ export const ADMIT_GUARDED = defineScript({
   lua: `${LEASE_PREAMBLE}${GUARD}${ADMIT_BODY}`,
   numberOfKeys: 6,
   keys: (k: GuardedAdmitKeys) => [k.host, k.pending, k.junkBlock, k.sourceCooldown, k.accountCooldown, k.account],
-  args: (a: GuardedAdmitArgs) => [a.hashDigest, flag(a.donator), ...admitArgv(a)],
+  args: (a: GuardedAdmitArgs) => [a.hashDigest, flag(a.donator), a.passwordOnly ? '1' : '', ...admitArgv(a)],
   reply: (raw) => admitReply(raw, 'admit'),
 });
 
