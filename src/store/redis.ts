@@ -7,6 +7,7 @@ import { Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
 import type { Config } from '../config/schema.js';
 import { BridgeError, StoreUnavailableError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
+import { storeCallDone, storeCallStart } from './observe.js';
 
 /** Longest pause between reconnect attempts. */
 const MAX_RECONNECT_DELAY_MS = 1000;
@@ -201,9 +202,13 @@ export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
  * loss, timeout, a Redis error reply) becomes StoreUnavailableError.
  */
 export async function storeCall<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+  const started = storeCallStart(); // timed for the metrics (observe.ts)
   try {
-    return await fn();
+    const result = await fn();
+    storeCallDone(operation, started, false);
+    return result;
   } catch (err) {
+    storeCallDone(operation, started, true);
     throw asStoreError(operation, err);
   }
 }
