@@ -31,6 +31,8 @@ export const DEBIAN_PACKAGES: Readonly<Record<string, string>> = {
   // Debian 12's `nginx` ships /usr/sbin/nginx; nginx-light only adds a module on top.
   nginx: 'nginx',
   openssl: 'openssl',
+  // `promtool check metrics` lints what GET /metrics serves.
+  promtool: 'prometheus',
 };
 
 /** Debian 12 package of each Perl module a client needs: ddclient's HTTPS (only recommended by ddclient). */

@@ -1,0 +1,44 @@
+/**
+ * What the service counts and times, as a port: adapters report events here and never see
+ * the metrics library. The Prometheus names and labels are in src/metrics (docs/operators.md,
+ * "Metrics"). Every method is cheap and synchronous: it is called on the request path.
+ */
+
+/** A value read when the metrics are scraped (a gauge), not counted as it happens. */
+export type Sampler = () => number | Promise<number>;
+
+export interface Telemetry {
+  /** One HTTP request answered: its route (`update`, `echo`, `other`), reply token and status. */
+  httpRequest(route: string, token: string, status: number, seconds: number): void;
+  /** One UPDATE message answered (or failed: rcode `TIMEOUT`, `CONNECTION`, `TSIG`, `PROTOCOL`). */
+  dnsUpdate(zone: string, rcode: string, seconds: number, hosts: number): void;
+  /** One Redis command (or script, or pipeline) and whether it failed. */
+  redisCommand(operation: string, seconds: number, failed: boolean): void;
+  /** A login looked up in the credential cache. */
+  credentialCache(hit: boolean): void;
+  /** A republish of a host's stored state: done or refused / unanswered. */
+  repair(outcome: 'done' | 'failed'): void;
+  /**
+   * A gauge read at scrape time; `labels` tell the series of one gauge apart (a zone, a
+   * listener). Names: see src/metrics. Registering the same name and labels again replaces it.
+   */
+  sample(name: SampledGauge, labels: Record<string, string>, read: Sampler): void;
+}
+
+/** The gauges read at scrape time. */
+export type SampledGauge =
+  | 'dns_messages_in_flight'
+  | 'dns_changes_queued'
+  | 'password_checks_waiting'
+  | 'repairs_due'
+  | 'tls_certificate_expiry_seconds';
+
+/** Counts nothing: the default of every adapter, and what tests that do not look at metrics get. */
+export const NO_TELEMETRY: Telemetry = {
+  httpRequest() {},
+  dnsUpdate() {},
+  redisCommand() {},
+  credentialCache() {},
+  repair() {},
+  sample() {},
+};
