@@ -14,6 +14,7 @@
  */
 import { DnsUpdateError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
+import { NO_TELEMETRY, type Telemetry } from '../core/telemetry.js';
 import { familiesToLeave, pickDns } from '../core/types.js';
 import type { HostGate, Publisher, Reclaimed } from './ports.js';
 
@@ -40,7 +41,16 @@ export class Reconciler {
   /** First and last host of the last whole batch: the same batch again means no progress. */
   private lastBatchKey: string | undefined;
 
-  constructor(private readonly deps: { hosts: HostGate; publisher: Publisher; leaseMs: number; logger: Logger }) {}
+  constructor(
+    private readonly deps: {
+      hosts: HostGate;
+      publisher: Publisher;
+      leaseMs: number;
+      logger: Logger;
+      /** Repairs done and failed. */
+      telemetry?: Telemetry;
+    },
+  ) {}
 
   /** Repair what has expired now; resolves with the number of hosts republished. */
   async sweep(): Promise<number> {
@@ -90,6 +100,7 @@ export class Reconciler {
     { host, lease, failedRepublishes, families }: Reclaimed,
   ): Promise<boolean> {
     const { hosts, publisher, leaseMs, logger } = this.deps;
+    const telemetry = this.deps.telemetry ?? NO_TELEMETRY;
     const target = { ...pickDns(host), offline: host.state === 'offline' };
     try {
       try {
@@ -100,6 +111,7 @@ export class Reconciler {
         // Due again later; until then a request may take the host over (and republishes it
         // with its own change), so requests never wait for a primary that is down.
         const refused = !unanswered(err);
+        telemetry.repair('failed');
         const retryInMs = refused ? republishDelayMs(leaseMs, failedRepublishes) : leaseMs;
         logger.warn('could not republish an interrupted change yet', {
           host: fqdn,
@@ -113,6 +125,7 @@ export class Reconciler {
       // The recorded state, published again: not a client's update (its time stays).
       // 'lost': a request took the host over meanwhile; it publishes what it records.
       if ((await hosts.commit(lease, target, { republish: true })) === 'lost') return false;
+      telemetry.repair('done');
       logger.warn('republished a host whose change was interrupted', { host: fqdn });
       return true;
     } catch (err) {

@@ -18,11 +18,19 @@ import type {
   VerifiedLogin,
 } from '../app/ports.js';
 import type { Config } from '../config/schema.js';
+import { NO_TELEMETRY, type Telemetry } from '../core/telemetry.js';
 import { CredentialCache, hashDigest } from './credential-cache.js';
 import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword, type ScryptCost } from './password.js';
 
 /** scrypt runs at once per process unless told otherwise (each takes 32 MiB and ~50 ms of a core). */
 export const DEFAULT_PARALLEL_HASHES = 2;
+
+/**
+ * Marks credentials (one object per request) whose cache lookup was counted: a request that
+ * the fast path recalls and then hands to authenticate (two names, an mx lookup) counts once.
+ * A property, not a WeakSet: see CONNECTION in http/server.ts on weak maps and young objects.
+ */
+const LOOKUP_COUNTED = Symbol('ddns-bridge credential lookup counted');
 
 /** What a password check in a hash slot found. */
 type Verdict = 'right' | 'wrong' | 'throttled';
@@ -36,6 +44,8 @@ export interface AuthenticatorOptions {
   verify?: (password: string, storedHash: string) => Promise<boolean>;
   /** At most this many password checks at once (default DEFAULT_PARALLEL_HASHES). */
   parallelHashes?: number;
+  /** Credential cache hits and misses; password checks waiting for a hash slot. */
+  telemetry?: Telemetry;
 }
 
 function verified(account: AccountView, storedHash: string): AuthResult {
@@ -50,6 +60,7 @@ export class PasswordAuthenticator implements Authenticator {
   private hashing = 0;
   private readonly hashQueue: Array<() => void> = [];
   private readonly maxParallelHashes: number;
+  private readonly telemetry: Telemetry;
 
   constructor(
     private readonly logins: LoginLookup,
@@ -60,6 +71,16 @@ export class PasswordAuthenticator implements Authenticator {
     this.cache = new CredentialCache({ ttlMs: cfg.cacheTtlMs, maxEntries: cfg.cacheSize, clock: options.clock });
     this.verify = options.verify ?? verifyPassword;
     this.maxParallelHashes = Math.max(1, Math.floor(options.parallelHashes ?? DEFAULT_PARALLEL_HASHES));
+    this.telemetry = options.telemetry ?? NO_TELEMETRY;
+    this.telemetry.sample('password_checks_waiting', {}, () => this.hashQueue.length);
+  }
+
+  /** A hit: the cache vouched for the credentials; a miss: they need a password check. Once per request. */
+  private countLookup(credentials: Credentials, hit: boolean): void {
+    const marked = credentials as Credentials & { [LOOKUP_COUNTED]?: true };
+    if (marked[LOOKUP_COUNTED]) return;
+    marked[LOOKUP_COUNTED] = true;
+    this.telemetry.credentialCache(hit);
   }
 
   async authenticate(
@@ -76,6 +97,7 @@ export class PasswordAuthenticator implements Authenticator {
     if (throttled) return { ok: false, reason: 'throttled' };
 
     if (account === undefined) {
+      this.countLookup(credentials, false); // a (dummy) password check
       // The account is gone: its cached login would only send the next request through the
       // fast path's guard (a wasted round trip) until the entry expires.
       this.cache.forget(user, password);
@@ -92,6 +114,7 @@ export class PasswordAuthenticator implements Authenticator {
     const view = { name: account.name, donator: account.donator };
     // The view always comes from the record just read (donator may have changed).
     const cached = this.cache.get(user, password, account.passwordHash);
+    this.countLookup(credentials, cached !== undefined);
     if (cached !== undefined) {
       // Remember the new view too, or recall() would keep offering the stale one.
       if (cached.donator !== view.donator) this.cache.set(user, password, account.passwordHash, view);
@@ -169,7 +192,10 @@ export class PasswordAuthenticator implements Authenticator {
   }
 
   recall(credentials: Credentials): VerifiedLogin | undefined {
-    return this.cache.recall(credentials.user, credentials.password);
+    const login = this.cache.recall(credentials.user, credentials.password);
+    // Only a hit: a miss here goes on to a token lookup or authenticate, which counts it.
+    if (login !== undefined) this.countLookup(credentials, true);
+    return login;
   }
 
   async recordMalformed(sourceIp: string): Promise<void> {

@@ -4,10 +4,13 @@
  */
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../core/log.js';
+import { NO_TELEMETRY, type Telemetry } from '../core/telemetry.js';
 import { UpdateService } from '../app/update.js';
 import { EchoService } from '../app/echo.js';
 import { Reconciler } from '../app/reconcile.js';
 import { openStore, type Store } from '../store/index.js';
+import { observeStoreCalls } from '../store/observe.js';
+import { repairsDue } from '../store/repairs-due.js';
 import { CachedTokenAuthenticator, PasswordAuthenticator } from '../auth/index.js';
 import { DnsMxResolver, DnsPublisher } from '../dns/index.js';
 import { HttpFrontend } from '../http/server.js';
@@ -29,14 +32,24 @@ export function leaseMs(config: Config): number {
 export interface BridgeOptions {
   /** Password checks (scrypt) one process runs at once; see serve's hashesPerWorker. */
   parallelHashes?: number;
+  /** What the adapters count and time, for GET /metrics (src/metrics); nothing by default. */
+  telemetry?: Telemetry;
 }
 
 export function buildBridge(config: Config, logger: Logger, options: BridgeOptions = {}): Bridge {
+  const telemetry = options.telemetry ?? NO_TELEMETRY;
   const store = openStore(config, logger);
-  const publisher = new DnsPublisher(config.zones, config.dns, logger);
+  // Every store call of the process (storeCall is module-level): one bridge per process.
+  const unobserve =
+    telemetry === NO_TELEMETRY
+      ? () => undefined
+      : observeStoreCalls((operation, seconds, failed) => telemetry.redisCommand(operation, seconds, failed));
+  telemetry.sample('repairs_due', {}, () => repairsDue(store.redis, store.keys));
+  const publisher = new DnsPublisher(config.zones, config.dns, logger, { telemetry });
   const mxResolver = new DnsMxResolver(config.mx, config.zones);
   const authenticator = new PasswordAuthenticator(store.accounts, store.failures, config.credentials, {
     parallelHashes: options.parallelHashes,
+    telemetry,
   });
   const tokens = new CachedTokenAuthenticator(store.tokens, {
     ttlMs: config.credentials.cacheTtlMs,
@@ -73,12 +86,13 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
     logger,
   });
   // Repairs changes a dead frontend left between DNS and Redis (see app/reconcile.ts).
-  const reconciler = new Reconciler({ hosts: store.hosts, publisher, leaseMs: leaseMs(config), logger });
+  const reconciler = new Reconciler({ hosts: store.hosts, publisher, leaseMs: leaseMs(config), logger, telemetry });
   reconciler.start(RECONCILE_INTERVAL_MS);
   const http = new HttpFrontend(
     { basePath: config.basePath, trustedProxies: config.trustedProxies, ...config.http },
     { update, echo },
     logger,
+    telemetry,
   );
   return {
     store,
@@ -89,6 +103,7 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
       await reconciler.stop();
       await publisher.close();
       await store.close();
+      unobserve();
     },
   };
 }

@@ -12,8 +12,9 @@
 import { performance } from 'node:perf_hooks';
 import type { Config, ZoneConfig } from '../config/schema.js';
 import type { DnsUpdateError } from '../core/errors.js';
+import { NO_TELEMETRY, type Telemetry } from '../core/telemetry.js';
 import type { HostPlan } from './plan.js';
-import { connectionFailure, protocolFailure, timeoutFailure, TsigErrorAnswer } from './rcode.js';
+import { connectionFailure, protocolFailure, RCODE_NAMES, timeoutFailure, TsigErrorAnswer } from './rcode.js';
 import { asDnsUpdateError, signedExchange, type SigningContext } from './signed-exchange.js';
 import { TcpTransport } from './transport.js';
 import { encodeUpdate, encodedLength } from './wire.js';
@@ -25,6 +26,8 @@ export interface ZoneSenderOptions {
   maxHostsPerMessage?: number;
   /** Prerequisite + update bytes per message at most, unless one host alone needs more (default 16 KiB). */
   maxMessageBytes?: number;
+  /** Each UPDATE message's outcome, time and hosts; messages in flight and changes queued. */
+  telemetry?: Telemetry;
 }
 
 export const DEFAULT_MAX_HOSTS_PER_MESSAGE = 50;
@@ -84,6 +87,7 @@ export class ZoneSender {
   /** performance.now() of the last timeout or lost connection, cleared by any answer. */
   private lastUnreachableAt: number | undefined;
   private closed = false;
+  private readonly telemetry: Telemetry;
   readonly stats: ZoneSenderStats = { messagesSent: 0, hostsSent: 0, largestMessageHosts: 0 };
 
   constructor(zone: ZoneConfig, dns: Config['dns'], opts: ZoneSenderOptions = {}) {
@@ -94,6 +98,9 @@ export class ZoneSender {
     this.maxHosts = opts.maxHostsPerMessage ?? DEFAULT_MAX_HOSTS_PER_MESSAGE;
     this.maxBytes = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     this.maxInFlight = Math.max(1, zone.maxInFlight ?? dns.maxInFlight);
+    this.telemetry = opts.telemetry ?? NO_TELEMETRY;
+    this.telemetry.sample('dns_messages_in_flight', { zone: zone.name }, () => this.messagesInFlight);
+    this.telemetry.sample('dns_changes_queued', { zone: zone.name }, () => this.queue.filter((h) => !h.settled).length);
     this.transport = new TcpTransport({
       zone: zone.name,
       host: zone.primary.host,
@@ -228,6 +235,7 @@ export class ZoneSender {
       };
       await signedExchange(this.transport, this.signing, encode, attemptMs);
       this.countSent(sent);
+      this.telemetry.dnsUpdate(this.zone.name, 'NOERROR', (performance.now() - now) / 1000, sent.length);
       this.lastUnreachableAt = undefined;
       this.keyAcceptedAt = performance.now();
       for (const h of batch) h.inFlight = false;
@@ -236,6 +244,9 @@ export class ZoneSender {
       const err = asDnsUpdateError(this.zone.name, e);
       this.countSent(sent);
       if (sent.length === 0 && batch.every((h) => h.settled)) return; // nothing was sent
+      // Also a message that could not go out (no connection): its hosts are what it was for.
+      const hosts = sent.length > 0 ? sent.length : batch.length;
+      this.telemetry.dnsUpdate(this.zone.name, outcomeLabel(err), (performance.now() - now) / 1000, hosts);
       if (err.code === 'ERR_DNS_TIMEOUT' || err.code === 'ERR_DNS_CONNECTION')
         this.lastUnreachableAt = performance.now();
       else this.lastUnreachableAt = undefined; // it answered
@@ -311,4 +322,13 @@ export class ZoneSender {
     if (!err) host.resolve();
     else host.reject(host.maybeApplied || host.inFlight ? err.asMaybeApplied() : err);
   }
+}
+
+const RCODES: ReadonlySet<string> = new Set(Object.values(RCODE_NAMES));
+
+/** A failed message's outcome for the metrics: its rcode (or TSIG error) mnemonic, else the kind of failure. */
+function outcomeLabel(err: DnsUpdateError): string {
+  if (err.rcode !== undefined && RCODES.has(err.rcode)) return err.rcode;
+  if (err.code === 'ERR_DNS_RCODE') return 'OTHER'; // an rcode without a mnemonic
+  return err.code.slice('ERR_DNS_'.length); // TIMEOUT, CONNECTION, TSIG, PROTOCOL
 }

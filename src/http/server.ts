@@ -6,7 +6,9 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from '../core/log.js';
+import { NO_TELEMETRY, type Telemetry } from '../core/telemetry.js';
 import type { UpdateService } from '../app/update.js';
 import type { EchoService } from '../app/echo.js';
 import { ClientAddressResolver, paramsOf, parseBasicAuth } from './request.js';
@@ -59,6 +61,8 @@ interface TlsListener {
   server: https.Server;
   files: TlsListenerFiles;
   address: string;
+  /** The certificate in use: its notAfter, seconds since the epoch (the metrics read it). */
+  notAfter: number;
 }
 
 /** What reloadTls did for one listener. */
@@ -76,6 +80,7 @@ export class HttpFrontend {
     private readonly settings: HttpSettings,
     private readonly services: { update: UpdateService; echo: EchoService },
     private readonly logger: Logger,
+    private readonly telemetry: Telemetry = NO_TELEMETRY,
   ) {
     const base = settings.basePath.replace(/\/+$/, '');
     for (const p of [`${base}/dyndns/update`, ...UPDATE_ALIASES, ...UPDATE_ALIASES.map((a) => base + a)])
@@ -160,7 +165,9 @@ export class HttpFrontend {
     const bound = typeof addr === 'object' && addr ? addr.port : port;
     if (opts.tls && pair) {
       const address = host.includes(':') ? `[${host}]:${bound}` : `${host}:${bound}`;
-      this.tlsListeners.push({ server: server as https.Server, files: opts.tls, address });
+      const listener = { server: server as https.Server, files: opts.tls, address, notAfter: notAfterOf(pair.leaf) };
+      this.tlsListeners.push(listener);
+      this.telemetry.sample('tls_certificate_expiry_seconds', { listener: opts.tls.setting }, () => listener.notAfter);
       this.logger.info('tls certificate loaded', { listener: opts.tls.setting, address, ...summarize(pair.leaf) });
     }
     return bound;
@@ -173,10 +180,12 @@ export class HttpFrontend {
    */
   async reloadTls(): Promise<TlsReloadOutcome[]> {
     return Promise.all(
-      this.tlsListeners.map(async ({ server, files, address }): Promise<TlsReloadOutcome> => {
+      this.tlsListeners.map(async (listener): Promise<TlsReloadOutcome> => {
+        const { server, files, address } = listener;
         try {
           const pair = await readTlsPair(files);
           server.setSecureContext(pair.secureContext);
+          listener.notAfter = notAfterOf(pair.leaf);
           this.logger.info('tls certificate loaded', { listener: files.setting, address, ...summarize(pair.leaf) });
           return { setting: files.setting, ok: true };
         } catch (err) {
@@ -216,13 +225,18 @@ export class HttpFrontend {
     }
     connection.answering = req;
     this.inFlight++;
+    const started = performance.now();
     this.handle(req, connection.peer)
       .catch((err: unknown) => {
         this.logger.error('request failed', { error: err instanceof Error ? err.message : String(err) });
         // The use cases answer every failure they know of: anything else is our fault (911).
         return outcomeReply('unavailable', this.settings.realm);
       })
-      .then((reply) => this.write(req, res, reply))
+      .then((reply) => {
+        this.write(req, res, reply);
+        const route = this.routes.get(splitTarget(req.url ?? '/').path) ?? 'other';
+        this.telemetry.httpRequest(route, firstWord(reply.body), reply.status, (performance.now() - started) / 1000);
+      })
       .finally(() => {
         if (--this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
       });
@@ -345,6 +359,16 @@ export class HttpFrontend {
  */
 function isRequestLine(raw: Buffer | undefined): boolean {
   return raw !== undefined && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ [^\s]+ HTTP\/\d\.\d\r?\n/.test(raw.toString('latin1'));
+}
+
+/** The reply token: the body's first word (`good`, `badauth`, `911`; the metrics bound the set). */
+function firstWord(body: string): string {
+  const end = body.search(/\s/);
+  return end === -1 ? body : body.slice(0, end);
+}
+
+function notAfterOf(leaf: { validTo: string }): number {
+  return new Date(leaf.validTo).getTime() / 1000;
 }
 
 function splitTarget(target: string): { path: string; query: string } {
