@@ -4,6 +4,7 @@
  * Publisher.publish may throw DnsUpdateError (→ dnserr).
  */
 import type { HostOutcome } from '../core/outcomes.js';
+import type { TokenRecord } from '../core/update-tokens.js';
 import type { Account, AddressFamilies, HostDnsState, HostRecord, HostType, TargetState } from '../core/types.js';
 
 /** The authenticated account as the use cases see it. */
@@ -319,6 +320,34 @@ export interface HostAdmin {
   list(account?: string): Promise<HostRecord[]>;
   /** Set state; unblock/reopen also reset the frequency counters. */
   setState(fqdn: string, state: 'active' | 'blocked' | 'closed'): Promise<void>;
+  /** Index the names between existing hosts and their zones (hosts added before the index existed). */
+  indexNesting(zones: readonly string[]): Promise<number>;
+}
+
+/** Update tokens as the operator manages them (the login's lookup is TokenLookup). */
+export interface TokenAdmin {
+  /** NotFoundError without such a host; ConflictError when the id is taken. */
+  add(token: {
+    id: string;
+    hash: string;
+    fqdn: string;
+    expiresInMs?: number;
+    from: readonly string[];
+    note: string;
+  }): Promise<TokenRecord>;
+  /** Every token, or one host's; sorted by host, then creation. */
+  list(fqdn?: string): Promise<TokenRecord[]>;
+  /** NotFoundError when there is no such token. */
+  remove(id: string): Promise<TokenRecord>;
+}
+
+/** The User-Agent block list held in Redis (the config file's is fixed). */
+export interface AgentBlocks {
+  /** False when the pattern was listed already. */
+  block(pattern: string): Promise<boolean>;
+  /** False when the pattern was not listed. */
+  unblock(pattern: string): Promise<boolean>;
+  list(): Promise<string[]>;
 }
 
 /** A host's change as handed to DNS. */

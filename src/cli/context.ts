@@ -26,12 +26,13 @@ export async function loadContext(
 }
 
 /**
- * The context of an already validated (and frozen) config: its logger masks the zone secrets and the Redis password.
+ * The context of an already validated (and frozen) config: its logger masks the zone secrets, the Redis password and the admin token.
  */
 export function contextOf(config: Config): CommandContext {
   const logger = new JsonLogger(config.log.level);
   for (const zone of config.zones) logger.addSecret(zone.key.secret);
   if (config.redis.password !== undefined) logger.addSecret(config.redis.password);
+  if (config.admin !== undefined) logger.addSecret(config.admin.token);
   const urlPassword = redisUrlPassword(config.redis.url);
   if (urlPassword !== undefined) logger.addSecret(urlPassword);
   return { config, logger };

@@ -12,6 +12,7 @@ import { ConfigError } from '../core/errors.js';
 import {
   TSIG_ALGORITHMS,
   type Config,
+  type AdminConfig,
   type ListenConfig,
   type TlsFilesConfig,
   type TsigAlgorithm,
@@ -87,6 +88,8 @@ export function parseConfig(json: unknown, opts: ParseOptions): Config {
     credentials: readCredentials(top.section('credentials')),
     log: readLog(top.section('log')),
   };
+  const admin = top.has('admin') ? readAdmin(top.section('admin'), config.listen, opts) : undefined;
+  if (admin) Object.assign(config, { admin });
   top.done();
   return deepFreeze(config);
 }
@@ -122,6 +125,47 @@ function readListen(top: Section, opts: ParseOptions): ListenConfig[] {
     seen.add(id);
     return endpoint;
   });
+}
+
+/**
+ * `admin`: the listener of /metrics, /healthz, /readyz and the provisioning API (docs/operators.md,
+ * "The admin listener"). Never on an update listener's address: its API is not for the internet.
+ */
+function readAdmin(s: Section, updateListeners: readonly ListenConfig[], opts: ParseOptions): AdminConfig {
+  const items = s.array('listen', ['127.0.0.1:9245']);
+  if (items.length === 0) throw new ConfigError(s.keyPath('listen'), 'needs at least one address');
+  const seen = new Set<string>();
+  const listen = items.map((item, i) => {
+    const key = s.itemPath('listen', i);
+    const parsed = typeof item === 'string' ? parseHostPort(item, undefined) : undefined;
+    if (!parsed || (!parseAddress(parsed.host) && !isHostName(parsed.host)))
+      throw new ConfigError(key, 'expected "host:port" or "[v6]:port"');
+    const id = `${parsed.host}|${parsed.port}`;
+    if (seen.has(id)) throw new ConfigError(key, 'listed twice');
+    seen.add(id);
+    // Port 0 (any free port, in tests) never collides.
+    const clash = updateListeners.findIndex(
+      (l) => parsed.port !== 0 && l.port === parsed.port && (l.host === parsed.host || isWildcard(l.host) || isWildcard(parsed.host)),
+    );
+    if (clash !== -1) throw new ConfigError(key, `is the address of an update listener (listen[${clash}])`);
+    return parsed;
+  });
+  const sources = secretSourcesOf(s, { file: 'tokenFile', env: 'tokenEnv' });
+  s.done();
+  if (sources.length !== 1) throw new ConfigError(s.path, 'needs exactly one of tokenFile, tokenEnv');
+  const ctx: SecretContext = { env: opts.env, baseDir: opts.baseDir, readFile: opts.readFile };
+  const token = loadPassword(sources[0]!, ctx);
+  // Guessable tokens would make the provisioning API an account factory for anyone who can reach it.
+  if (token.length < MIN_ADMIN_TOKEN_LENGTH)
+    throw new ConfigError(sources[0]!.key, `expected a token of at least ${MIN_ADMIN_TOKEN_LENGTH} characters`);
+  return { listen, token };
+}
+
+/** The shortest admin token accepted (`openssl rand -hex 32` gives 64). */
+export const MIN_ADMIN_TOKEN_LENGTH = 32;
+
+function isWildcard(host: string): boolean {
+  return host === '0.0.0.0' || host === '::';
 }
 
 /**
@@ -509,6 +553,11 @@ export async function configWarnings(file: string, env: NodeJS.ProcessEnv): Prom
   }
   if (typeof redis?.passwordFile === 'string') {
     const warning = await readableSecretFile('redis.passwordFile', redis.passwordFile, baseDir, env);
+    if (warning) warnings.push(warning);
+  }
+  const admin = isObject(json.admin) ? json.admin : undefined;
+  if (typeof admin?.tokenFile === 'string') {
+    const warning = await readableSecretFile('admin.tokenFile', admin.tokenFile, baseDir, env);
     if (warning) warnings.push(warning);
   }
   if (configHoldsSecret) {

@@ -41,8 +41,17 @@ export interface ListenConfig {
   tls?: TlsFilesConfig;
 }
 
+/** The admin listener (docs/operators.md, "The admin listener"). */
+export interface AdminConfig {
+  listen: readonly { host: string; port: number }[];
+  /** The bearer token every /v1 request must carry. A secret: never logged. */
+  token: string;
+}
+
 export interface Config {
   listen: readonly ListenConfig[];
+  /** Absent: no admin listener. */
+  admin?: AdminConfig;
   /** Prefix of the update path, e.g. `` or `/ddns` (no trailing slash). */
   basePath: string;
   /** CIDR blocks whose X-Forwarded-For is believed. */

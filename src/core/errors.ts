@@ -104,9 +104,17 @@ export class ConflictError extends BridgeError {
   }
 }
 
-/** An operator gave a value that does not validate (host name, type, import line). */
+/**
+ * An operator gave a value that does not validate (host name, type, import line). `field`
+ * names the value where one was given by name (the CLI shows it as a flag, the API as a
+ * JSON field): the message is then `field: detail`.
+ */
 export class InvalidInputError extends BridgeError {
-  constructor(message: string) {
-    super('ERR_INVALID_INPUT', message);
+  readonly field: string | undefined;
+  readonly detail: string;
+  constructor(detail: string, field?: string) {
+    super('ERR_INVALID_INPUT', field === undefined ? detail : `${field}: ${detail}`);
+    this.field = field;
+    this.detail = detail;
   }
 }

@@ -3,7 +3,7 @@
  * the CLI edits) and junk blocking of (source address, User-Agent) pairs.
  */
 import type { Redis } from 'ioredis';
-import type { ClientPolicy } from '../app/ports.js';
+import type { AgentBlocks, ClientPolicy } from '../app/ports.js';
 import type { Config } from '../config/schema.js';
 import { AgentMatcher } from '../core/agents.js';
 import { InvalidInputError } from '../core/errors.js';
@@ -113,7 +113,7 @@ export class RedisClientPolicy implements ClientPolicy {
 }
 
 /** The shared User-Agent block list as the CLI edits it. */
-export class AgentAdmin {
+export class AgentAdmin implements AgentBlocks {
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,

@@ -3,7 +3,7 @@
  * operator's add, list and remove. Only the token's keyed hash is stored.
  */
 import type { Redis } from 'ioredis';
-import type { GuardCheck, TokenGuard, TokenLogin, TokenLookup } from '../app/ports.js';
+import type { GuardCheck, TokenAdmin, TokenGuard, TokenLogin, TokenLookup } from '../app/ports.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import type { TokenRecord } from '../core/update-tokens.js';
 import { tokenGuardKeys } from './host-store.js';
@@ -24,7 +24,7 @@ export interface NewToken {
 
 const SCAN_BATCH = 1000;
 
-export class RedisTokenStore implements TokenLookup {
+export class RedisTokenStore implements TokenLookup, TokenAdmin {
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,

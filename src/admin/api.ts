@@ -1,0 +1,391 @@
+/**
+ * The provisioning API (`/v1/…`): one table of operations, each with its path, its request and
+ * response schemas and its handler over the admin service. The OpenAPI document (openapi.ts)
+ * and the request validation (server.ts) are both made from this table, so they cannot drift
+ * apart. Reference: docs/operators.md, "Provisioning API".
+ */
+import type { AdminService, HostStateChange } from '../app/admin.js';
+import { tokenView } from '../app/admin.js';
+
+export type JsonSchema = Record<string, unknown>;
+export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+export interface ApiRequest {
+  /** Path parameters, decoded. */
+  params: Record<string, string>;
+  query: URLSearchParams;
+  /** The JSON body, already valid against the operation's `body` schema. */
+  body: Record<string, unknown>;
+}
+
+export interface ApiResult {
+  status: number;
+  body?: unknown;
+}
+
+export interface Operation {
+  method: Method;
+  /** OpenAPI path template, e.g. `/v1/accounts/{name}`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  /** Query parameters (all optional strings). */
+  query?: Record<string, string>;
+  body?: JsonSchema;
+  /** The success status and the schema of its body (none for 204). */
+  success: { status: 200 | 201 | 204; schema?: JsonSchema; description: string };
+  /** The error statuses it may answer besides 400 and 401 (see server.ts for the shape). */
+  errors: readonly (404 | 409 | 502 | 503)[];
+  handle(admin: AdminService, req: ApiRequest): Promise<ApiResult>;
+}
+
+const str = (description: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'string', description, ...extra });
+const nullable = (schema: JsonSchema): JsonSchema => ({ oneOf: [schema, { type: 'null' }] });
+const object = (properties: Record<string, JsonSchema>, required: readonly string[] = []): JsonSchema => ({
+  type: 'object',
+  properties,
+  required: [...required],
+  additionalProperties: false,
+});
+const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
+const listOf = (name: string): JsonSchema => ({ type: 'array', items: ref(name) });
+
+const HOST_PROPERTIES: Record<string, JsonSchema> = {
+  fqdn: str('host name'),
+  owner: str('account that owns it'),
+  type: { enum: ['dynamic', 'static', 'webhop', 'subdomain'] },
+  state: { enum: ['active', 'offline', 'blocked', 'closed'] },
+  ipv4: nullable({ type: 'string' }),
+  ipv6: nullable({ type: 'string' }),
+  addresses: { type: 'array', items: { type: 'string' } },
+  wildcard: { type: 'boolean' },
+  mx: nullable({ type: 'string' }),
+  backmx: { type: 'boolean' },
+  updatedAt: nullable({ type: 'integer', description: 'milliseconds since the epoch' }),
+};
+
+/** The named schemas of the document (components.schemas); responses refer to them. */
+export const SCHEMAS: Record<string, JsonSchema> = {
+  Account: object(
+    {
+      name: str('account name (the update login)'),
+      donator: { type: 'boolean' },
+      createdAt: { type: 'integer', description: 'milliseconds since the epoch' },
+    },
+    ['name', 'donator', 'createdAt'],
+  ),
+  AccountDetail: object(
+    {
+      name: str('account name'),
+      donator: { type: 'boolean' },
+      createdAt: { type: 'integer' },
+      hosts: { type: 'array', items: { type: 'string' } },
+    },
+    ['name', 'donator', 'createdAt', 'hosts'],
+  ),
+  Host: object(HOST_PROPERTIES, Object.keys(HOST_PROPERTIES)),
+  HostDetail: object(
+    {
+      ...HOST_PROPERTIES,
+      repair: nullable(
+        object(
+          {
+            dueAt: { type: 'integer', description: 'milliseconds since the epoch' },
+            failedRepublishes: { type: 'integer' },
+            inProgress: { type: 'boolean' },
+          },
+          ['dueAt', 'failedRepublishes', 'inProgress'],
+        ),
+      ),
+    },
+    [...Object.keys(HOST_PROPERTIES), 'repair'],
+  ),
+  HostState: object({ fqdn: { type: 'string' }, state: { enum: ['active', 'blocked', 'closed'] } }, ['fqdn', 'state']),
+  Token: object(
+    {
+      id: str('token id (12 hex digits; not a secret)'),
+      host: { type: 'string' },
+      account: { type: 'string' },
+      created: { type: 'string', format: 'date-time' },
+      expires: nullable({ type: 'string', format: 'date-time' }),
+      lastUsed: nullable({ type: 'string', format: 'date-time' }),
+      from: { type: 'array', items: { type: 'string' } },
+      note: { type: 'string' },
+    },
+    ['id', 'host', 'account', 'created', 'expires', 'lastUsed', 'from', 'note'],
+  ),
+  NewToken: object(
+    {
+      id: { type: 'string' },
+      token: str('the token: shown only in this answer, never stored'),
+      host: { type: 'string' },
+      account: { type: 'string' },
+      expires: nullable({ type: 'string', format: 'date-time' }),
+      from: { type: 'array', items: { type: 'string' } },
+      note: { type: 'string' },
+    },
+    ['id', 'token', 'host', 'account', 'expires', 'from', 'note'],
+  ),
+  AgentBlock: object({ pattern: { type: 'string' }, source: { enum: ['config', 'redis'] } }, ['pattern', 'source']),
+  Error: object(
+    {
+      error: str('stable error code, e.g. ERR_NOT_FOUND'),
+      message: str('what went wrong, for a person'),
+      field: str('the request field at fault, when one is'),
+    },
+    ['error', 'message'],
+  ),
+};
+
+const password = str('the update password (1 to 1024 characters)', { minLength: 1, maxLength: 1024 });
+
+const hostChange = (change: HostStateChange, summary: string): Operation => ({
+  method: 'POST',
+  path: `/v1/hosts/{fqdn}/${change}`,
+  operationId: `${change}Host`,
+  summary,
+  success: { status: 200, schema: ref('HostState'), description: 'the host and its new state' },
+  errors: [404, 409],
+  handle: async (admin, req) => ({ status: 200, body: await admin.setHostState(req.params.fqdn!, change) }),
+});
+
+export const OPERATIONS: readonly Operation[] = [
+  {
+    method: 'POST',
+    path: '/v1/accounts',
+    operationId: 'createAccount',
+    summary: 'Create an account (the login of updates)',
+    body: object({ name: str('1-64 of letters, digits and . _ @ + -'), password, donator: { type: 'boolean' } }, [
+      'name',
+      'password',
+    ]),
+    success: { status: 201, schema: ref('Account'), description: 'the account' },
+    errors: [409],
+    handle: async (admin, req) => ({
+      status: 201,
+      body: await admin.addAccount({
+        name: req.body.name as string,
+        password: req.body.password as string,
+        donator: req.body.donator === true,
+      }),
+    }),
+  },
+  {
+    method: 'GET',
+    path: '/v1/accounts',
+    operationId: 'listAccounts',
+    summary: 'Every account, by name',
+    success: { status: 200, schema: listOf('Account'), description: 'the accounts' },
+    errors: [],
+    handle: async (admin) => ({ status: 200, body: await admin.listAccounts() }),
+  },
+  {
+    method: 'GET',
+    path: '/v1/accounts/{name}',
+    operationId: 'getAccount',
+    summary: 'One account and its hosts',
+    success: { status: 200, schema: ref('AccountDetail'), description: 'the account' },
+    errors: [404],
+    handle: async (admin, req) => ({ status: 200, body: await admin.showAccount(req.params.name!) }),
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/accounts/{name}',
+    operationId: 'deleteAccount',
+    summary: 'Remove an account that owns no hosts',
+    success: { status: 204, description: 'removed' },
+    errors: [404, 409],
+    handle: async (admin, req) => {
+      await admin.removeAccount(req.params.name!);
+      return { status: 204 };
+    },
+  },
+  {
+    method: 'PUT',
+    path: '/v1/accounts/{name}/password',
+    operationId: 'setAccountPassword',
+    summary: 'Set the update password (logins with the old one fail at once)',
+    body: object({ password }, ['password']),
+    success: { status: 204, description: 'changed' },
+    errors: [404],
+    handle: async (admin, req) => {
+      await admin.setPassword(req.params.name!, req.body.password as string);
+      return { status: 204 };
+    },
+  },
+  {
+    method: 'PUT',
+    path: '/v1/accounts/{name}/donator',
+    operationId: 'setAccountDonator',
+    summary: 'Mark the account as a donator (shorter update interval) or not',
+    body: object({ donator: { type: 'boolean' } }, ['donator']),
+    success: { status: 204, description: 'changed' },
+    errors: [404],
+    handle: async (admin, req) => {
+      await admin.setDonator(req.params.name!, req.body.donator as boolean);
+      return { status: 204 };
+    },
+  },
+  {
+    method: 'POST',
+    path: '/v1/hosts',
+    operationId: 'createHost',
+    summary: 'Register a host name under a configured zone for an account',
+    body: object(
+      {
+        fqdn: str('the host name'),
+        account: str('the owner'),
+        type: { enum: ['dynamic', 'static', 'webhop', 'subdomain'], default: 'dynamic' },
+      },
+      ['fqdn', 'account'],
+    ),
+    success: { status: 201, schema: ref('Host'), description: 'the host' },
+    errors: [404, 409],
+    handle: async (admin, req) => ({
+      status: 201,
+      body: await admin.addHost({
+        fqdn: req.body.fqdn as string,
+        account: req.body.account as string,
+        type: req.body.type as string | undefined,
+      }),
+    }),
+  },
+  {
+    method: 'GET',
+    path: '/v1/hosts',
+    operationId: 'listHosts',
+    summary: 'Every host, or one account’s',
+    query: { account: 'only the hosts of this account' },
+    success: { status: 200, schema: listOf('Host'), description: 'the hosts, by name' },
+    errors: [404],
+    handle: async (admin, req) => ({ status: 200, body: await admin.listHosts(req.query.get('account') ?? undefined) }),
+  },
+  {
+    method: 'GET',
+    path: '/v1/hosts/{fqdn}',
+    operationId: 'getHost',
+    summary: 'One host: its state, addresses, settings and any repair due',
+    success: { status: 200, schema: ref('HostDetail'), description: 'the host' },
+    errors: [404],
+    handle: async (admin, req) => ({ status: 200, body: await admin.showHost(req.params.fqdn!) }),
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/hosts/{fqdn}',
+    operationId: 'deleteHost',
+    summary: 'Delete the host’s records from DNS, then the host',
+    query: { keepDns: '`true`: leave its DNS records as they are' },
+    success: { status: 204, description: 'removed' },
+    errors: [404, 409, 502, 503],
+    handle: async (admin, req) => {
+      await admin.removeHost(req.params.fqdn!, { keepDns: req.query.get('keepDns') === 'true' });
+      return { status: 204 };
+    },
+  },
+  hostChange('block', 'Block the host: updates get `abuse` until it is unblocked'),
+  hostChange('unblock', 'Unblock a blocked host'),
+  hostChange('close', 'Close the host: updates get `nohost` until it is reopened'),
+  hostChange('reopen', 'Reopen a closed host'),
+  {
+    method: 'POST',
+    path: '/v1/hosts/{fqdn}/tokens',
+    operationId: 'createToken',
+    summary: 'A scoped update token for the host; the token is in this answer only',
+    body: object({
+      expires: str('a duration: 90m, 12h, 30d, 8w'),
+      from: {
+        description: 'CIDR blocks it may be used from (a list, or comma-separated text)',
+        oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }],
+      },
+      note: str('a note for the operator (at most 200 characters)'),
+    }),
+    success: { status: 201, schema: ref('NewToken'), description: 'the token' },
+    errors: [404, 409],
+    handle: async (admin, req) => {
+      const { record, token } = await admin.addToken(req.params.fqdn!, {
+        expires: req.body.expires as string | undefined,
+        from: req.body.from as string | string[] | undefined,
+        note: req.body.note as string | undefined,
+      });
+      const v = tokenView(record);
+      return {
+        status: 201,
+        body: { id: v.id, token, host: v.host, account: v.account, expires: v.expires, from: v.from, note: v.note },
+      };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/hosts/{fqdn}/tokens',
+    operationId: 'listTokens',
+    summary: 'The host’s tokens (never the tokens themselves)',
+    success: { status: 200, schema: listOf('Token'), description: 'the tokens' },
+    errors: [404],
+    handle: async (admin, req) => ({
+      status: 200,
+      body: (await admin.listTokens(req.params.fqdn!, { requireHost: true })).map(tokenView),
+    }),
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/tokens/{id}',
+    operationId: 'deleteToken',
+    summary: 'Revoke a token',
+    success: { status: 204, description: 'revoked' },
+    errors: [404],
+    handle: async (admin, req) => {
+      await admin.removeToken(req.params.id!);
+      return { status: 204 };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/agents/blocked',
+    operationId: 'listBlockedAgents',
+    summary: 'The blocked User-Agent patterns: the config file’s, then Redis’',
+    success: { status: 200, schema: listOf('AgentBlock'), description: 'the patterns' },
+    errors: [],
+    handle: async (admin) => ({ status: 200, body: await admin.listBlockedAgents() }),
+  },
+  {
+    method: 'POST',
+    path: '/v1/agents/blocked',
+    operationId: 'blockAgent',
+    summary: 'Block a User-Agent (exact, or a * glob): its updates get `badagent`',
+    body: object({ pattern: str('the User-Agent, or a glob with *', { minLength: 1, maxLength: 512 }) }, ['pattern']),
+    success: { status: 201, schema: ref('AgentBlock'), description: 'blocked (also when it was already)' },
+    errors: [],
+    handle: async (admin, req) => {
+      const pattern = req.body.pattern as string;
+      await admin.blockAgent(pattern);
+      return { status: 201, body: { pattern, source: 'redis' } };
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/agents/blocked/{agent}',
+    operationId: 'unblockAgent',
+    summary: 'Unblock a User-Agent pattern (URL-encoded in the path)',
+    success: { status: 204, description: 'unblocked' },
+    errors: [404, 409],
+    handle: async (admin, req) => {
+      await admin.unblockAgent(req.params.agent!);
+      return { status: 204 };
+    },
+  },
+];
+
+/** An operation's path template as a matcher: `/v1/hosts/{fqdn}` → names and a RegExp. */
+export function pathMatcher(template: string): { names: string[]; pattern: RegExp } {
+  const names: string[] = [];
+  const source = template
+    .split('/')
+    .map((part) => {
+      const m = /^\{(\w+)\}$/.exec(part);
+      if (!m) return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      names.push(m[1]!);
+      return '([^/]+)';
+    })
+    .join('/');
+  return { names, pattern: new RegExp(`^${source}$`) };
+}

@@ -1,0 +1,280 @@
+/**
+ * The admin listener: `/metrics`, `/healthz`, `/readyz` for anyone who can reach it, and the
+ * provisioning API (`/v1/…`) for the holder of the bearer token. It never shares an address with
+ * an update listener (config/load.ts refuses one). Errors become `{ "error", "message" }` here,
+ * in errorReply and nowhere else. Reference: docs/operators.md, "The admin listener".
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { AdminService } from '../app/admin.js';
+import type { ReadinessReport } from '../app/readiness.js';
+import { BridgeError, DnsUpdateError, InvalidInputError, type ErrorCode } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import { OPERATIONS, pathMatcher, type Operation } from './api.js';
+import { openApiDocument } from './openapi.js';
+
+export interface AdminDeps {
+  admin: AdminService;
+  /** The bearer token of /v1 (config admin.token). */
+  token: string;
+  metrics: { contentType: string; render(): Promise<string> };
+  readiness: { report(): Promise<ReadinessReport> };
+  version: string;
+  logger: Logger;
+}
+
+/** The largest request body read (a JSON object of a few fields). */
+export const MAX_ADMIN_BODY_BYTES = 64 * 1024;
+
+/** The wire status of each error code the admin listener answers with. */
+const STATUS_OF: Record<ErrorCode | AdminErrorCode, number> = {
+  ERR_INVALID_INPUT: 400,
+  ERR_UNAUTHORIZED: 401,
+  ERR_NOT_FOUND: 404,
+  ERR_METHOD_NOT_ALLOWED: 405,
+  ERR_CONFLICT: 409,
+  ERR_PAYLOAD_TOO_LARGE: 413,
+  ERR_UNSUPPORTED_MEDIA_TYPE: 415,
+  ERR_DNS_TIMEOUT: 502,
+  ERR_DNS_CONNECTION: 502,
+  ERR_DNS_RCODE: 502,
+  ERR_DNS_TSIG: 502,
+  ERR_DNS_PROTOCOL: 502,
+  ERR_STORE_UNAVAILABLE: 503,
+  ERR_CONFIG: 500,
+};
+
+/** Errors of the HTTP exchange itself (not of the admin service). */
+type AdminErrorCode =
+  'ERR_UNAUTHORIZED' | 'ERR_METHOD_NOT_ALLOWED' | 'ERR_PAYLOAD_TOO_LARGE' | 'ERR_UNSUPPORTED_MEDIA_TYPE';
+
+class AdminHttpError extends Error {
+  constructor(
+    readonly code: AdminErrorCode,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+interface Reply {
+  status: number;
+  body?: unknown;
+  /** Sent as is (the metrics text). */
+  text?: { contentType: string; body: string };
+  headers?: Record<string, string>;
+}
+
+interface CompiledOperation {
+  op: Operation;
+  names: string[];
+  pattern: RegExp;
+  validate?: ValidateFunction;
+}
+
+export class AdminListener {
+  private readonly servers: http.Server[] = [];
+  private readonly operations: CompiledOperation[];
+  private readonly tokenDigest: Buffer;
+  private openApi: string | undefined;
+
+  constructor(private readonly deps: AdminDeps) {
+    const ajv = new Ajv2020({ allErrors: false, strict: true, strictRequired: false });
+    this.operations = OPERATIONS.map((op) => ({
+      op,
+      ...pathMatcher(op.path),
+      ...(op.body ? { validate: ajv.compile(op.body) } : {}),
+    }));
+    this.tokenDigest = digest(deps.token);
+  }
+
+  /** Listen on host:port (0: any free port); resolves with the bound port. */
+  listen(host: string, port: number): Promise<number> {
+    const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, (req, res) => {
+      void this.answer(req, res);
+    });
+    this.servers.push(server);
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host, port }, () => {
+        server.off('error', reject);
+        resolve((server.address() as { port: number }).port);
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(
+      this.servers.map(
+        (s) =>
+          new Promise<void>((resolve) => {
+            s.close(() => resolve());
+            s.closeIdleConnections();
+            // A request still in flight (a host removal waits for DNS) gets a few seconds.
+            setTimeout(() => s.closeAllConnections(), 5000).unref();
+          }),
+      ),
+    );
+  }
+
+  private async answer(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const started = performance.now();
+    const method = req.method ?? 'GET';
+    const url = new URL(req.url ?? '/', 'http://admin.invalid');
+    let reply: Reply;
+    try {
+      reply = await this.route(method, url, req);
+    } catch (err) {
+      reply = errorReply(err);
+      if (reply.status >= 500 && !(err instanceof BridgeError))
+        this.deps.logger.error('admin request failed', { method, path: url.pathname, error: (err as Error).message });
+    }
+    // A body nobody read (a refused request) is drained, so the connection stays usable.
+    if (!req.readableEnded) req.resume();
+    this.write(res, reply);
+    const fields = { method, path: url.pathname, status: reply.status, ms: Math.round(performance.now() - started) };
+    // Scrapes and probes come every few seconds: only the API's requests are worth a line each.
+    if (url.pathname.startsWith('/v1')) this.deps.logger.info('admin request', fields);
+    else this.deps.logger.debug('admin request', fields);
+  }
+
+  private async route(method: string, url: URL, req: http.IncomingMessage): Promise<Reply> {
+    const path = url.pathname;
+    if (path === '/healthz' || path === '/readyz' || path === '/metrics') {
+      if (method !== 'GET' && method !== 'HEAD') throw notAllowed(['GET', 'HEAD']);
+      if (path === '/healthz') return { status: 200, body: { status: 'ok' } };
+      if (path === '/readyz') {
+        const report = await this.deps.readiness.report();
+        return { status: report.ready ? 200 : 503, body: report };
+      }
+      const body = await this.deps.metrics.render();
+      return { status: 200, text: { contentType: this.deps.metrics.contentType, body } };
+    }
+    if (path !== '/v1' && !path.startsWith('/v1/')) throw new NotFound(`no such path: ${path}`);
+    // The token first: nothing else about /v1 (which paths exist, what a body holds) is told without it.
+    this.authorize(req);
+    if (path === '/v1/openapi.json') {
+      if (method !== 'GET' && method !== 'HEAD') throw notAllowed(['GET', 'HEAD']);
+      this.openApi ??= JSON.stringify(openApiDocument(this.deps.version));
+      return { status: 200, text: { contentType: 'application/json', body: this.openApi } };
+    }
+    const matches = this.operations
+      .map((c) => ({ c, m: c.pattern.exec(path) }))
+      .filter((x): x is { c: CompiledOperation; m: RegExpExecArray } => x.m !== null);
+    if (matches.length === 0) throw new NotFound(`no such path: ${path}`);
+    const found = matches.find((x) => x.c.op.method === method);
+    if (!found) throw notAllowed(matches.map((x) => x.c.op.method));
+    const { c, m } = found;
+    const params: Record<string, string> = {};
+    c.names.forEach((name, i) => (params[name] = decodeSegment(m[i + 1]!, name)));
+    const body = c.validate ? await readJson(req, c.validate) : {};
+    const result = await c.op.handle(this.deps.admin, { params, query: url.searchParams, body });
+    return { status: result.status, body: result.body };
+  }
+
+  /** Constant time: both sides are hashed first, so neither length nor content shows in the timing. */
+  private authorize(req: http.IncomingMessage): void {
+    const header = req.headers.authorization ?? '';
+    const m = /^Bearer +(\S+) *$/i.exec(header);
+    const ok = m !== null && timingSafeEqual(digest(m[1]!), this.tokenDigest);
+    if (!ok) {
+      throw new AdminHttpError('ERR_UNAUTHORIZED', 'a valid admin bearer token is required', {
+        'WWW-Authenticate': 'Bearer realm="ddns-bridge admin"',
+      });
+    }
+  }
+
+  private write(res: http.ServerResponse, reply: Reply): void {
+    const headers: Record<string, string> = { 'Cache-Control': 'no-store', ...reply.headers };
+    let body = '';
+    if (reply.text) {
+      headers['Content-Type'] = reply.text.contentType;
+      body = reply.text.body;
+    } else if (reply.body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      body = JSON.stringify(reply.body) + '\n';
+    }
+    headers['Content-Length'] = String(Buffer.byteLength(body));
+    res.writeHead(reply.status, headers);
+    res.end(res.req.method === 'HEAD' ? undefined : body);
+  }
+}
+
+class NotFound extends BridgeError {
+  constructor(message: string) {
+    super('ERR_NOT_FOUND', message);
+  }
+}
+
+function notAllowed(methods: readonly string[]): AdminHttpError {
+  const allow = [...new Set(methods)].join(', ');
+  return new AdminHttpError('ERR_METHOD_NOT_ALLOWED', `method not allowed here; use ${allow}`, { Allow: allow });
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+function decodeSegment(raw: string, name: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new InvalidInputError('not a valid URL-encoded path segment', name);
+  }
+}
+
+async function readJson(req: http.IncomingMessage, validate: ValidateFunction): Promise<Record<string, unknown>> {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/json') {
+    req.resume();
+    throw new AdminHttpError('ERR_UNSUPPORTED_MEDIA_TYPE', 'expected a JSON body (Content-Type: application/json)');
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_ADMIN_BODY_BYTES) {
+      req.resume();
+      throw new AdminHttpError('ERR_PAYLOAD_TOO_LARGE', `the body is larger than ${MAX_ADMIN_BODY_BYTES} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw new InvalidInputError('the body is not valid JSON');
+  }
+  if (!validate(body)) {
+    const e = validate.errors?.[0];
+    const field =
+      e?.keyword === 'required'
+        ? String((e.params as { missingProperty: string }).missingProperty)
+        : e?.keyword === 'additionalProperties'
+          ? String((e.params as { additionalProperty: string }).additionalProperty)
+          : (e?.instancePath ?? '').replace(/^\//, '').split('/')[0] || undefined;
+    const detail =
+      e?.keyword === 'required'
+        ? 'is required'
+        : e?.keyword === 'additionalProperties'
+          ? 'is not a field of this request'
+          : `${e?.message ?? 'is invalid'}`;
+    throw new InvalidInputError(field === undefined ? `the body ${detail}` : detail, field);
+  }
+  return body as Record<string, unknown>;
+}
+
+/** The one place an error becomes an admin reply. Messages never carry secrets (core/errors.ts). */
+export function errorReply(err: unknown): Reply {
+  if (err instanceof AdminHttpError) {
+    return { status: STATUS_OF[err.code], body: { error: err.code, message: err.message }, headers: err.headers };
+  }
+  if (err instanceof BridgeError) {
+    const field = err instanceof InvalidInputError && err.field !== undefined ? { field: err.field } : {};
+    const message = err instanceof DnsUpdateError ? `the DNS change failed: ${err.message}` : err.message;
+    return { status: STATUS_OF[err.code] ?? 500, body: { error: err.code, message, ...field } };
+  }
+  return { status: 500, body: { error: 'ERR_INTERNAL', message: 'internal error' } };
+}

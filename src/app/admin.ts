@@ -1,0 +1,409 @@
+/**
+ * The operator's use cases on accounts, hosts, tokens and User-Agent blocks: one piece of code
+ * behind both the CLI (`account …`, `host …`, `token …`, `agent …`) and the provisioning API
+ * (`/v1/…` on the admin listener). It returns plain views; the callers print or serialise
+ * them. Errors are the core's: InvalidInputError (400), NotFoundError (404), ConflictError (409).
+ */
+import { ConflictError, DnsUpdateError, InvalidInputError, NotFoundError } from '../core/errors.js';
+import { MAX_PASSWORD_LENGTH } from '../core/limits.js';
+import { normalizeHostname } from '../core/names.js';
+import { checkRegistration } from '../core/registration.js';
+import { emptyDnsState, type Account, type HostRecord } from '../core/types.js';
+import {
+  noteProblem,
+  parseDuration,
+  parseSourceList,
+  TOKEN_ID_PATTERN,
+  type TokenRecord,
+} from '../core/update-tokens.js';
+import type {
+  AccountStore,
+  DnsRepair,
+  HostAdmin,
+  HostGate,
+  Lease,
+  Publisher,
+  TokenAdmin,
+  AgentBlocks,
+} from './ports.js';
+
+/** Password hashing and token minting: the auth adapter's, passed in. */
+export interface AdminSecrets {
+  hashPassword(password: string): Promise<string>;
+  /** A new token, its id and the hash it is stored under. */
+  mintToken(): { token: string; id: string; hash: string };
+}
+
+export interface AdminServiceDeps {
+  accounts: AccountStore;
+  hosts: HostAdmin & Pick<HostGate, 'release'>;
+  tokens: TokenAdmin;
+  agents: AgentBlocks;
+  secrets: AdminSecrets;
+  /** Zone apexes a host may be registered under. */
+  zones: readonly string[];
+  /** User-Agent patterns the config file blocks (they cannot be unblocked here). */
+  configBlockedAgents: readonly string[];
+  leaseMs: number;
+  /**
+   * Deletes a removed host's records. Called per removal, so a CLI that runs one command
+   * opens a connection only when it needs one; `release` is called when the removal ends.
+   */
+  publisher(): { publisher: Publisher; release(): Promise<void> };
+}
+
+export interface AccountView {
+  name: string;
+  donator: boolean;
+  createdAt: number;
+}
+
+export interface AccountDetail extends AccountView {
+  hosts: string[];
+}
+
+export interface HostView {
+  fqdn: string;
+  owner: string;
+  type: string;
+  state: string;
+  ipv4: string | null;
+  ipv6: string | null;
+  addresses: string[];
+  wildcard: boolean;
+  mx: string | null;
+  backmx: boolean;
+  updatedAt: number | null;
+}
+
+export interface HostDetail extends HostView {
+  repair: DnsRepair | null;
+}
+
+export interface TokenView {
+  id: string;
+  host: string;
+  account: string;
+  created: string;
+  expires: string | null;
+  lastUsed: string | null;
+  from: readonly string[];
+  note: string;
+}
+
+/** What `token add` / `POST /v1/hosts/{fqdn}/tokens` asks for, as given (text). */
+export interface TokenOptions {
+  /** A duration: 90m, 12h, 30d, 8w. */
+  expires?: string;
+  /** CIDR blocks, comma-separated (or a list). */
+  from?: string | readonly string[];
+  note?: string;
+}
+
+export const HOST_STATE_CHANGES = {
+  unblock: { from: ['blocked'], to: 'active' },
+  reopen: { from: ['closed'], to: 'active' },
+  close: { from: ['active', 'offline', 'blocked'], to: 'closed' },
+  block: { from: ['active', 'offline'], to: 'blocked' },
+} as const;
+export type HostStateChange = keyof typeof HOST_STATE_CHANGES;
+
+export type AgentBlockResult = 'blocked' | 'already blocked';
+
+const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$/;
+
+export function accountName(raw: string): string {
+  const name = typeof raw === 'string' ? raw.trim() : '';
+  if (!ACCOUNT_NAME.test(name)) {
+    throw new InvalidInputError(
+      `invalid account name ${JSON.stringify(raw)}: 1-64 of letters, digits and . _ @ + - (not first)`,
+    );
+  }
+  return name;
+}
+
+export function hostName(raw: string): string {
+  const fqdn = typeof raw === 'string' ? normalizeHostname(raw) : undefined;
+  if (!fqdn) throw new InvalidInputError(`invalid host name ${JSON.stringify(raw)}`);
+  return fqdn;
+}
+
+/** A password an update could log in with (never echoed in the message). */
+export function checkPassword(password: unknown): string {
+  if (typeof password !== 'string' || password.length === 0) throw new InvalidInputError('empty password');
+  // Updates refuse a longer one as malformed credentials: the account could never log in.
+  if (password.length > MAX_PASSWORD_LENGTH) {
+    throw new InvalidInputError(`password too long: ${password.length} characters, at most ${MAX_PASSWORD_LENGTH}`);
+  }
+  return password;
+}
+
+export function accountView(a: Account): AccountView {
+  return { name: a.name, donator: a.donator, createdAt: a.createdAt };
+}
+
+export function hostView(h: HostRecord): HostView {
+  return {
+    fqdn: h.fqdn,
+    owner: h.account,
+    type: h.type,
+    state: h.state,
+    ipv4: h.ipv4,
+    ipv6: h.ipv6,
+    addresses: [h.ipv4, h.ipv6].filter((a): a is string => a !== null),
+    wildcard: h.wildcard,
+    mx: h.mx,
+    backmx: h.backmx,
+    updatedAt: h.updatedAt || null,
+  };
+}
+
+export function tokenView(t: TokenRecord): TokenView {
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return {
+    id: t.id,
+    host: t.fqdn,
+    account: t.account,
+    created: iso(t.createdAt)!,
+    expires: iso(t.expiresAt),
+    lastUsed: iso(t.lastUsedAt),
+    from: t.from,
+    note: t.note,
+  };
+}
+
+export class AdminService {
+  constructor(private readonly deps: AdminServiceDeps) {}
+
+  // --- accounts -------------------------------------------------------------------------
+
+  /** ConflictError when the name is taken (the CLI asks before it prompts for a password). */
+  async accountMustBeFree(name: string): Promise<string> {
+    const account = accountName(name);
+    if (await this.deps.accounts.get(account)) throw new ConflictError(`account ${account} exists`);
+    return account;
+  }
+
+  async addAccount(input: { name: string; password: string; donator?: boolean }): Promise<AccountView> {
+    const name = await this.accountMustBeFree(input.name);
+    const passwordHash = await this.deps.secrets.hashPassword(checkPassword(input.password));
+    const account = { name, passwordHash, donator: input.donator === true, createdAt: Date.now() };
+    await this.deps.accounts.create(account);
+    return accountView(account);
+  }
+
+  /** NotFoundError when there is no such account (the CLI asks before it prompts). */
+  async accountMustExist(name: string): Promise<string> {
+    const account = accountName(name);
+    if (!(await this.deps.accounts.get(account))) throw new NotFoundError(`no account ${account}`);
+    return account;
+  }
+
+  async setPassword(name: string, password: string): Promise<void> {
+    const account = await this.accountMustExist(name);
+    await this.deps.accounts.setPasswordHash(account, await this.deps.secrets.hashPassword(checkPassword(password)));
+  }
+
+  async setDonator(name: string, donator: boolean): Promise<void> {
+    await this.deps.accounts.setDonator(accountName(name), donator);
+  }
+
+  async removeAccount(name: string): Promise<void> {
+    await this.deps.accounts.remove(accountName(name));
+  }
+
+  async listAccounts(): Promise<AccountView[]> {
+    const accounts = await this.deps.accounts.list();
+    return accounts.map(accountView).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  async showAccount(name: string): Promise<AccountDetail> {
+    const account = accountName(name);
+    const [a, hosts] = await Promise.all([this.deps.accounts.get(account), this.deps.hosts.list(account)]);
+    if (!a) throw new NotFoundError(`no account ${account}`);
+    return { ...accountView(a), hosts: hosts.map((h) => h.fqdn).sort() };
+  }
+
+  // --- hosts ----------------------------------------------------------------------------
+
+  async addHost(input: { fqdn: string; account: string; type?: string }): Promise<HostView> {
+    const checked = checkRegistration(input.fqdn, input.type ?? 'dynamic', this.deps.zones);
+    if ('problem' in checked) throw new InvalidInputError(checked.problem);
+    const account = accountName(input.account);
+    await this.deps.hosts.indexNesting(this.deps.zones);
+    await this.deps.hosts.add(checked.fqdn, account, checked.type, checked.between);
+    const host = await this.deps.hosts.get(checked.fqdn);
+    if (!host) throw new NotFoundError(`no host ${checked.fqdn}`);
+    return hostView(host);
+  }
+
+  async listHosts(account?: string): Promise<HostView[]> {
+    const owner = account === undefined ? undefined : accountName(account);
+    if (owner !== undefined && !(await this.deps.accounts.get(owner))) throw new NotFoundError(`no account ${owner}`);
+    const hosts = await this.deps.hosts.list(owner);
+    return hosts.map(hostView).sort((a, b) => a.fqdn.localeCompare(b.fqdn));
+  }
+
+  async showHost(name: string): Promise<HostDetail> {
+    const fqdn = hostName(name);
+    const [host, repair] = await Promise.all([this.deps.hosts.get(fqdn), this.deps.hosts.repairOf(fqdn)]);
+    if (!host) throw new NotFoundError(`no host ${fqdn}`);
+    // repair: DNS may hold what Redis does not until the stored state is published again.
+    return { ...hostView(host), repair: repair ?? null };
+  }
+
+  async setHostState(
+    name: string,
+    change: HostStateChange,
+  ): Promise<{ fqdn: string; state: 'active' | 'blocked' | 'closed' }> {
+    const fqdn = hostName(name);
+    const rule = HOST_STATE_CHANGES[change];
+    const host = await this.deps.hosts.get(fqdn);
+    if (!host) throw new NotFoundError(`no host ${fqdn}`);
+    if (!(rule.from as readonly string[]).includes(host.state))
+      throw new ConflictError(`host ${fqdn} is ${host.state}: cannot ${change}`);
+    await this.deps.hosts.setState(fqdn, rule.to);
+    return { fqdn, state: rule.to };
+  }
+
+  /**
+   * Remove the host from Redis after deleting its records from DNS (so nothing is left behind).
+   * The host's lease is held throughout: an update in flight finishes first, and none starts
+   * (nor a repair) until the host is gone — its UPDATE could otherwise land after the deletes.
+   */
+  async removeHost(name: string, opts: { keepDns?: boolean } = {}): Promise<string> {
+    const fqdn = hostName(name);
+    const { hosts } = this.deps;
+    const dns = opts.keepDns ? undefined : this.deps.publisher();
+    try {
+      const zone = dns?.publisher.zoneFor(fqdn);
+      if (dns && !zone) {
+        // Its zone left the config, or its name became a zone of its own: the bridge writes
+        // none of its records any more, and "removed" would hide the ones left.
+        if (!(await hosts.get(fqdn))) throw new NotFoundError(`no host ${fqdn}`);
+        const where = this.deps.zones.includes(fqdn)
+          ? 'is now the apex of a configured zone'
+          : 'is in no configured zone';
+        throw new ConflictError(`host ${fqdn} ${where}: its DNS records cannot be deleted; remove it with --keep-dns`);
+      }
+      const claimed = await this.claimWhenIdle(fqdn);
+      if (dns && zone) {
+        try {
+          await dns.publisher.publish({
+            fqdn,
+            zone,
+            previous: claimed.host,
+            target: { ...emptyDnsState(), offline: false },
+          });
+        } catch (err) {
+          // The host stays; if the deletes may still be applied, its stored state goes out again.
+          const maybeApplied = err instanceof DnsUpdateError && err.maybeApplied;
+          // A repair that was due when the lease was taken over stays due.
+          const republish = maybeApplied
+            ? { republishInMs: 0 }
+            : claimed.repairDue
+              ? { republishInMs: this.deps.leaseMs, refused: true }
+              : {};
+          await hosts.release(claimed.lease, republish);
+          throw err;
+        }
+      }
+      await hosts.remove(fqdn, claimed.lease);
+      return fqdn;
+    } finally {
+      await dns?.release();
+    }
+  }
+
+  /** The host's lease, waiting (at most a lease's time and a little) while an update holds it. */
+  private async claimWhenIdle(fqdn: string): Promise<{ host: HostRecord; lease: Lease; repairDue: boolean }> {
+    const deadline = Date.now() + this.deps.leaseMs + 1000;
+    for (;;) {
+      const claimed = await this.deps.hosts.claim(fqdn, this.deps.leaseMs);
+      if (claimed === undefined) throw new NotFoundError(`no host ${fqdn}`);
+      if (claimed !== 'busy') return claimed;
+      if (Date.now() > deadline) throw new ConflictError(`host ${fqdn} is being updated; try again`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  // --- tokens ---------------------------------------------------------------------------
+
+  /** A token for a registered host: the token itself is returned only here, once. */
+  async addToken(name: string, opts: TokenOptions): Promise<{ record: TokenRecord; token: string }> {
+    const fqdn = hostName(name);
+    const expiresInMs = opts.expires === undefined ? undefined : parseDuration(String(opts.expires));
+    if (opts.expires !== undefined && expiresInMs === undefined) {
+      throw new InvalidInputError(
+        `expected a duration such as 90m, 12h, 30d or 8w, not ${JSON.stringify(opts.expires)}`,
+        'expires',
+      );
+    }
+    const fromText = Array.isArray(opts.from) ? opts.from.join(',') : opts.from;
+    if (fromText !== undefined && typeof fromText !== 'string') throw new InvalidInputError('expected text', 'from');
+    const sources = fromText === undefined ? { from: [] } : parseSourceList(fromText);
+    if ('problem' in sources) throw new InvalidInputError(sources.problem, 'from');
+    const note = opts.note ?? '';
+    const problem = typeof note === 'string' ? noteProblem(note) : 'expected text';
+    if (problem !== undefined) throw new InvalidInputError(problem, 'note');
+    // A random 48-bit id is taken only by bad luck: try another.
+    for (let attempt = 0; ; attempt++) {
+      const minted = this.deps.secrets.mintToken();
+      try {
+        const record = await this.deps.tokens.add({
+          id: minted.id,
+          hash: minted.hash,
+          fqdn,
+          expiresInMs,
+          from: sources.from,
+          note,
+        });
+        return { record, token: minted.token };
+      } catch (err) {
+        if (!(err instanceof ConflictError) || attempt >= 2) throw err;
+      }
+    }
+  }
+
+  /**
+   * Every token, or one host's. With `requireHost`, NotFoundError for a host that is not
+   * registered; without, its list is empty (the tokens of a removed host are gone).
+   */
+  async listTokens(name?: string, opts: { requireHost?: boolean } = {}): Promise<TokenRecord[]> {
+    const fqdn = name === undefined ? undefined : hostName(name);
+    if (opts.requireHost && fqdn !== undefined && !(await this.deps.hosts.get(fqdn)))
+      throw new NotFoundError(`no host ${fqdn}`);
+    return this.deps.tokens.list(fqdn);
+  }
+
+  async removeToken(id: string): Promise<TokenRecord> {
+    const wanted = typeof id === 'string' ? id.trim().toLowerCase() : '';
+    if (!TOKEN_ID_PATTERN.test(wanted))
+      throw new InvalidInputError(`not a token id (12 hex digits, see token list): ${JSON.stringify(id)}`);
+    return this.deps.tokens.remove(wanted);
+  }
+
+  // --- User-Agent blocks ----------------------------------------------------------------
+
+  async blockAgent(pattern: string): Promise<AgentBlockResult> {
+    if (typeof pattern !== 'string' || pattern.trim() === '') throw new InvalidInputError('empty User-Agent pattern');
+    const changed = await this.deps.agents.block(pattern);
+    return changed || this.deps.configBlockedAgents.includes(pattern) ? 'blocked' : 'already blocked';
+  }
+
+  async unblockAgent(pattern: string): Promise<void> {
+    if (typeof pattern !== 'string' || pattern.trim() === '') throw new InvalidInputError('empty User-Agent pattern');
+    if (this.deps.configBlockedAgents.includes(pattern))
+      throw new ConflictError(`"${pattern}" is blocked by the config file (agents.blocked): remove it there`);
+    if (!(await this.deps.agents.unblock(pattern))) throw new NotFoundError(`"${pattern}" is not blocked`);
+  }
+
+  /** The config file's patterns first, then Redis' (sorted). */
+  async listBlockedAgents(): Promise<{ pattern: string; source: 'config' | 'redis' }[]> {
+    const fromRedis = await this.deps.agents.list();
+    return [
+      ...this.deps.configBlockedAgents.map((pattern) => ({ pattern, source: 'config' as const })),
+      ...[...fromRedis].sort().map((pattern) => ({ pattern, source: 'redis' as const })),
+    ];
+  }
+}

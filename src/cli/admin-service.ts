@@ -1,0 +1,38 @@
+/** Wires the admin service (src/app/admin.ts) for the CLI and for the admin listener. */
+import { AdminService, type AdminServiceDeps } from '../app/admin.js';
+import { hashPassword, newToken, newTokenId, tokenHash } from '../auth/index.js';
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../core/log.js';
+import { DnsPublisher } from '../dns/index.js';
+import type { Store } from '../store/index.js';
+import { leaseMs } from './compose.js';
+
+export const ADMIN_SECRETS: AdminServiceDeps['secrets'] = {
+  hashPassword,
+  mintToken() {
+    const token = newToken();
+    return { token, id: newTokenId(), hash: tokenHash(token) };
+  },
+};
+
+/**
+ * The admin service on a store. `publisher` deletes a removed host's records; without one,
+ * each removal opens its own connections to the primary and closes them (a CLI command).
+ */
+export function adminServiceOn(store: Store, config: Config, logger: Logger, publisher?: DnsPublisher): AdminService {
+  return new AdminService({
+    accounts: store.accounts,
+    hosts: store.hosts,
+    tokens: store.tokens,
+    agents: store.agents,
+    secrets: ADMIN_SECRETS,
+    zones: config.zones.map((z) => z.name),
+    configBlockedAgents: config.agents.blocked,
+    leaseMs: leaseMs(config),
+    publisher: () => {
+      if (publisher) return { publisher, release: async () => undefined };
+      const own = new DnsPublisher(config.zones, config.dns, logger);
+      return { publisher: own, release: () => own.close() };
+    },
+  });
+}
