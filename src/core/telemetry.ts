@@ -14,7 +14,7 @@ export interface Telemetry {
   dnsUpdate(zone: string, rcode: string, seconds: number, hosts: number): void;
   /** One Redis command (or script, or pipeline) and whether it failed. */
   redisCommand(operation: string, seconds: number, failed: boolean): void;
-  /** A login looked up in the credential cache. */
+  /** A password login, once per request: the credential cache vouched for it (hit), or a password check runs (miss). */
   credentialCache(hit: boolean): void;
   /** A republish of a host's stored state: done or refused / unanswered. */
   repair(outcome: 'done' | 'failed'): void;
