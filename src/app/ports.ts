@@ -377,3 +377,39 @@ export interface MxResolver {
   /** True when `name` has an A or AAAA record (within the configured timeout). */
   resolves(name: string): Promise<boolean>;
 }
+
+/** The record types the drift check reads from a zone (docs/operators.md, "Drift"). */
+export type ZoneRecordType = 'A' | 'AAAA' | 'MX' | 'NS' | 'CNAME' | 'SOA';
+
+/** One record of a zone as a transfer gives it. Names lowercase, no final dot. */
+export interface ZoneRecord {
+  name: string;
+  type: ZoneRecordType;
+  ttl: number;
+  /** A, AAAA: the address (IPv6 canonical); MX: `preference exchange`; NS, CNAME: the target; SOA: its MNAME. */
+  value: string;
+}
+
+/** A zone read whole from its primary. */
+export interface ZoneContents {
+  zone: string;
+  serial: number;
+  /** Every record of the types in ZoneRecordType; others are left out. */
+  records: ZoneRecord[];
+}
+
+export interface ZoneTransfer {
+  /** The zone as its primary holds it (a signed, verified transfer); DnsUpdateError when refused or unverifiable. */
+  transfer(zone: string): Promise<ZoneContents>;
+}
+
+/** What DNS holds once a change is published: the RRsets it rewrites, and their records. */
+export interface PublishedRecords {
+  rrsets: { name: string; type: 'A' | 'AAAA' | 'MX' }[];
+  records: ZoneRecord[];
+}
+
+export interface RecordPlanner {
+  /** The records publishing `change` leaves (the same plan the publisher sends). */
+  recordsOf(change: HostChange): PublishedRecords;
+}
