@@ -413,3 +413,51 @@ export interface RecordPlanner {
   /** The records publishing `change` leaves (the same plan the publisher sends). */
   recordsOf(change: HostChange): PublishedRecords;
 }
+
+/** An update token as the store holds it: its record and keyed hash (never the token itself). */
+export interface StoredToken extends TokenRecord {
+  hash: string;
+}
+
+/**
+ * What a backup copies, read from the store in batches (docs/operators.md, "Backups"): each
+ * record whole, in one read; one written while the reading goes on may or may not be in it.
+ */
+export interface BackupSource {
+  accounts(): AsyncIterable<readonly Account[]>;
+  /** The host records, without leases, repairs or frequency counts. */
+  hosts(): AsyncIterable<readonly HostRecord[]>;
+  tokens(): AsyncIterable<readonly StoredToken[]>;
+  /** The block list held in Redis (`agent block`), not the config file's. */
+  agentBlocks(): Promise<string[]>;
+}
+
+export type HostRestore =
+  | { kind: 'ok' | 'noaccount' }
+  | { kind: 'exists'; existing: HostRecord }
+  /** It would lie below or above `name`, a host of another account (docs/security.md, "No shadowing"). */
+  | { kind: 'below' | 'above'; name: string; owner: string };
+
+export type TokenRestore =
+  | { kind: 'ok' | 'nohost' | 'hash-taken' }
+  /** The host belongs to another account. */
+  | { kind: 'not-owner'; owner: string }
+  /** A token of that id exists: its hash. */
+  | { kind: 'exists'; hash: string };
+
+/**
+ * Where a backup is restored: each record written as the add paths write it (with its indexes
+ * and the owner's counts), never over one that exists.
+ */
+export interface BackupTarget {
+  /** The key of an account, host, token or agent block list in the keyspace; undefined when it holds none. */
+  firstRecord(): Promise<string | undefined>;
+  /** Index the hosts registered already (HostAdmin.indexNesting), before hosts are added beside them. */
+  indexNesting(zones: readonly string[]): Promise<void>;
+  restoreAccount(account: Account): Promise<'ok' | { existing: Account }>;
+  /** `between`: the names between it and its zone's apex; `checkNesting`: refuse shadowing as `host add` does. */
+  restoreHost(host: HostRecord, between: readonly string[], checkNesting: boolean): Promise<HostRestore>;
+  restoreToken(token: StoredToken): Promise<TokenRestore>;
+  /** False when the pattern was listed already. */
+  restoreAgentBlock(pattern: string): Promise<boolean>;
+}

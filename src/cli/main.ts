@@ -14,6 +14,7 @@ const commands = {
   tokens: () => import('./commands/tokens.js'),
   check: () => import('./commands/check.js'),
   hostImport: () => import('./commands/import.js'),
+  backup: () => import('./commands/backup.js'),
 };
 
 // A reader that stops early (`host list | head -1`) closes the pipe: not an error of ours.
@@ -278,6 +279,29 @@ const cli = yargs(hideBin(process.argv))
         (await commands.admin()).agentList(await ctx(argv as Common), out),
       )
       .demandCommand(1, 'name an agent command'),
+  )
+  .command(
+    'export [file]',
+    'write accounts, hosts, update tokens and agent blocks as JSON lines (to FILE, mode 0600; - or none: stdout)',
+    (y) => withConfig(y).positional('file', { type: 'string', default: '-' }),
+    async (argv) =>
+      // yargs parses a bare `-` positional as '': it means stdout.
+      (await commands.backup()).exportCommand(await ctx(argv), argv.file === '' ? '-' : argv.file, out, err),
+  )
+  .command(
+    'import-all <file>',
+    'restore an export (FILE or - for stdin) into a keyspace that holds no records',
+    (y) =>
+      withConfig(y).positional('file', { type: 'string', demandOption: true }).option('merge', {
+        type: 'boolean',
+        default: false,
+        describe: 'add to a keyspace with records: one that exists stays, its line is reported',
+      }),
+    async (argv) => {
+      const file = argv.file === '' && hideBin(process.argv).includes('-') ? '-' : argv.file;
+      const command = await commands.backup();
+      if (!(await command.importAllCommand(await ctx(argv), file, argv.merge, out, err))) process.exitCode = 1;
+    },
   )
   .command(
     'check',

@@ -19,6 +19,11 @@ export interface LoginRecord {
 /** Account names: printable, no spaces or colons (Basic auth splits at the first colon). */
 const ACCOUNT_NAME = /^[\x21-\x39\x3b-\x7e]{1,64}$/;
 
+/** Whether `name` may name an account (create refuses any other). */
+export function isAccountName(name: string): boolean {
+  return ACCOUNT_NAME.test(name);
+}
+
 export class RedisAccountStore implements AccountStore {
   constructor(
     private readonly redis: Redis,
@@ -49,7 +54,7 @@ export class RedisAccountStore implements AccountStore {
   }
 
   async create(account: Account): Promise<void> {
-    if (!ACCOUNT_NAME.test(account.name)) {
+    if (!isAccountName(account.name)) {
       throw new InvalidInputError(
         `invalid account name ${JSON.stringify(account.name)}: 1–64 printable characters, no spaces or ':'`,
       );

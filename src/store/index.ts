@@ -11,13 +11,14 @@ import { Keys } from './keys.js';
 import { RedisTokenStore } from './token-store.js';
 import { closeRedis, createRedis, storeCall } from './redis.js';
 
-export { RedisAccountStore, type LoginRecord } from './account-store.js';
+export { RedisAccountStore, isAccountName, type LoginRecord } from './account-store.js';
 export { AgentAdmin, RedisClientPolicy, AGENT_LIST_CACHE_MS, type ClientPolicyOptions } from './client-policy.js';
 export { RedisEchoGate } from './echo-gate.js';
 export { RedisFailureCounter } from './failure-counter.js';
 export { HostLease, RedisHostStore, shadowingMessage } from './host-store.js';
 export { RedisTokenStore, type NewToken } from './token-store.js';
 export { BulkHostImporter, type BulkImportOptions, type ImportEntry, type ImportOutcome } from './host-import.js';
+export { RedisBackupStore } from './backup-store.js';
 export { ACCOUNT_FIELDS, HOST_FIELDS, TOKEN_FIELDS, Keys, addressBucket, agentDigest } from './keys.js';
 export { asStoreError, closeRedis, createRedis, execPipeline, storeCall } from './redis.js';
 

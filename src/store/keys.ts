@@ -123,6 +123,11 @@ export class Keys {
     return `${this.prefix}pending`;
   }
 
+  /** SCAN MATCH pattern for every key under the prefix (its glob characters escaped). */
+  prefixScanPattern(): string {
+    return `${escapeGlob(this.prefix)}*`;
+  }
+
   /** SCAN MATCH pattern for every host key (the prefix's glob characters escaped). */
   hostScanPattern(): string {
     return `${escapeGlob(this.hostPrefix)}*`;

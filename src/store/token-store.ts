@@ -133,7 +133,8 @@ export class RedisTokenStore implements TokenLookup, TokenAdmin {
   }
 }
 
-function decodeToken(id: string, fields: Record<string, string>): TokenRecord {
+/** A token record's hash fields as a TokenRecord (its hash stays out: TOKEN_FIELDS.hash). */
+export function decodeToken(id: string, fields: Record<string, string>): TokenRecord {
   const time = (field: string) => (fields[field] === undefined ? null : Number(fields[field]));
   return {
     id,

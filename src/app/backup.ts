@@ -1,0 +1,609 @@
+/**
+ * Backups (docs/operators.md, "Backups"): `export` writes the store's accounts, hosts, update
+ * tokens and agent blocks as JSON lines; `import-all` validates every line of such a file, then
+ * restores it through the store's add paths.
+ *
+ * The file: a header line, the accounts, the hosts, the tokens, the agent blocks, and an end line
+ * with the counts (a file cut short has none). Each line is one JSON object with a `kind`.
+ */
+import { ConflictError, InvalidInputError } from '../core/errors.js';
+import { parseAddress } from '../core/addresses.js';
+import { namesBetween, normalizeHostname, zoneOf } from '../core/names.js';
+import { HOST_STATES, HOST_TYPES, type Account, type HostRecord } from '../core/types.js';
+import { noteProblem, parseSourceList, TOKEN_ID_PATTERN } from '../core/update-tokens.js';
+import type { BackupSource, BackupTarget, StoredToken } from './ports.js';
+
+export const EXPORT_FORMAT = 'ddns-bridge-export';
+export const EXPORT_VERSION = 1;
+
+export interface BackupCounts {
+  accounts: number;
+  hosts: number;
+  tokens: number;
+  agentBlocks: number;
+}
+
+const RECORD_KINDS = ['account', 'host', 'token', 'agentBlock'] as const;
+type RecordKind = (typeof RECORD_KINDS)[number];
+const COUNT_OF: Record<RecordKind, keyof BackupCounts> = {
+  account: 'accounts',
+  host: 'hosts',
+  token: 'tokens',
+  agentBlock: 'agentBlocks',
+};
+
+const noCounts = (): BackupCounts => ({ accounts: 0, hosts: 0, tokens: 0, agentBlocks: 0 });
+
+// ---- export ----
+
+/**
+ * Write every record of `source` through `write`, one JSON line each. Every line is a record as
+ * one read found it; the file as a whole is not a snapshot (see the port). It stays restorable:
+ * a host whose account was not read (added meanwhile) is left out, and so is a token whose host
+ * was not, or belongs to another account now.
+ */
+export async function exportBackup(
+  source: BackupSource,
+  write: (line: string) => void | Promise<void>,
+  now: () => number = Date.now,
+): Promise<BackupCounts> {
+  const counts = noCounts();
+  const emit = (kind: string, body: object) => write(JSON.stringify({ kind, ...body }));
+  await emit('header', { format: EXPORT_FORMAT, version: EXPORT_VERSION, exportedAt: new Date(now()).toISOString() });
+
+  const accounts = new Set<string>();
+  for await (const batch of source.accounts()) {
+    for (const a of batch) {
+      if (accounts.has(a.name)) continue;
+      accounts.add(a.name);
+      counts.accounts++;
+      await emit('account', accountLine(a));
+    }
+  }
+  // host → owner, for the tokens.
+  const hosts = new Map<string, string>();
+  for await (const batch of source.hosts()) {
+    for (const h of batch) {
+      if (hosts.has(h.fqdn) || !accounts.has(h.account)) continue;
+      hosts.set(h.fqdn, h.account);
+      counts.hosts++;
+      await emit('host', hostLine(h));
+    }
+  }
+  const tokens = new Set<string>();
+  for await (const batch of source.tokens()) {
+    for (const t of batch) {
+      if (tokens.has(t.id) || hosts.get(t.fqdn) !== t.account) continue;
+      tokens.add(t.id);
+      counts.tokens++;
+      await emit('token', tokenLine(t));
+    }
+  }
+  for (const pattern of [...new Set(await source.agentBlocks())].sort()) {
+    counts.agentBlocks++;
+    await emit('agentBlock', { pattern });
+  }
+  await emit('end', counts);
+  return counts;
+}
+
+const accountLine = (a: Account) => ({
+  name: a.name,
+  passwordHash: a.passwordHash,
+  donator: a.donator,
+  createdAt: a.createdAt,
+});
+
+const hostLine = (h: HostRecord) => ({
+  fqdn: h.fqdn,
+  owner: h.account,
+  type: h.type,
+  state: h.state,
+  ipv4: h.ipv4,
+  ipv6: h.ipv6,
+  wildcard: h.wildcard,
+  mx: h.mx,
+  backmx: h.backmx,
+  updatedAt: h.updatedAt,
+});
+
+const tokenLine = (t: StoredToken) => ({
+  id: t.id,
+  hash: t.hash,
+  host: t.fqdn,
+  account: t.account,
+  createdAt: t.createdAt,
+  expiresAt: t.expiresAt,
+  lastUsedAt: t.lastUsedAt,
+  from: t.from,
+  note: t.note,
+});
+
+// ---- import ----
+
+/** What the import checks that only the adapters know (the composition root hands them in). */
+export interface RecordChecks {
+  /** A password hash in the format the authenticator verifies. */
+  isPasswordHash(hash: string): boolean;
+  /** A name the account store accepts. */
+  isAccountName(name: string): boolean;
+  /** A token hash in the format the token login looks up. */
+  isTokenHash(hash: string): boolean;
+}
+
+export interface ImportOptions {
+  /** Add to a keyspace that holds records already (else it must hold none). */
+  merge: boolean;
+  /** The configured zones (for the hosts' nest index). */
+  zones: readonly string[];
+  checks: RecordChecks;
+  /** Records written at once (default 64). */
+  concurrency?: number;
+}
+
+export interface ImportReport {
+  restored: BackupCounts;
+  /** There already, the same record (see sameRecord). */
+  unchanged: BackupCounts;
+  /** Lines not restored, by line number, in file order. */
+  conflicts: { line: number; message: string }[];
+}
+
+type ParsedRecord =
+  | { kind: 'account'; account: Account }
+  | { kind: 'host'; host: HostRecord }
+  | { kind: 'token'; token: StoredToken }
+  | { kind: 'agentBlock'; pattern: string };
+
+/** Invalid lines reported at most, before "… and N more". */
+const MAX_REPORTED = 20;
+
+/**
+ * Validate every line `open()` yields, then (unless one is invalid: InvalidInputError naming
+ * the line numbers, nothing written, no store opened) write the records in file order, kind by
+ * kind, on the target `withTarget` opens. `open` is called once per pass. Without `merge`, a
+ * keyspace that holds a record already is refused (ConflictError) before anything is written.
+ * With it, a record that exists stays as it is: the line is unchanged when it is the same
+ * record, else a conflict, and the rest is restored.
+ */
+export async function importBackup(
+  withTarget: (use: (target: BackupTarget) => Promise<ImportReport>) => Promise<ImportReport>,
+  open: () => AsyncIterable<string>,
+  opts: ImportOptions,
+): Promise<ImportReport> {
+  await validateFile(open(), opts);
+  return withTarget((target) => restoreAll(target, open(), opts));
+}
+
+async function restoreAll(
+  target: BackupTarget,
+  lines: AsyncIterable<string>,
+  opts: ImportOptions,
+): Promise<ImportReport> {
+  if (!opts.merge) {
+    const found = await target.firstRecord();
+    if (found !== undefined) {
+      throw new ConflictError(
+        `the keyspace holds records already (${JSON.stringify(found)}): import-all restores into an empty one; ` +
+          '--merge adds to it',
+      );
+    }
+  }
+  await target.indexNesting(opts.zones);
+  const report: ImportReport = { restored: noCounts(), unchanged: noCounts(), conflicts: [] };
+  const writer = new BoundedWriter(opts.concurrency ?? 64);
+  let kind: RecordKind | undefined;
+  let lineNo = 0;
+  for await (const raw of lines) {
+    lineNo++;
+    const record = parseLine(raw, opts.checks);
+    if (record === undefined || !('kind' in record)) continue;
+    // A kind depends on the ones before it (hosts on accounts, tokens on hosts): finish those first.
+    if (record.kind !== kind) await writer.drain();
+    kind = record.kind;
+    const line = lineNo;
+    await writer.add(async () => {
+      const outcome = await restore(target, record, opts);
+      const counts = COUNT_OF[record.kind];
+      if (outcome === 'ok') report.restored[counts]++;
+      else if (outcome === 'same') report.unchanged[counts]++;
+      else report.conflicts.push({ line, message: outcome.conflict });
+    });
+  }
+  await writer.drain();
+  report.conflicts.sort((a, b) => a.line - b.line);
+  return report;
+}
+
+async function restore(
+  target: BackupTarget,
+  record: ParsedRecord,
+  opts: ImportOptions,
+): Promise<'ok' | 'same' | { conflict: string }> {
+  switch (record.kind) {
+    case 'account': {
+      const a = record.account;
+      const reply = await target.restoreAccount(a);
+      if (reply === 'ok') return 'ok';
+      return reply.existing.passwordHash === a.passwordHash
+        ? 'same'
+        : { conflict: `account ${a.name} exists with another password; left as it is` };
+    }
+    case 'host': {
+      const h = record.host;
+      const zone = zoneOf(h.fqdn, opts.zones);
+      const between = zone === undefined ? [] : namesBetween(h.fqdn, zone);
+      const reply = await target.restoreHost(h, between, opts.merge);
+      switch (reply.kind) {
+        case 'ok':
+          return 'ok';
+        case 'noaccount':
+          return { conflict: `host ${h.fqdn}: no such account: ${h.account}` };
+        case 'exists':
+          return reply.existing.account === h.account && reply.existing.type === h.type
+            ? 'same'
+            : {
+                conflict:
+                  `host ${h.fqdn} exists (owner ${reply.existing.account}, type ${reply.existing.type}); ` +
+                  'left as it is',
+              };
+        default:
+          return {
+            conflict:
+              `host ${h.fqdn} would lie ${reply.kind} ${reply.name} of account ${reply.owner} ` +
+              '(docs/security.md, "No shadowing across accounts")',
+          };
+      }
+    }
+    case 'token': {
+      const t = record.token;
+      const reply = await target.restoreToken(t);
+      switch (reply.kind) {
+        case 'ok':
+          return 'ok';
+        case 'exists':
+          return reply.hash === t.hash ? 'same' : { conflict: `token ${t.id} exists (another token); left as it is` };
+        case 'nohost':
+          return { conflict: `token ${t.id}: no such host: ${t.fqdn}` };
+        case 'not-owner':
+          return { conflict: `token ${t.id}: host ${t.fqdn} belongs to account ${reply.owner}, not ${t.account}` };
+        case 'hash-taken':
+          return { conflict: `token ${t.id}: the same token is stored under another id` };
+      }
+      break;
+    }
+    case 'agentBlock':
+      return (await target.restoreAgentBlock(record.pattern)) ? 'ok' : 'same';
+  }
+  throw new Error(`unexpected record ${JSON.stringify(record)}`);
+}
+
+/** At most `limit` writes at once. */
+class BoundedWriter {
+  private readonly inFlight = new Set<Promise<void>>();
+  private failure: { error: unknown } | undefined;
+
+  constructor(private readonly limit: number) {}
+
+  async add(task: () => Promise<void>): Promise<void> {
+    while (this.inFlight.size >= this.limit) await Promise.race(this.inFlight);
+    this.throwIfFailed();
+    const running = task().then(
+      () => undefined,
+      (error: unknown) => {
+        this.failure ??= { error };
+      },
+    );
+    this.inFlight.add(running);
+    void running.finally(() => this.inFlight.delete(running));
+  }
+
+  async drain(): Promise<void> {
+    await Promise.all(this.inFlight);
+    this.throwIfFailed();
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure !== undefined) throw this.failure.error;
+  }
+}
+
+// ---- validation ----
+
+/** The first pass: every line valid, the header first, the end line last with the right counts. */
+async function validateFile(lines: AsyncIterable<string>, opts: ImportOptions): Promise<void> {
+  const problems: string[] = [];
+  let more = 0;
+  const problem = (line: number, message: string) => {
+    if (problems.length < MAX_REPORTED) problems.push(`line ${line}: ${message}`);
+    else more++;
+  };
+  const counts = noCounts();
+  const accounts = new Set<string>();
+  const hosts = new Map<string, string>();
+  const tokenIds = new Set<string>();
+  const tokenHashes = new Set<string>();
+  const patterns = new Set<string>();
+  let lineNo = 0;
+  let sawHeader = false;
+  let end: { line: number; counts: unknown } | undefined;
+  let previousKind = -1;
+  for await (const raw of lines) {
+    lineNo++;
+    let parsed: ReturnType<typeof parseLine>;
+    try {
+      parsed = parseLine(raw, opts.checks);
+    } catch (err) {
+      problem(lineNo, (err as Error).message);
+      continue;
+    }
+    if (parsed === undefined) continue;
+    if (!sawHeader) {
+      if (!('header' in parsed)) {
+        problem(lineNo, `expected the header line ({"kind":"header","format":"${EXPORT_FORMAT}",…}) first`);
+        break;
+      }
+      sawHeader = true;
+      continue;
+    }
+    if ('header' in parsed) {
+      problem(lineNo, 'a second header line');
+      continue;
+    }
+    if (end !== undefined) {
+      problem(lineNo, `a line after the end line (line ${end.line})`);
+      continue;
+    }
+    if ('end' in parsed) {
+      end = { line: lineNo, counts: parsed.end };
+      continue;
+    }
+    const order = RECORD_KINDS.indexOf(parsed.kind);
+    if (order < previousKind) {
+      problem(
+        lineNo,
+        `a ${parsed.kind} line after ${RECORD_KINDS[previousKind]} lines (the order is ${RECORD_KINDS.join(', ')})`,
+      );
+    }
+    previousKind = Math.max(previousKind, order);
+    counts[COUNT_OF[parsed.kind]]++;
+    const unknown = (what: string) =>
+      `${what}, which is not defined above${opts.merge ? ' (with --merge, it must then exist in the keyspace)' : ''}`;
+    switch (parsed.kind) {
+      case 'account':
+        if (accounts.has(parsed.account.name)) problem(lineNo, `account ${parsed.account.name} a second time`);
+        accounts.add(parsed.account.name);
+        break;
+      case 'host': {
+        const h = parsed.host;
+        if (hosts.has(h.fqdn)) problem(lineNo, `host ${h.fqdn} a second time`);
+        if (!accounts.has(h.account) && !opts.merge) problem(lineNo, `host ${h.fqdn}: account ${unknown(h.account)}`);
+        hosts.set(h.fqdn, h.account);
+        break;
+      }
+      case 'token': {
+        const t = parsed.token;
+        if (tokenIds.has(t.id)) problem(lineNo, `token ${t.id} a second time`);
+        if (tokenHashes.has(t.hash)) problem(lineNo, `token ${t.id}: its hash is that of a token above`);
+        tokenIds.add(t.id);
+        tokenHashes.add(t.hash);
+        const owner = hosts.get(t.fqdn);
+        if (owner === undefined && !opts.merge) problem(lineNo, `token ${t.id}: host ${unknown(t.fqdn)}`);
+        if (owner !== undefined && owner !== t.account)
+          problem(lineNo, `token ${t.id}: host ${t.fqdn} belongs to account ${owner}, not ${t.account}`);
+        break;
+      }
+      case 'agentBlock':
+        if (patterns.has(parsed.pattern))
+          problem(lineNo, `agent block ${JSON.stringify(parsed.pattern)} a second time`);
+        patterns.add(parsed.pattern);
+        break;
+    }
+  }
+  if (!sawHeader && problems.length === 0) problem(Math.max(lineNo, 1), 'the file is empty');
+  else if (sawHeader && end === undefined)
+    problem(lineNo, 'the file ends without its end line ({"kind":"end",…}): it was cut short');
+  else if (end !== undefined && problems.length === 0 && JSON.stringify(end.counts) !== JSON.stringify(counts))
+    problem(end.line, `the end line counts ${JSON.stringify(end.counts)}, the file holds ${JSON.stringify(counts)}`);
+  if (problems.length > 0) {
+    throw new InvalidInputError(
+      `import-all: nothing written, the file is not a valid export:\n${problems.join('\n')}` +
+        (more > 0 ? `\n… and ${more} more` : ''),
+    );
+  }
+}
+
+type ParsedLine = ParsedRecord | { header: true } | { end: BackupCounts } | undefined;
+
+/** One line: undefined when blank; throws an Error whose message says what is wrong. */
+function parseLine(raw: string, checks: RecordChecks): ParsedLine {
+  if (raw.trim() === '') return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new Error('not a JSON object');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not a JSON object');
+  const line = new Fields(value as Record<string, unknown>);
+  const kind = line.string('kind');
+  let parsed: ParsedLine;
+  switch (kind) {
+    case 'header': {
+      const format = line.string('format');
+      if (format !== EXPORT_FORMAT) throw new Error(`format ${JSON.stringify(format)}: not a ddns-bridge export`);
+      const version = line.integer('version');
+      if (version !== EXPORT_VERSION)
+        throw new Error(`version ${version}: this ddns-bridge reads version ${EXPORT_VERSION}`);
+      line.string('exportedAt');
+      parsed = { header: true };
+      break;
+    }
+    case 'end':
+      parsed = {
+        end: {
+          accounts: line.integer('accounts'),
+          hosts: line.integer('hosts'),
+          tokens: line.integer('tokens'),
+          agentBlocks: line.integer('agentBlocks'),
+        },
+      };
+      break;
+    case 'account':
+      parsed = { kind, account: parseAccount(line, checks) };
+      break;
+    case 'host':
+      parsed = { kind, host: parseHost(line, checks) };
+      break;
+    case 'token':
+      parsed = { kind, token: parseToken(line, checks) };
+      break;
+    case 'agentBlock': {
+      const pattern = line.string('pattern');
+      if (pattern.trim() === '') throw new Error('an empty agent block pattern');
+      parsed = { kind, pattern };
+      break;
+    }
+    default:
+      throw new Error(`unknown kind ${JSON.stringify(kind)} (expected header, ${RECORD_KINDS.join(', ')} or end)`);
+  }
+  line.noOthers();
+  return parsed;
+}
+
+function parseAccount(line: Fields, checks: RecordChecks): Account {
+  const name = line.string('name');
+  if (!checks.isAccountName(name)) throw new Error(`account ${JSON.stringify(name)}: not a valid account name`);
+  const passwordHash = line.string('passwordHash');
+  if (!checks.isPasswordHash(passwordHash)) throw new Error(`account ${name}: passwordHash is not a password hash`);
+  return { name, passwordHash, donator: line.boolean('donator'), createdAt: line.time('createdAt') };
+}
+
+function parseHost(line: Fields, checks: RecordChecks): HostRecord {
+  const fqdn = line.string('fqdn');
+  if (normalizeHostname(fqdn) !== fqdn) throw new Error(`host ${JSON.stringify(fqdn)}: not a host name`);
+  const account = line.string('owner');
+  if (!checks.isAccountName(account))
+    throw new Error(`host ${fqdn}: owner ${JSON.stringify(account)} is not an account name`);
+  const address = (field: string, family: 4 | 6) => {
+    const text = line.nullable(field, () => line.string(field));
+    if (text === null) return null;
+    const parsed = parseAddress(text);
+    if (parsed?.family !== family || parsed.address !== text)
+      throw new Error(`host ${fqdn}: ${field} ${JSON.stringify(text)} is not an IPv${family} address`);
+    return text;
+  };
+  const mx = line.nullable('mx', () => line.string('mx'));
+  // eslint-disable-next-line no-control-regex
+  if (mx !== null && (mx === '' || mx.length > 255 || /[\s\u0000-\u001f\u007f]/.test(mx)))
+    throw new Error(`host ${fqdn}: mx ${JSON.stringify(mx)} is not a host name`);
+  return {
+    fqdn,
+    account,
+    type: line.oneOf('type', HOST_TYPES),
+    state: line.oneOf('state', HOST_STATES),
+    ipv4: address('ipv4', 4),
+    ipv6: address('ipv6', 6),
+    wildcard: line.boolean('wildcard'),
+    mx,
+    backmx: line.boolean('backmx'),
+    updatedAt: line.time('updatedAt'),
+  };
+}
+
+function parseToken(line: Fields, checks: RecordChecks): StoredToken {
+  const id = line.string('id');
+  if (!TOKEN_ID_PATTERN.test(id)) throw new Error(`token id ${JSON.stringify(id)}: expected 12 hex digits`);
+  const hash = line.string('hash');
+  if (!checks.isTokenHash(hash)) throw new Error(`token ${id}: hash is not a token hash`);
+  const fqdn = line.string('host');
+  if (normalizeHostname(fqdn) !== fqdn) throw new Error(`token ${id}: host ${JSON.stringify(fqdn)} is not a host name`);
+  const account = line.string('account');
+  if (!checks.isAccountName(account)) throw new Error(`token ${id}: ${JSON.stringify(account)} is not an account name`);
+  const from = line.stringList('from');
+  if (from.length > 0) {
+    const sources = parseSourceList(from.join(','));
+    if ('problem' in sources) throw new Error(`token ${id}: from: ${sources.problem}`);
+    if (sources.from.join(',') !== from.join(',')) throw new Error(`token ${id}: from: expected address/prefix blocks`);
+  }
+  const note = line.string('note');
+  const noteIssue = noteProblem(note);
+  if (noteIssue !== undefined) throw new Error(`token ${id}: note: ${noteIssue}`);
+  return {
+    id,
+    hash,
+    fqdn,
+    account,
+    createdAt: line.time('createdAt'),
+    expiresAt: line.nullable('expiresAt', () => line.time('expiresAt')),
+    lastUsedAt: line.nullable('lastUsedAt', () => line.time('lastUsedAt')),
+    from,
+    note,
+  };
+}
+
+/** Typed reads of a line's fields; each field read once, and noOthers() refuses the rest. */
+class Fields {
+  private readonly read = new Set<string>(['kind']);
+
+  constructor(private readonly object: Record<string, unknown>) {}
+
+  private get(field: string): unknown {
+    this.read.add(field);
+    if (!Object.hasOwn(this.object, field)) throw new Error(`${this.kindText()}: no ${field}`);
+    return this.object[field];
+  }
+
+  string(field: string): string {
+    const v = this.get(field);
+    if (typeof v !== 'string') throw new Error(`${this.kindText()}: ${field} must be a string`);
+    return v;
+  }
+
+  boolean(field: string): boolean {
+    const v = this.get(field);
+    if (typeof v !== 'boolean') throw new Error(`${this.kindText()}: ${field} must be true or false`);
+    return v;
+  }
+
+  integer(field: string): number {
+    const v = this.get(field);
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+      throw new Error(`${this.kindText()}: ${field} must be a whole number ≥ 0`);
+    return v;
+  }
+
+  /** Milliseconds since the epoch. */
+  time(field: string): number {
+    return this.integer(field);
+  }
+
+  oneOf<T extends string>(field: string, values: readonly T[]): T {
+    const v = this.string(field);
+    if (!(values as readonly string[]).includes(v))
+      throw new Error(`${this.kindText()}: ${field} ${JSON.stringify(v)} is not one of ${values.join(', ')}`);
+    return v as T;
+  }
+
+  stringList(field: string): string[] {
+    const v = this.get(field);
+    if (!Array.isArray(v) || !v.every((s) => typeof s === 'string'))
+      throw new Error(`${this.kindText()}: ${field} must be a list of strings`);
+    return v as string[];
+  }
+
+  /** null when the field is null, else what `read` makes of it. */
+  nullable<T>(field: string, read: () => T): T | null {
+    return this.get(field) === null ? null : read();
+  }
+
+  noOthers(): void {
+    const others = Object.keys(this.object).filter((k) => !this.read.has(k));
+    if (others.length > 0)
+      throw new Error(`${this.kindText()}: unknown field ${others.map((k) => JSON.stringify(k)).join(', ')}`);
+  }
+
+  private kindText(): string {
+    return String(this.object.kind ?? 'line');
+  }
+}
