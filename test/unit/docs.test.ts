@@ -49,7 +49,7 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
 
 /**
  * The shipped example config with every optional object and every key that is read only when
- * present added: an HTTPS listener, a zone's own maxInFlight, a Redis password file. A key the
+ * present added: an HTTPS listener, a zone's own maxInFlight, a Redis password file, the admin listener. A key the
  * loader reads only when present and that is missing here cannot be discovered.
  */
 function fullConfig(): Json {
@@ -61,6 +61,7 @@ function fullConfig(): Json {
   const zones = json.zones as Json[];
   zones[0]!.maxInFlight = 1;
   (json.redis as Json).passwordFile = 'redis.password';
+  json.admin = { listen: ['127.0.0.1:9245'], tokenFile: 'admin.token' };
   return json;
 }
 

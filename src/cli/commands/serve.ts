@@ -19,6 +19,7 @@ import { DEFAULT_PARALLEL_HASHES } from '../../auth/index.js';
 import { deepFreeze } from '../../config/load.js';
 import type { Config } from '../../config/schema.js';
 import { readTlsPair, type TlsListenerFiles } from '../../http/tls.js';
+import type { MetricsSource, RunningAdmin } from '../admin-listener.js';
 import type { Bridge, BridgeOptions } from '../compose.js';
 import { contextOf, UsageError, type CommandContext } from '../context.js';
 
@@ -166,12 +167,17 @@ export function needsIpv6Only(l: Listener, all: readonly Listener[]): boolean {
   return isIPv6(l.host) && l.port !== 0 && all.some((o) => isIPv4(o.host) && o.port === l.port);
 }
 
-/** Build the bridge and listen everywhere; undefined (exit status 1 set) when an address cannot be bound. */
+/**
+ * Build the bridge and listen everywhere; undefined (exit status 1 set) when an address cannot
+ * be bound. `admin`: this process also holds the admin listener (a single process; it listens
+ * first, so that its address is logged before `listening`).
+ */
 async function startBridge(
   ctx: CommandContext,
   opts: ServeOptions,
   bridgeOptions: BridgeOptions,
   listeningMsg: string,
+  admin?: { metrics: MetricsSource },
 ) {
   const { config, logger } = ctx;
   // Loaded here, not at the top: a cluster primary never builds a bridge (see main.ts).
@@ -186,8 +192,17 @@ async function startBridge(
     process.exitCode = 1;
     return undefined;
   }
+  let adminListener: RunningAdmin | undefined;
   const bound: Listener[] = [];
   try {
+    if (admin) {
+      const { startAdmin } = await import('../admin-listener.js');
+      adminListener = await startAdmin(config, logger, {
+        store: bridge.store,
+        publisher: bridge.publisher,
+        metrics: admin.metrics,
+      });
+    }
     const listeners = listenersOf(ctx, opts);
     for (const l of listeners) {
       // One server object can listen once: extra addresses get their own frontend.
@@ -204,11 +219,12 @@ async function startBridge(
     }
   } catch (err) {
     logger.error('cannot listen', { error: (err as Error).message });
+    await adminListener?.close();
     await bridge.close();
     process.exitCode = 1;
     return undefined;
   }
-  return { bridge, bound };
+  return { bridge, bound, admin: adminListener };
 }
 
 /**
@@ -272,7 +288,15 @@ async function serveSingle(
   reloads: Reloads,
 ): Promise<void> {
   const { logger } = ctx;
-  const started = await startBridge(ctx, opts, bridgeOptions, 'listening');
+  // Counted only where the admin listener can show it.
+  const metrics = ctx.config.admin ? (await import('../../metrics/index.js')).processMetrics() : undefined;
+  const started = await startBridge(
+    ctx,
+    opts,
+    { ...bridgeOptions, telemetry: metrics },
+    'listening',
+    metrics ? { metrics } : undefined,
+  );
   if (!started) return;
   reloads.attach((why) => reload(started.bridge, logger, why));
   const { whenFatal } = await import('../../store/redis.js');
@@ -285,6 +309,7 @@ async function serveSingle(
     logger.error('cannot use redis; stopping', { error: why.error.message });
     process.exitCode = 1;
   } else logger.info('stopping', { signal: why.signal });
+  await started.admin?.close();
   await started.bridge
     .close()
     .catch((err: unknown) => logger.error('error while stopping', { error: (err as Error).message }));
@@ -366,7 +391,9 @@ async function serveWorker(ctx: CommandContext, opts: ServeOptions, bridgeOption
     if (!process.connected) resolve('primary gone');
     else process.once('disconnect', () => resolve('primary gone'));
   });
-  const started = await startBridge(ctx, opts, bridgeOptions, 'worker listening');
+  // The primary's admin listener asks every worker for its metrics and adds them up.
+  const telemetry = ctx.config.admin ? (await import('../../metrics/index.js')).workerMetrics() : undefined;
+  const started = await startBridge(ctx, opts, { ...bridgeOptions, telemetry }, 'worker listening');
   if (!started) {
     if (process.connected) process.disconnect();
     return;
@@ -479,6 +506,16 @@ async function servePrimary(ctx: CommandContext, count: number, reloads: Reloads
     return;
   }
   ready = true;
+  const admin = await startPrimaryAdmin(ctx).catch((err: unknown) => {
+    logger.error('cannot listen', { error: (err as Error).message });
+    stopAll('admin listener failed', 1);
+    return undefined;
+  });
+  if (stopping) {
+    await admin?.close();
+    process.exitCode = await done;
+    return;
+  }
   for (const l of outcome.bound) {
     logger.info('listening', {
       host: l.host,
@@ -490,8 +527,43 @@ async function servePrimary(ctx: CommandContext, count: number, reloads: Reloads
     });
   }
   const code = await done;
+  await admin?.close();
   if (code !== 0) process.exitCode = code;
   logger.info('stopped');
+}
+
+/**
+ * The one admin listener of a cluster: the primary's own Redis client and DNS connections
+ * (for the provisioning API and readiness), and the workers' metrics added up.
+ */
+async function startPrimaryAdmin(ctx: CommandContext): Promise<RunningAdmin | undefined> {
+  const { config, logger } = ctx;
+  if (!config.admin) return undefined;
+  const [{ openStore }, { DnsPublisher }, { primaryMetrics }, { startAdmin }] = await Promise.all([
+    import('../../store/index.js'),
+    import('../../dns/index.js'),
+    import('../../metrics/index.js'),
+    import('../admin-listener.js'),
+  ]);
+  const store = openStore(config, logger);
+  const publisher = new DnsPublisher(config.zones, config.dns, logger);
+  const release = async () => {
+    await publisher.close();
+    await store.close();
+  };
+  try {
+    const admin = await startAdmin(config, logger, { store, publisher, metrics: primaryMetrics() });
+    return {
+      bound: admin?.bound ?? [],
+      async close() {
+        await admin?.close();
+        await release();
+      },
+    };
+  } catch (err) {
+    await release();
+    throw err;
+  }
 }
 
 /**
