@@ -15,6 +15,7 @@ const commands = {
   check: () => import('./commands/check.js'),
   hostImport: () => import('./commands/import.js'),
   backup: () => import('./commands/backup.js'),
+  drift: () => import('./commands/drift.js'),
 };
 
 // A reader that stops early (`host list | head -1`) closes the pipe: not an error of ours.
@@ -310,6 +311,19 @@ const cli = yargs(hideBin(process.argv))
     async (argv) => {
       const path = configPathFrom(argv, process.env);
       if (!(await (await commands.check()).check(await ctx(argv), path, process.env, out, err))) process.exitCode = 1;
+    },
+  )
+  .command(
+    'reconcile',
+    'compare each zone (a signed transfer) with Redis; --fix republishes what Redis holds (exit 1: drift)',
+    (y) =>
+      withConfig(y)
+        .option('zone', { type: 'string', describe: 'only this configured zone' })
+        .option('fix', { type: 'boolean', default: false, describe: "republish the drifted hosts' stored state" })
+        .option('json', { type: 'boolean', default: false, describe: 'print one JSON document' }),
+    async (argv) => {
+      const options = { zone: argv.zone, fix: argv.fix, json: argv.json };
+      process.exitCode = await (await commands.drift()).reconcile(await ctx(argv), options, out, err);
     },
   )
   .command(
