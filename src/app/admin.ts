@@ -42,8 +42,8 @@ export interface AdminServiceDeps {
   secrets: AdminSecrets;
   /** Zone apexes a host may be registered under. */
   zones: readonly string[];
-  /** User-Agent patterns the config file blocks (they cannot be unblocked here). */
-  configBlockedAgents: readonly string[];
+  /** User-Agent patterns the config file blocks now (they cannot be unblocked here; a reload may change them). */
+  configBlockedAgents(): readonly string[];
   leaseMs: number;
   /**
    * Deletes a removed host's records. Called per removal, so a CLI that runs one command
@@ -388,12 +388,12 @@ export class AdminService {
   async blockAgent(pattern: string): Promise<AgentBlockResult> {
     if (typeof pattern !== 'string' || pattern.trim() === '') throw new InvalidInputError('empty User-Agent pattern');
     const changed = await this.deps.agents.block(pattern);
-    return changed || this.deps.configBlockedAgents.includes(pattern) ? 'blocked' : 'already blocked';
+    return changed || this.deps.configBlockedAgents().includes(pattern) ? 'blocked' : 'already blocked';
   }
 
   async unblockAgent(pattern: string): Promise<void> {
     if (typeof pattern !== 'string' || pattern.trim() === '') throw new InvalidInputError('empty User-Agent pattern');
-    if (this.deps.configBlockedAgents.includes(pattern))
+    if (this.deps.configBlockedAgents().includes(pattern))
       throw new ConflictError(`"${pattern}" is blocked by the config file (agents.blocked): remove it there`);
     if (!(await this.deps.agents.unblock(pattern))) throw new NotFoundError(`"${pattern}" is not blocked`);
   }
@@ -402,7 +402,7 @@ export class AdminService {
   async listBlockedAgents(): Promise<{ pattern: string; source: 'config' | 'redis' }[]> {
     const fromRedis = await this.deps.agents.list();
     return [
-      ...this.deps.configBlockedAgents.map((pattern) => ({ pattern, source: 'config' as const })),
+      ...this.deps.configBlockedAgents().map((pattern) => ({ pattern, source: 'config' as const })),
       ...[...fromRedis].sort().map((pattern) => ({ pattern, source: 'redis' as const })),
     ];
   }

@@ -36,7 +36,7 @@ function packageVersion(): string {
 export async function startAdmin(
   config: Config,
   logger: Logger,
-  parts: { store: Store; publisher?: DnsPublisher; metrics: MetricsSource },
+  parts: { store: Store; publisher?: DnsPublisher; metrics: MetricsSource; currentConfig?: () => Config },
 ): Promise<RunningAdmin | undefined> {
   if (!config.admin) return undefined;
   const readiness = new ReadinessMonitor({
@@ -51,7 +51,7 @@ export async function startAdmin(
     logger,
   });
   const listener = new AdminListener({
-    admin: adminServiceOn(parts.store, config, logger, parts.publisher),
+    admin: adminServiceOn(parts.store, config, logger, parts.publisher, parts.currentConfig),
     token: config.admin.token,
     metrics: parts.metrics,
     readiness,

@@ -19,7 +19,13 @@ export const ADMIN_SECRETS: AdminServiceDeps['secrets'] = {
  * The admin service on a store. `publisher` deletes a removed host's records; without one,
  * each removal opens its own connections to the primary and closes them (a CLI command).
  */
-export function adminServiceOn(store: Store, config: Config, logger: Logger, publisher?: DnsPublisher): AdminService {
+export function adminServiceOn(
+  store: Store,
+  config: Config,
+  logger: Logger,
+  publisher?: DnsPublisher,
+  currentConfig: () => Config = () => config,
+): AdminService {
   return new AdminService({
     accounts: store.accounts,
     hosts: store.hosts,
@@ -27,7 +33,7 @@ export function adminServiceOn(store: Store, config: Config, logger: Logger, pub
     agents: store.agents,
     secrets: ADMIN_SECRETS,
     zones: config.zones.map((z) => z.name),
-    configBlockedAgents: config.agents.blocked,
+    configBlockedAgents: () => currentConfig().agents.blocked,
     leaseMs: leaseMs(config),
     publisher: () => {
       if (publisher) return { publisher, release: async () => undefined };

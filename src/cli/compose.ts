@@ -19,7 +19,28 @@ export interface Bridge {
   store: Store;
   publisher: DnsPublisher;
   http: HttpFrontend;
+  /**
+   * A reloaded config's live settings (config/reload.ts: block list, frequency, junk and
+   * credential limits) from the next request on; a request in flight finishes with the old.
+   */
+  reconfigure(next: Config): void;
   close(): Promise<void>;
+}
+
+function frequencyOf(config: Config) {
+  return {
+    minIntervalMs: config.frequency.minIntervalMs,
+    donatorMinIntervalMs: config.frequency.donatorMinIntervalMs,
+    maxFrequent: config.frequency.maxFrequent,
+  };
+}
+
+function echoSettingsOf(config: Config) {
+  return {
+    ...frequencyOf(config),
+    echoMinIntervalMs: config.frequency.echoMinIntervalMs,
+    echoCooldownMs: config.frequency.echoCooldownMs,
+  };
 }
 
 const RECONCILE_INTERVAL_MS = 1000;
@@ -55,11 +76,9 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
     ttlMs: config.credentials.cacheTtlMs,
     maxEntries: config.credentials.cacheSize,
   });
-  const frequency = {
-    minIntervalMs: config.frequency.minIntervalMs,
-    donatorMinIntervalMs: config.frequency.donatorMinIntervalMs,
-    maxFrequent: config.frequency.maxFrequent,
-  };
+  // Read on every request: a reload (reconfigure) changes them in place.
+  const frequency = frequencyOf(config);
+  const echoSettings = echoSettingsOf(config);
   const update = new UpdateService({
     authenticator,
     tokens,
@@ -77,11 +96,7 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
     authenticator,
     tokens,
     hosts: store.hosts,
-    settings: {
-      ...frequency,
-      echoMinIntervalMs: config.frequency.echoMinIntervalMs,
-      echoCooldownMs: config.frequency.echoCooldownMs,
-    },
+    settings: echoSettings,
     leaseMs: leaseMs(config),
     logger,
   });
@@ -98,6 +113,11 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
     store,
     publisher,
     http,
+    reconfigure(next) {
+      Object.assign(frequency, frequencyOf(next));
+      Object.assign(echoSettings, echoSettingsOf(next));
+      store.reconfigure(next);
+    },
     async close() {
       await http.close();
       await reconciler.stop();

@@ -6,6 +6,8 @@ import { JsonLogger } from './logger.js';
 export interface CommandContext {
   config: Config;
   logger: JsonLogger;
+  /** The config file read and validated again (a reload); absent where there is no file (a worker). */
+  reread?: () => Promise<Config>;
 }
 
 export function configPathFrom(argv: { config?: string }, env: NodeJS.ProcessEnv): string {
@@ -20,7 +22,7 @@ export async function loadContext(
   opts: { warn?: boolean } = {},
 ): Promise<CommandContext> {
   const path = configPathFrom(argv, env);
-  const context = contextOf(await loadConfig(path, env));
+  const context = { ...contextOf(await loadConfig(path, env)), reread: () => loadConfig(path, env) };
   if (opts.warn) for (const w of await configWarnings(path, env)) context.logger.warn(w);
   return context;
 }

@@ -11,9 +11,14 @@ export class JsonLogger implements Logger {
   private readonly secrets = new Set<string>();
 
   constructor(
-    private readonly level: LogLevel = 'info',
+    private level: LogLevel = 'info',
     private readonly write: (line: string) => void = (line) => process.stderr.write(line),
   ) {}
+
+  /** A reload's log level, from the next line on. */
+  setLevel(level: LogLevel): void {
+    this.level = level;
+  }
 
   addSecret(secret: Buffer | string): void {
     const buf = typeof secret === 'string' ? Buffer.from(secret) : secret;

@@ -33,6 +33,8 @@ export const DEBIAN_PACKAGES: Readonly<Record<string, string>> = {
   openssl: 'openssl',
   // `promtool check metrics` lints what GET /metrics serves.
   promtool: 'prometheus',
+  // `systemd-analyze verify` checks the shipped unit file.
+  'systemd-analyze': 'systemd',
 };
 
 /** Debian 12 package of each Perl module a client needs: ddclient's HTTPS (only recommended by ddclient). */

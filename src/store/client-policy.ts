@@ -24,7 +24,7 @@ export interface ClientPolicyOptions {
 }
 
 export class RedisClientPolicy implements ClientPolicy {
-  private readonly configured: AgentMatcher;
+  private configured: AgentMatcher;
   private readonly clock: () => number;
   private readonly cacheMs: number;
   private shared = new AgentMatcher([]);
@@ -34,11 +34,17 @@ export class RedisClientPolicy implements ClientPolicy {
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
-    private readonly opts: ClientPolicyOptions,
+    private opts: ClientPolicyOptions,
   ) {
     this.configured = new AgentMatcher(opts.agents.blocked);
     this.clock = opts.clock ?? Date.now;
     this.cacheMs = opts.agentListCacheMs ?? AGENT_LIST_CACHE_MS;
+  }
+
+  /** A reloaded config's block list and junk limits, from the next request on. */
+  reconfigure(next: Pick<ClientPolicyOptions, 'agents' | 'junk'>): void {
+    this.configured = new AgentMatcher(next.agents.blocked);
+    this.opts = { ...this.opts, agents: next.agents, junk: next.junk };
   }
 
   async isBlocked(userAgent: string, sourceIp: string): Promise<boolean> {

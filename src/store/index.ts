@@ -37,6 +37,8 @@ export interface Store {
   readonly clientPolicy: RedisClientPolicy;
   readonly agents: AgentAdmin;
   readonly echoGate: RedisEchoGate;
+  /** The block list, junk and credential limits of a reloaded config, from the next request on. */
+  reconfigure(next: Pick<Config, 'agents' | 'junk' | 'credentials'>): void;
   /** Round trip to Redis; StoreUnavailableError when it does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -51,16 +53,22 @@ export function openStore(config: StoreConfig, logger: Logger): Store {
 export function storeOn(redis: Redis, config: StoreConfig, logger: Logger): Store {
   const keys = new Keys(config.redis.keyPrefix);
   const clientPolicy = new RedisClientPolicy(redis, keys, { agents: config.agents, junk: config.junk });
+  // Read on every failure: a reload (reconfigure) changes it in place.
+  const credentials = { ...config.credentials };
   return {
     redis,
     keys,
     accounts: new RedisAccountStore(redis, keys),
     hosts: new RedisHostStore(redis, keys, logger),
     tokens: new RedisTokenStore(redis, keys),
-    failures: new RedisFailureCounter(redis, keys, config.credentials),
+    failures: new RedisFailureCounter(redis, keys, credentials),
     clientPolicy,
     agents: new AgentAdmin(redis, keys),
     echoGate: new RedisEchoGate(redis, keys),
+    reconfigure(next: Pick<Config, 'agents' | 'junk' | 'credentials'>) {
+      clientPolicy.reconfigure({ agents: next.agents, junk: next.junk });
+      Object.assign(credentials, next.credentials);
+    },
     async ping() {
       await storeCall('ping', () => redis.ping());
     },

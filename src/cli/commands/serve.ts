@@ -9,14 +9,17 @@
  * restarts a worker that dies (at most MAX_RESTARTS_PER_MINUTE, then it stops with status 1
  * so a supervisor sees the crash loop), and on SIGTERM/SIGINT stops the workers gracefully.
  *
- * SIGHUP reloads (see reload): every process that serves reads its HTTPS listeners'
- * certificates and keys again; the primary passes the request on to its workers.
+ * SIGHUP reloads (see reload): the config file is read again and its live settings applied
+ * (config/reload.ts; a change that needs a restart is logged and left), and every process that
+ * serves reads its HTTPS listeners' certificates and keys again; the primary reads the file and
+ * passes the result on to its workers.
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import cluster, { type Worker } from 'node:cluster';
 import os from 'node:os';
 import { DEFAULT_PARALLEL_HASHES } from '../../auth/index.js';
 import { deepFreeze } from '../../config/load.js';
+import { planReload } from '../../config/reload.js';
 import type { Config } from '../../config/schema.js';
 import { readTlsPair, type TlsListenerFiles } from '../../http/tls.js';
 import type { MetricsSource, RunningAdmin } from '../admin-listener.js';
@@ -201,6 +204,7 @@ async function startBridge(
         store: bridge.store,
         publisher: bridge.publisher,
         metrics: admin.metrics,
+        currentConfig: () => ctx.config,
       });
     }
     const listeners = listenersOf(ctx, opts);
@@ -266,16 +270,58 @@ class Reloads {
 }
 
 /**
- * What a reload does in a process that serves: every HTTPS listener's certificate and key are
- * read again (the ones that fail keep the pair they had). Never throws: a failed reload leaves
- * the process serving as before.
+ * The config file read again for a reload: the config to run with (config/reload.ts), or
+ * undefined when there is no file (a worker) or it is not valid (then nothing of it applies).
+ * A change that needs a restart is logged, once per reload, and left as it was.
  */
-async function reload(bridge: Bridge, logger: CommandContext['logger'], why: string): Promise<void> {
+async function rereadConfig(ctx: CommandContext, why: string): Promise<Config | undefined> {
+  if (!ctx.reread) return undefined;
   try {
+    const plan = planReload(ctx.config, await ctx.reread());
+    if (plan.needsRestart.length > 0) {
+      ctx.logger.warn('reload: these settings need a restart; left as they were', {
+        reason: why,
+        settings: plan.needsRestart,
+      });
+    }
+    return plan.config;
+  } catch (err) {
+    ctx.logger.error('reload: the config file is not valid; none of it applied', {
+      reason: why,
+      error: (err as Error).message,
+    });
+    return undefined;
+  }
+}
+
+/** From the next request on: the limits and lists of `config`, and its log level. */
+function applyConfig(ctx: CommandContext, bridge: Bridge | undefined, config: Config): string[] {
+  const changed = planReload(ctx.config, config).changed;
+  bridge?.reconfigure(config);
+  ctx.logger.setLevel(config.log.level);
+  ctx.config = config;
+  return changed;
+}
+
+/**
+ * What a reload does in a process that serves: the live settings of `config` applied (when
+ * there is one), then every HTTPS listener's certificate and key read again (the ones that fail
+ * keep the pair they had). Never throws: a failed reload leaves the process serving as before.
+ */
+async function reload(ctx: CommandContext, bridge: Bridge, why: string, config: Config | undefined): Promise<void> {
+  const { logger } = ctx;
+  try {
+    const changed = config ? applyConfig(ctx, bridge, config) : [];
     const outcomes = await bridge.http.reloadTls();
     const kept = outcomes.filter((o) => !o.ok).map((o) => o.setting);
     const certificates = outcomes.length - kept.length;
-    logger.info('reloaded', { reason: why, certificates, ...(kept.length ? { kept } : {}), pid: process.pid });
+    logger.info('reloaded', {
+      reason: why,
+      settings: changed,
+      certificates,
+      ...(kept.length ? { kept } : {}),
+      pid: process.pid,
+    });
   } catch (err) {
     logger.error('reload failed', { reason: why, error: (err as Error).message, pid: process.pid });
   }
@@ -298,7 +344,7 @@ async function serveSingle(
     metrics ? { metrics } : undefined,
   );
   if (!started) return;
-  reloads.attach((why) => reload(started.bridge, logger, why));
+  reloads.attach(async (why) => reload(ctx, started.bridge, why, await rereadConfig(ctx, why)));
   const { whenFatal } = await import('../../store/redis.js');
   // Redis refusing the database later (restarted with fewer databases) ends the service too.
   const why = await Promise.race([
@@ -319,7 +365,7 @@ async function serveSingle(
 /** Messages from a worker to the primary. */
 type WorkerMessage = { kind: 'ready'; bound: Listener[] } | { kind: 'config?' };
 /** The primary's answer to 'config?', and the SIGHUP it passes on. */
-type PrimaryMessage = { kind: 'config'; config: Config } | { kind: 'reload' };
+type PrimaryMessage = { kind: 'config'; config: Config } | { kind: 'reload'; config?: Config };
 
 /**
  * A worker's reloads, asked for from its start (workerContext): by the primary (a message: a
@@ -327,6 +373,8 @@ type PrimaryMessage = { kind: 'config'; config: Config } | { kind: 'reload' };
  * terminal reaches every process of the group).
  */
 const workerReloads = new Reloads();
+/** The config of the primary's last reload message, applied by the reload it asked for. */
+let reloadedConfig: Config | undefined;
 
 /** Whether this process is a worker of `serve --workers N`. */
 export function isClusterWorker(): boolean {
@@ -349,7 +397,9 @@ export function workerContext(): Promise<CommandContext> {
   cluster.worker!.exitedAfterDisconnect = true;
   process.on('SIGHUP', () => workerReloads.request('SIGHUP'));
   process.on('message', (m: PrimaryMessage) => {
-    if (m?.kind === 'reload') workerReloads.request('SIGHUP to the primary');
+    if (m?.kind !== 'reload') return;
+    if (m.config) reloadedConfig = deepFreeze(m.config);
+    workerReloads.request('SIGHUP to the primary');
   });
   process.once('disconnect', () => setTimeout(() => process.exit(process.exitCode ?? 1), WORKER_STOP_GRACE_MS).unref());
   return new Promise((resolve, reject) => {
@@ -398,7 +448,12 @@ async function serveWorker(ctx: CommandContext, opts: ServeOptions, bridgeOption
     if (process.connected) process.disconnect();
     return;
   }
-  workerReloads.attach((why) => reload(started.bridge, logger, why));
+  workerReloads.attach((why) => {
+    // Applied once: a worker's own SIGHUP (a hung-up terminal) re-reads only the certificates.
+    const config = reloadedConfig;
+    reloadedConfig = undefined;
+    return reload(ctx, started.bridge, why, config);
+  });
   process.send?.({ kind: 'ready', bound: started.bound } satisfies WorkerMessage);
   const { whenFatal } = await import('../../store/redis.js');
   // As in serveSingle: the primary restarts the worker (each start fails the same way) and gives up.
@@ -489,8 +544,11 @@ async function servePrimary(ctx: CommandContext, count: number, reloads: Reloads
   // reads them when it listens.)
   reloads.attach(async (why) => {
     if (stopping) return;
-    logger.info('reloading', { reason: why, workers: alive.size });
-    for (const w of alive) if (w.isConnected()) w.send({ kind: 'reload' } satisfies PrimaryMessage);
+    const config = await rereadConfig(ctx, why);
+    // A worker started from now on gets the reloaded config, as its siblings run it.
+    const changed = config ? applyConfig(ctx, undefined, config) : [];
+    logger.info('reloading', { reason: why, workers: alive.size, settings: changed });
+    for (const w of alive) if (w.isConnected()) w.send({ kind: 'reload', config } satisfies PrimaryMessage);
   });
   useKernelScheduling();
   // 'advanced': the config holds Buffers (the TSIG secrets), which JSON would not carry.
@@ -552,7 +610,12 @@ async function startPrimaryAdmin(ctx: CommandContext): Promise<RunningAdmin | un
     await store.close();
   };
   try {
-    const admin = await startAdmin(config, logger, { store, publisher, metrics: primaryMetrics() });
+    const admin = await startAdmin(config, logger, {
+      store,
+      publisher,
+      metrics: primaryMetrics(),
+      currentConfig: () => ctx.config,
+    });
     return {
       bound: admin?.bound ?? [],
       async close() {
