@@ -172,12 +172,12 @@ export async function importBackup(
   opts: ImportOptions,
 ): Promise<ImportReport> {
   await validateFile(open(), opts);
-  return withTarget((target) => restoreAll(target, open(), opts));
+  return withTarget((target) => restoreAll(target, open, opts));
 }
 
 async function restoreAll(
   target: BackupTarget,
-  lines: AsyncIterable<string>,
+  open: () => AsyncIterable<string>,
   opts: ImportOptions,
 ): Promise<ImportReport> {
   if (!opts.merge) {
@@ -194,7 +194,8 @@ async function restoreAll(
   const writer = new BoundedWriter(opts.concurrency ?? 64);
   let kind: RecordKind | undefined;
   let lineNo = 0;
-  for await (const raw of lines) {
+  // Opened only now: a line reader may start reading at once (see the CLI's readLines).
+  for await (const raw of open()) {
     lineNo++;
     const record = parseLine(raw, opts.checks);
     if (record === undefined || !('kind' in record)) continue;

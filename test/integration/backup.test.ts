@@ -343,4 +343,36 @@ describe('backups: export and import-all (knot)', function () {
     expect(r.stdout).to.match(/^restored 2 accounts, 9 hosts, 1 token, 1 agent block;/);
     expect(await dumpRecords(restored, 'stdin:')).to.deep.equal(await dumpRecords(source, SOURCE_PREFIX));
   });
+
+  it('a file of many thousand lines round-trips line for line (import-all FILE, then export)', async () => {
+    const lines = (await readFile(exportFile, 'utf8')).trimEnd().split('\n');
+    const ann = lines.find((l) => l.includes('"name":"ann"'))!;
+    const count = 20000;
+    const bulk = Array.from({ length: count }, (_, i) =>
+      JSON.stringify({
+        kind: 'host',
+        fqdn: `bulk-${i}.${ZONE}`,
+        owner: 'ann',
+        type: 'dynamic',
+        state: 'active',
+        ipv4: `10.0.${i >> 8}.${i & 255}`,
+        ipv6: null,
+        wildcard: i % 2 === 0,
+        mx: null,
+        backmx: false,
+        updatedAt: 1_700_000_000_000 + i,
+      }),
+    );
+    const end = JSON.stringify({ kind: 'end', accounts: 1, hosts: count, tokens: 0, agentBlocks: 0 });
+    const file = path.join(targetDir, 'bulk.jsonl');
+    await writeFile(file, [lines[0], ann, ...bulk, end].join('\n') + '\n');
+    const config = await targetConfig('bulk:');
+    const r = await cliOn(config, ['import-all', file]);
+    expect(r.code, r.stderr).to.equal(0);
+    expect(r.stdout).to.match(new RegExp(`^restored 1 account, ${count} hosts, 0 tokens, 0 agent blocks;`));
+    const again = expectOk(await cliOn(config, ['export']), 'export')
+      .trimEnd()
+      .split('\n');
+    expect(again.slice(1).sort()).to.deep.equal([ann, ...bulk, end].sort());
+  });
 });

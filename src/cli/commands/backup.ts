@@ -110,7 +110,7 @@ export async function importAllCommand(
       if (e instanceof InvalidInputError) throw e;
       throw new InvalidInputError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
     }
-    lines = () => createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+    lines = () => readLines(file);
   }
   const zones = ctx.config.zones.map((z) => z.name);
   // The store is opened once the file has proved valid.
@@ -186,6 +186,14 @@ async function readAll(stream: Readable): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * The lines of `file`, read from the first call of next() on: readline drops the lines it reads
+ * before its iterator is asked for them.
+ */
+async function* readLines(file: string): AsyncGenerator<string> {
+  yield* createInterface({ input: createReadStream(file), crlfDelay: Infinity });
 }
 
 async function* iterate(lines: readonly string[]): AsyncGenerator<string> {
