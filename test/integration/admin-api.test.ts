@@ -14,6 +14,7 @@ import { freePort, makeTempDir, removeDir, requireBinariesOrSkip } from '../../s
 import { Keys } from '../../src/store/keys.js';
 import { AGENT_LIST_CACHE_MS } from '../../src/store/index.js';
 import { BridgeEnv, rawRequest, ZONE } from '../support/bridge.js';
+import { Serve } from '../support/serve-process.js';
 
 const TOKEN = 'a'.repeat(24) + '0123456789abcdef0123456789abcdef';
 const SUFFIX = `${process.pid}`;
@@ -351,5 +352,98 @@ describe('admin listener: health, metrics, provisioning API (knot)', function ()
         expect(validate(r.json), `${method} ${p}: ${JSON.stringify(validate.errors)}`).to.equal(true);
       }
     });
+  });
+
+  describe('a load balancer drains a frontend whose Redis is gone', () => {
+    it('/readyz: 503 naming redis while it is down, 200 again once it is back; /healthz stays 200', async () => {
+      await env.redis.stop();
+      try {
+        const r = await call('GET', '/readyz', undefined, null);
+        expect(r.status).to.equal(503);
+        const body = r.json as { ready: boolean; failed: string[]; checks: { redis: { ok: boolean; reason: string } } };
+        expect(body.ready).to.equal(false);
+        expect(body.failed).to.deep.equal(['redis']);
+        expect(body.checks.redis.reason).to.be.a('string').and.not.equal('');
+        expect((await call('GET', '/healthz', undefined, null)).status).to.equal(200);
+        // The API says so too: 503, not a hang.
+        const api = await call('GET', '/v1/accounts');
+        expect(api.status).to.equal(503);
+        expect((api.json as { error: string }).error).to.equal('ERR_STORE_UNAVAILABLE');
+      } finally {
+        await env.redis.start();
+      }
+      let r = await call('GET', '/readyz', undefined, null);
+      for (let i = 0; i < 50 && r.status !== 200; i++) {
+        await new Promise((res) => setTimeout(res, 100));
+        r = await call('GET', '/readyz', undefined, null);
+      }
+      expect(r.status).to.equal(200);
+    });
+  });
+});
+
+describe('admin listener under serve --workers 2: one endpoint for all workers', function () {
+  this.timeout(120_000);
+  let env: BridgeEnv;
+  let serve: Serve;
+  let adminPort: number;
+  let tokenDir: string | undefined;
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server', 'knotd', 'kdig']);
+    adminPort = await freePort();
+    tokenDir = await makeTempDir('admin-token-');
+    const tokenFile = path.join(tokenDir, 'admin.token');
+    await writeFile(tokenFile, TOKEN, { mode: 0o600 });
+    env = await BridgeEnv.start({
+      kind: 'knot',
+      serves: 0,
+      config: {
+        admin: { listen: [`127.0.0.1:${adminPort}`], tokenFile },
+        frequency: { minInterval: 0.001, donatorMinInterval: 0.001 },
+      },
+    });
+    serve = await Serve.start(env, 2);
+  });
+
+  after(async () => {
+    await serve?.stop();
+    await env?.stop();
+    if (tokenDir) await removeDir(tokenDir);
+  });
+
+  it('the primary listens once; /metrics adds up both workers; /v1 provisions through the primary', async () => {
+    const admins = serve.lines.filter((l) => l.msg === 'admin listening');
+    expect(admins.map((l) => l.port)).to.deep.equal([adminPort]);
+    const primaryPid = serve.child.pid;
+    expect(admins[0]!.pid).to.equal(primaryPid);
+
+    const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+    const base = `http://127.0.0.1:${adminPort}`;
+    const post = (p: string, body: unknown) =>
+      fetch(base + p, { method: 'POST', headers: auth, body: JSON.stringify(body) });
+    const fqdn = `workers-${SUFFIX}.${ZONE}`;
+    expect((await post('/v1/accounts', { name: 'workers', password: 'workers-pw' })).status).to.equal(201);
+    expect((await post('/v1/hosts', { fqdn, account: 'workers' })).status).to.equal(201);
+
+    // Twelve updates: the kernel spreads the connections over both workers.
+    const pids = new Set(serve.lines.filter((l) => l.msg === 'worker listening').map((l) => l.pid));
+    expect(pids.size).to.equal(2);
+    for (let i = 0; i < 12; i++) {
+      const r = await env.get(`/nic/update?hostname=${fqdn}&myip=192.0.2.${100 + (i % 2)}`, {
+        auth: ['workers', 'workers-pw'],
+        port: serve.port,
+      });
+      expect(r.body).to.equal(`good 192.0.2.${100 + (i % 2)}\n`);
+    }
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    const series = metrics
+      .split('\n')
+      .find((l) => l.startsWith('ddns_bridge_http_requests_total{route="update",token="good"'));
+    expect(series, metrics.slice(0, 2000)).to.equal(
+      'ddns_bridge_http_requests_total{route="update",token="good",status="200"} 12',
+    );
+    const ready = await fetch(`${base}/readyz`);
+    expect([200, 503]).to.include(ready.status);
   });
 });

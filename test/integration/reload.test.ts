@@ -5,16 +5,14 @@
  * restart is logged and ignored; an invalid file changes nothing. Certificates: https.test.ts.
  */
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort, requireBinariesOrSkip } from '../../src/lab/index.js';
 import { Keys } from '../../src/store/keys.js';
-import { BridgeEnv, CLI, ZONE, deepMerge, sleep } from '../support/bridge.js';
+import { BridgeEnv, ZONE, deepMerge, sleep } from '../support/bridge.js';
+import { Serve } from '../support/serve-process.js';
 import { clearLoginCounters } from '../support/bridge-commands.js';
-
-type LogLine = Record<string, unknown> & { msg?: string; level?: string };
 
 const KEYS = new Keys('ddns:');
 const ALICE = { user: 'reload-alice', password: 'reload-alice-pw' };
@@ -25,58 +23,6 @@ const START: Record<string, unknown> = {
   credentials: { maxFailures: 1000, window: 60, cooldown: 30 },
   log: { level: 'info' },
 };
-
-/** A `serve` process of our own (BridgeEnv's has no --workers), its log parsed as it comes. */
-class Serve {
-  readonly lines: LogLine[] = [];
-  private constructor(
-    readonly child: ChildProcess,
-    readonly port: number,
-  ) {}
-
-  static async start(env: BridgeEnv, workers: number): Promise<Serve> {
-    const port = await freePort();
-    const args = [CLI, 'serve', '--config', env.configPath, '--port', String(port), '--workers', String(workers)];
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    const serve = new Serve(child, port);
-    let buf = '';
-    child.stderr!.on('data', (d: Buffer) => {
-      buf += d.toString();
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) !== -1) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        try {
-          serve.lines.push(JSON.parse(line) as LogLine);
-        } catch {
-          serve.lines.push({ msg: line });
-        }
-      }
-    });
-    await serve.waitFor((l) => l.msg === 'listening', 1, 20_000);
-    return serve;
-  }
-
-  /** Resolves with the first `count` lines since `from` that match. */
-  async waitFor(match: (l: LogLine) => boolean, count = 1, ms = 10_000, from = 0): Promise<LogLine[]> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const found = this.lines.slice(from).filter(match);
-      if (found.length >= count) return found.slice(0, count);
-      if (Date.now() > deadline || this.child.exitCode !== null)
-        throw new Error(`no ${count} matching log lines: ${JSON.stringify(this.lines.slice(-10))}`);
-      await sleep(20);
-    }
-  }
-
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      this.child.once('exit', () => resolve());
-      this.child.kill('SIGTERM');
-    });
-  }
-}
 
 /** Updates from `clients` loops until stopped; every answer and every failure kept. */
 class UpdateLoad {
