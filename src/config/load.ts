@@ -278,14 +278,46 @@ function readRedis(s: Section, opts: ParseOptions): Config['redis'] {
   }
   const ctx: SecretContext = { env: opts.env, baseDir: opts.baseDir, readFile: opts.readFile };
   const password = passwordSources.length > 0 ? loadPassword(passwordSources[0]!, ctx) : undefined;
+  const waitReplicas = s.integer('waitReplicas', 0, { min: 0, max: 1000 });
   const redis = {
     url,
     ...(password !== undefined ? { password } : {}),
     keyPrefix: s.string('keyPrefix', 'ddns:'),
     commandTimeoutMs: s.seconds('commandTimeout', 2, { positive: true }),
+    ...readSentinels(s, parsed!),
+    ...(waitReplicas > 0 ? { waitReplicas } : {}),
   };
   s.done();
   return redis;
+}
+
+/** redis.sentinels and sentinelName (docs/operators.md, "Redis failover"): both or neither. */
+function readSentinels(s: Section, url: URL): Pick<Config['redis'], 'sentinels' | 'sentinelName'> {
+  const name = s.optionalString('sentinelName');
+  // raw() also lists the key among the known ones (an unknown key's error names them).
+  if (s.raw('sentinels') === undefined) {
+    if (name !== undefined) throw new ConfigError(s.keyPath('sentinelName'), 'needs redis.sentinels beside it');
+    return {};
+  }
+  const seen = new Set<string>();
+  const sentinels = s.array('sentinels').map((item, i) => {
+    const key = s.itemPath('sentinels', i);
+    const parsed = typeof item === 'string' ? parseHostPort(item, 26379) : undefined;
+    if (!parsed) throw new ConfigError(key, 'expected "host:port" or "[v6]:port" of a Redis Sentinel');
+    const id = `${parsed.host}|${parsed.port}`;
+    if (seen.has(id)) throw new ConfigError(key, 'listed twice');
+    seen.add(id);
+    return parsed;
+  });
+  if (sentinels.length === 0) throw new ConfigError(s.keyPath('sentinels'), 'needs at least one sentinel');
+  if (name === undefined || name.trim() === '')
+    throw new ConfigError(s.keyPath('sentinelName'), 'required with redis.sentinels (the master group name)');
+  // The Sentinels name the primary's address: the URL gives only the database and password.
+  if (url.protocol === 'unix:')
+    throw new ConfigError(s.keyPath('sentinels'), 'cannot be used with a unix:// redis.url (use redis://…/db)');
+  if (url.protocol === 'rediss:')
+    throw new ConfigError(s.keyPath('sentinels'), 'TLS (rediss://) is not supported with Sentinels');
+  return { sentinels, sentinelName: name.trim() };
 }
 
 function readDns(s: Section): Config['dns'] {

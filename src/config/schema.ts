@@ -72,6 +72,11 @@ export interface Config {
     keyPrefix: string;
     /** A command that takes longer fails the request with 911. */
     commandTimeoutMs: number;
+    /** Redis Sentinels asked for the primary of `sentinelName` (url then gives only db and password). */
+    sentinels?: readonly { host: string; port: number }[];
+    sentinelName?: string;
+    /** `good`/`nochg` only once the update reached this many replicas (WAIT); absent or 0: off. */
+    waitReplicas?: number;
   };
   zones: readonly ZoneConfig[];
   dns: {

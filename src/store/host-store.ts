@@ -21,7 +21,7 @@ import { ancestorsOf, namesBetween, normalizeHostname, zoneOf } from '../core/na
 import { HOST_TYPES, type HostRecord, type HostType, type TargetState } from '../core/types.js';
 import { decodeFamilies, decodeHost } from './codec.js';
 import { HOST_FIELDS, Keys, TOKEN_FIELDS } from './keys.js';
-import { execPipeline, storeCall } from './redis.js';
+import { execPipeline, storeCall, waitForReplicas, type ReplicaWait } from './redis.js';
 import { runScript } from './script.js';
 import { HOST_ADD, HOST_REMOVE, HOST_SET_STATE } from './scripts/hosts.js';
 import {
@@ -69,6 +69,8 @@ export class RedisHostStore implements HostGate, HostAdmin {
     private readonly redis: Redis,
     private readonly keys: Keys,
     private readonly logger: Logger,
+    /** redis.waitReplicas: good and nochg once the state reached the replicas (docs/operators.md, "Redis failover"). */
+    private readonly replicaWait?: ReplicaWait,
   ) {}
 
   // ---- HostGate (the update path) ----
@@ -107,7 +109,15 @@ export class RedisHostStore implements HostGate, HostAdmin {
         'admit',
       );
     }
+    // nochg says the state is stored: it may be a change whose WAIT failed (911) and is retried.
+    // Not for the echo's counting (expect null), which acknowledges nothing.
+    if (reply.kind === 'nochg' && req.expect !== null) await this.waitForReplicas('admit');
     return admission(req.fqdn, reply, args.leaseToken);
+  }
+
+  /** WAIT for redis.waitReplicas (when set), in the turn of the write's reply. */
+  private async waitForReplicas(operation: string): Promise<void> {
+    if (this.replicaWait !== undefined) await waitForReplicas(this.redis, this.replicaWait, `${operation}: wait`);
   }
 
   async commit(lease: Lease, target: TargetState, opts: { republish?: boolean } = {}): Promise<CommitOutcome> {
@@ -140,6 +150,8 @@ export class RedisHostStore implements HostGate, HostAdmin {
       });
       return 'gone';
     }
+    // Only what a client is told (good); a reconciler's republish acknowledges nothing.
+    if (!opts.republish) await this.waitForReplicas('commit');
     return 'committed';
   }
 

@@ -9,7 +9,7 @@ import { RedisFailureCounter } from './failure-counter.js';
 import { RedisHostStore } from './host-store.js';
 import { Keys } from './keys.js';
 import { RedisTokenStore } from './token-store.js';
-import { closeRedis, createRedis, storeCall } from './redis.js';
+import { closeRedis, createRedis, replicaWaitOf, storeCall } from './redis.js';
 
 export { RedisAccountStore, isAccountName, type LoginRecord } from './account-store.js';
 export { AgentAdmin, RedisClientPolicy, AGENT_LIST_CACHE_MS, type ClientPolicyOptions } from './client-policy.js';
@@ -20,7 +20,16 @@ export { RedisTokenStore, type NewToken } from './token-store.js';
 export { BulkHostImporter, type BulkImportOptions, type ImportEntry, type ImportOutcome } from './host-import.js';
 export { RedisBackupStore } from './backup-store.js';
 export { ACCOUNT_FIELDS, HOST_FIELDS, TOKEN_FIELDS, Keys, addressBucket, agentDigest } from './keys.js';
-export { asStoreError, closeRedis, createRedis, execPipeline, storeCall } from './redis.js';
+export {
+  asStoreError,
+  closeRedis,
+  createRedis,
+  execPipeline,
+  replicaWaitOf,
+  storeCall,
+  waitForReplicas,
+  type ReplicaWait,
+} from './redis.js';
 
 export type StoreConfig = Pick<Config, 'redis' | 'agents' | 'junk' | 'credentials'>;
 
@@ -59,7 +68,7 @@ export function storeOn(redis: Redis, config: StoreConfig, logger: Logger): Stor
     redis,
     keys,
     accounts: new RedisAccountStore(redis, keys),
-    hosts: new RedisHostStore(redis, keys, logger),
+    hosts: new RedisHostStore(redis, keys, logger, replicaWaitOf(config.redis)),
     tokens: new RedisTokenStore(redis, keys),
     failures: new RedisFailureCounter(redis, keys, credentials),
     clientPolicy,

@@ -120,8 +120,33 @@ export function whenFatal(redis: Redis): Promise<StoreUnavailableError> {
   return new Promise((resolve) => redis.once(FATAL_EVENT, resolve));
 }
 
+/**
+ * With redis.sentinels: ask the Sentinels for the primary of the group; the URL gives only the
+ * database, user and password, which apply to the primary. docs/operators.md, "Redis failover"
+ */
+function sentinelOptions(cfg: Config['redis']): RedisOptions | undefined {
+  if (cfg.sentinels === undefined || cfg.sentinelName === undefined) return undefined;
+  const u = new URL(cfg.url);
+  const username = decodeURIComponent(u.username);
+  const password = decodeURIComponent(u.password);
+  return {
+    sentinels: cfg.sentinels.map(({ host, port }) => ({ host, port })),
+    name: cfg.sentinelName,
+    role: 'master',
+    db: Number(u.pathname.replace(/^\//, '') || 0),
+    ...(username ? { username } : {}),
+    ...(password ? { password } : {}),
+    sentinelRetryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
+    sentinelCommandTimeout: cfg.commandTimeoutMs,
+    // A primary demoted under us (a failover while it stayed reachable) refuses writes: ask the
+    // Sentinels again. The command itself fails (911), never resent.
+    reconnectOnError: (err) => err.message.startsWith('READONLY'),
+  };
+}
+
 export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
-  const target = connectionOf(cfg.url);
+  const sentinel = sentinelOptions(cfg);
+  const target = sentinel ?? connectionOf(cfg.url);
   const options: RedisOptions = {
     // Commands issued before the first connect wait for it (bounded by the timeout and
     // the retry limit below); after that, a dead connection rejects at once.
@@ -134,13 +159,13 @@ export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
     autoResendUnfulfilledCommands: false,
     retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
     connectionName: 'ddns-bridge',
-    // From redis.passwordFile / passwordEnv (the config refuses one beside a password in the URL).
-    ...(cfg.password !== undefined ? { password: cfg.password } : {}),
   };
+  // From redis.passwordFile / passwordEnv (the config refuses one beside a password in the URL).
+  const password = cfg.password !== undefined ? { password: cfg.password } : {};
   const redis =
     typeof target === 'string'
-      ? new SelectGuardedRedis(target, options)
-      : new SelectGuardedRedis({ ...options, ...target });
+      ? new SelectGuardedRedis(target, { ...options, ...password })
+      : new SelectGuardedRedis({ ...options, ...target, ...password });
 
   let down = false;
   redis.on('error', (err: Error) => {
@@ -195,6 +220,37 @@ export function createRedis(cfg: Config['redis'], logger: Logger): Redis {
     logger.error('redis connection lost');
   });
   return redis;
+}
+
+/** redis.waitReplicas in force: how many replicas must hold a write, and how long WAIT waits for them. */
+export interface ReplicaWait {
+  replicas: number;
+  timeoutMs: number;
+}
+
+/**
+ * WAIT gets half of redis.commandTimeout: its reply ("too few") must come before the client's own
+ * command timeout, which would say less. Undefined when off (waitReplicas 0).
+ */
+export function replicaWaitOf(cfg: Config['redis']): ReplicaWait | undefined {
+  const replicas = cfg.waitReplicas ?? 0;
+  if (replicas <= 0) return undefined;
+  return { replicas, timeoutMs: Math.max(1, Math.floor(cfg.commandTimeoutMs / 2)) };
+}
+
+/**
+ * WAIT until every write this connection made so far (hence the one just done, and those of
+ * other clients before it) reached `wait.replicas` replicas; StoreUnavailableError (911) when
+ * fewer acknowledged in time. The write itself stays on the primary: the client's retry finds it.
+ * Call it in the same turn as the write's reply: then it goes out on the same connection.
+ */
+export async function waitForReplicas(redis: Redis, wait: ReplicaWait, operation: string): Promise<void> {
+  const acked = await storeCall(operation, () => redis.wait(wait.replicas, wait.timeoutMs));
+  if (acked < wait.replicas) {
+    throw new StoreUnavailableError(
+      `redis: ${operation}: ${acked} of ${wait.replicas} replicas acknowledged the write within ${wait.timeoutMs} ms`,
+    );
+  }
 }
 
 /**
