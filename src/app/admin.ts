@@ -4,7 +4,7 @@
  * (`/v1/…` on the admin listener). It returns plain views; the callers print or serialise
  * them. Errors are the core's: InvalidInputError (400), NotFoundError (404), ConflictError (409).
  */
-import { ConflictError, DnsUpdateError, InvalidInputError, NotFoundError } from '../core/errors.js';
+import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import { MAX_PASSWORD_LENGTH } from '../core/limits.js';
 import { normalizeHostname } from '../core/names.js';
 import { checkRegistration } from '../core/registration.js';
@@ -16,16 +16,8 @@ import {
   TOKEN_ID_PATTERN,
   type TokenRecord,
 } from '../core/update-tokens.js';
-import type {
-  AccountStore,
-  DnsRepair,
-  HostAdmin,
-  HostGate,
-  Lease,
-  Publisher,
-  TokenAdmin,
-  AgentBlocks,
-} from './ports.js';
+import type { AccountStore, DnsRepair, HostAdmin, HostGate, Publisher, TokenAdmin, AgentBlocks } from './ports.js';
+import { claimWhenIdle, releaseAfterFailure } from './operator-lease.js';
 
 /** Password hashing and token minting: the auth adapter's, passed in. */
 export interface AdminSecrets {
@@ -286,7 +278,8 @@ export class AdminService {
           : 'is in no configured zone';
         throw new ConflictError(`host ${fqdn} ${where}: its DNS records cannot be deleted; remove it with --keep-dns`);
       }
-      const claimed = await this.claimWhenIdle(fqdn);
+      const claimed = await claimWhenIdle(hosts, fqdn, this.deps.leaseMs);
+      if (claimed === undefined) throw new NotFoundError(`no host ${fqdn}`);
       if (dns && zone) {
         try {
           await dns.publisher.publish({
@@ -297,14 +290,7 @@ export class AdminService {
           });
         } catch (err) {
           // The host stays; if the deletes may still be applied, its stored state goes out again.
-          const maybeApplied = err instanceof DnsUpdateError && err.maybeApplied;
-          // A repair that was due when the lease was taken over stays due.
-          const republish = maybeApplied
-            ? { republishInMs: 0 }
-            : claimed.repairDue
-              ? { republishInMs: this.deps.leaseMs, refused: true }
-              : {};
-          await hosts.release(claimed.lease, republish);
+          await releaseAfterFailure(hosts, claimed.lease, err, claimed.repairDue, this.deps.leaseMs);
           throw err;
         }
       }
@@ -312,18 +298,6 @@ export class AdminService {
       return fqdn;
     } finally {
       await dns?.release();
-    }
-  }
-
-  /** The host's lease, waiting (at most a lease's time and a little) while an update holds it. */
-  private async claimWhenIdle(fqdn: string): Promise<{ host: HostRecord; lease: Lease; repairDue: boolean }> {
-    const deadline = Date.now() + this.deps.leaseMs + 1000;
-    for (;;) {
-      const claimed = await this.deps.hosts.claim(fqdn, this.deps.leaseMs);
-      if (claimed === undefined) throw new NotFoundError(`no host ${fqdn}`);
-      if (claimed !== 'busy') return claimed;
-      if (Date.now() > deadline) throw new ConflictError(`host ${fqdn} is being updated; try again`);
-      await new Promise((r) => setTimeout(r, 50));
     }
   }
 

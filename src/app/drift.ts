@@ -6,13 +6,11 @@
  * as `host remove` takes it, so no update races it; it never deletes a name Redis does not know.
  * docs/operators.md, "Drift". Not the repair loop (reconcile.ts), which republishes interrupted changes.
  */
-import { ConflictError, DnsUpdateError } from '../core/errors.js';
 import { familiesToLeave, pickDns, type HostRecord, type TargetState } from '../core/types.js';
 import type {
   HostAdmin,
   HostChange,
   HostGate,
-  Lease,
   PublishedRecords,
   Publisher,
   RecordPlanner,
@@ -20,6 +18,7 @@ import type {
   ZoneRecord,
   ZoneTransfer,
 } from './ports.js';
+import { claimWhenIdle, releaseAfterFailure } from './operator-lease.js';
 
 export type FindingKind = 'missing' | 'extra' | 'different' | 'unknown';
 export type ComparedType = 'A' | 'AAAA' | 'MX';
@@ -242,7 +241,7 @@ export class DriftCheck {
     try {
       await publisher.publish(storedChange(host, zone));
     } catch (err) {
-      await releaseAfterFailure(hosts, lease, err, repairDue, leaseMs);
+      await releaseAfterFailure(hosts, lease, err, repairDue, leaseMs).catch(() => undefined); // the lease runs out
       return { error: (err as Error).message };
     }
     const outcome = await hosts.commit(lease, storedTarget(host), { republish: true });
@@ -250,33 +249,5 @@ export class DriftCheck {
     if (outcome === 'lost')
       return { error: 'its lease ended before the fix was recorded; the repair loop publishes it again' };
     return 'republished';
-  }
-}
-
-/** As after a failed `host remove`: when the primary may still apply what was sent, the stored state goes out again. */
-async function releaseAfterFailure(
-  hosts: Pick<HostGate, 'release'>,
-  lease: Lease,
-  err: unknown,
-  repairDue: boolean,
-  leaseMs: number,
-): Promise<void> {
-  const maybeApplied = err instanceof DnsUpdateError && err.maybeApplied;
-  const opts = maybeApplied ? { republishInMs: 0 } : repairDue ? { republishInMs: leaseMs, refused: true } : {};
-  await hosts.release(lease, opts).catch(() => undefined); // the lease runs out by itself
-}
-
-/** The host's lease, waiting (at most a lease's time and a little) while an update holds it; undefined: no host. */
-async function claimWhenIdle(
-  hosts: Pick<HostAdmin, 'claim'>,
-  fqdn: string,
-  leaseMs: number,
-): Promise<{ host: HostRecord; lease: Lease; repairDue: boolean } | undefined> {
-  const deadline = Date.now() + leaseMs + 1000;
-  for (;;) {
-    const claimed = await hosts.claim(fqdn, leaseMs);
-    if (claimed !== 'busy') return claimed;
-    if (Date.now() > deadline) throw new ConflictError(`host ${fqdn} is being updated; try again`);
-    await new Promise((r) => setTimeout(r, 50));
   }
 }

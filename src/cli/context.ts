@@ -28,7 +28,8 @@ export async function loadContext(
 }
 
 /**
- * The context of an already validated (and frozen) config: its logger masks the zone secrets, the Redis password and the admin token.
+ * The context of an already validated (and frozen) config: its logger masks the zone secrets, the Redis
+ * password and the admin token.
  */
 export function contextOf(config: Config): CommandContext {
   const logger = new JsonLogger(config.log.level);
