@@ -145,7 +145,10 @@ function readAdmin(s: Section, updateListeners: readonly ListenConfig[], opts: P
     seen.add(id);
     // Port 0 (any free port, in tests) never collides.
     const clash = updateListeners.findIndex(
-      (l) => parsed.port !== 0 && l.port === parsed.port && (l.host === parsed.host || isWildcard(l.host) || isWildcard(parsed.host)),
+      (l) =>
+        parsed.port !== 0 &&
+        l.port === parsed.port &&
+        (l.host === parsed.host || isWildcard(l.host) || isWildcard(parsed.host)),
     );
     if (clash !== -1) throw new ConfigError(key, `is the address of an update listener (listen[${clash}])`);
     return parsed;
