@@ -22,6 +22,17 @@ export {
 } from './binaries.js';
 export type { RedisServer, RedisOptions } from './redis.js';
 export { startRedis, redisPing } from './redis.js';
+export type { Endpoint, LabProcess, SentinelOptions } from './sentinel.js';
+export {
+  startReplica,
+  startSentinel,
+  waitForSentinels,
+  sentinelPrimary,
+  sentinelMaster,
+  redisCommand,
+  redisInfo,
+  replyStrings,
+} from './sentinel.js';
 export type { LabKind, NameServer, NameServerOptions } from './nameserver.js';
 export { startKnot, startNamed, startNameServer, digQuery } from './nameserver.js';
 export { packageRoot, configPath } from './paths.js';
