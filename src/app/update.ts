@@ -80,8 +80,11 @@ export interface UpdateServiceDeps {
  */
 class ServiceFault extends Error {}
 
-/** Another request held the host for a whole lease: nothing was sent, recorded or counted for it. */
+/** Another request held the host past MAX_BUSY_WAIT_MS: nothing was sent, recorded or counted for it. */
 class HostStayedBusy extends ServiceFault {}
+
+/** The longest a request waits for another request of the same host to finish. */
+export const MAX_BUSY_WAIT_MS = 2000;
 
 /**
  * A login check failed at a host's admission after the full path had passed it (a password
@@ -405,9 +408,13 @@ export class UpdateService {
     return { outcome: 'changed', addresses: shown };
   }
 
-  /** admit, waiting while another request holds the host's lease. */
+  /**
+   * admit, waiting while another request holds the host's lease, at most MAX_BUSY_WAIT_MS: a
+   * lease whose holder died (a frontend killed, a Redis failover) is held for a whole lease, and
+   * a client must get its `911` sooner than that (docs/operators.md, "Redis failover").
+   */
   private async admit(req: AdmitRequest): Promise<Exclude<Admission, { kind: 'busy' }>> {
-    const deadline = Date.now() + req.leaseMs;
+    const deadline = Date.now() + Math.min(req.leaseMs, MAX_BUSY_WAIT_MS);
     for (let attempt = 0; ; attempt++) {
       const admission = await this.deps.hosts.admit(req);
       if (admission.kind !== 'busy') return admission;

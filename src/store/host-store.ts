@@ -21,7 +21,8 @@ import { ancestorsOf, namesBetween, normalizeHostname, zoneOf } from '../core/na
 import { HOST_TYPES, type HostRecord, type HostType, type TargetState } from '../core/types.js';
 import { decodeFamilies, decodeHost } from './codec.js';
 import { HOST_FIELDS, Keys, TOKEN_FIELDS } from './keys.js';
-import { execPipeline, storeCall, waitForReplicas, type ReplicaWait } from './redis.js';
+import { execPipeline, storeCall } from './redis.js';
+import type { ReplicaWaiter } from './replica-wait.js';
 import { runScript } from './script.js';
 import { HOST_ADD, HOST_REMOVE, HOST_SET_STATE } from './scripts/hosts.js';
 import {
@@ -69,9 +70,17 @@ export class RedisHostStore implements HostGate, HostAdmin {
     private readonly redis: Redis,
     private readonly keys: Keys,
     private readonly logger: Logger,
-    /** redis.waitReplicas: good and nochg once the state reached the replicas (docs/operators.md, "Redis failover"). */
-    private readonly replicaWait?: ReplicaWait,
-  ) {}
+    /**
+     * redis.waitReplicas: good and nochg once the state reached the replicas (docs/operators.md, "Redis failover"):
+     * admissions and commits go over the waiter's own connection, and it waits for them.
+     */
+    private readonly replicas?: { writes: Redis; waiter: ReplicaWaiter },
+  ) {
+    this.writes = replicas?.writes ?? redis;
+  }
+
+  /** The connection of the writes a client is told about (admit, commit): WAIT covers only its own. */
+  private readonly writes: Redis;
 
   // ---- HostGate (the update path) ----
 
@@ -88,10 +97,10 @@ export class RedisHostStore implements HostGate, HostAdmin {
     const { guard } = req;
     let reply: AdmitReply;
     if (guard === undefined) {
-      reply = await runScript(this.redis, ADMIT, lease, args, 'admit');
+      reply = await runScript(this.writes, ADMIT, lease, args, 'admit');
     } else if ('token' in guard) {
       const tokenArgs = { ...args, tokenHash: guard.token.hash, donator: guard.token.account.donator };
-      reply = await runScript(this.redis, ADMIT_TOKEN, tokenGuardKeys(this.keys, guard, req.fqdn), tokenArgs, 'admit');
+      reply = await runScript(this.writes, ADMIT_TOKEN, tokenGuardKeys(this.keys, guard, req.fqdn), tokenArgs, 'admit');
     } else {
       const { account, hashDigest } = guard.login;
       const guardKeys = {
@@ -102,7 +111,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
         account: this.keys.account(account.name),
       };
       reply = await runScript(
-        this.redis,
+        this.writes,
         ADMIT_GUARDED,
         guardKeys,
         { ...args, hashDigest, donator: account.donator, passwordOnly: guard.passwordOnly ?? false },
@@ -115,15 +124,15 @@ export class RedisHostStore implements HostGate, HostAdmin {
     return admission(req.fqdn, reply, args.leaseToken);
   }
 
-  /** WAIT for redis.waitReplicas (when set), in the turn of the write's reply. */
+  /** WAIT for redis.waitReplicas (when set), right after the write's reply. */
   private async waitForReplicas(operation: string): Promise<void> {
-    if (this.replicaWait !== undefined) await waitForReplicas(this.redis, this.replicaWait, `${operation}: wait`);
+    await this.replicas?.waiter.replicated(operation);
   }
 
   async commit(lease: Lease, target: TargetState, opts: { republish?: boolean } = {}): Promise<CommitOutcome> {
     const own = asHostLease(lease);
     const status = await runScript(
-      this.redis,
+      this.writes,
       COMMIT,
       { host: this.keys.host(lease.fqdn), pending: this.keys.pendingChanges() },
       {

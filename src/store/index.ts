@@ -9,6 +9,7 @@ import { RedisFailureCounter } from './failure-counter.js';
 import { RedisHostStore } from './host-store.js';
 import { Keys } from './keys.js';
 import { RedisTokenStore } from './token-store.js';
+import { ReplicaWaiter } from './replica-wait.js';
 import { closeRedis, createRedis, replicaWaitOf, storeCall } from './redis.js';
 
 export { RedisAccountStore, isAccountName, type LoginRecord } from './account-store.js';
@@ -27,7 +28,6 @@ export {
   execPipeline,
   replicaWaitOf,
   storeCall,
-  waitForReplicas,
   type ReplicaWait,
 } from './redis.js';
 
@@ -64,11 +64,15 @@ export function storeOn(redis: Redis, config: StoreConfig, logger: Logger): Stor
   const clientPolicy = new RedisClientPolicy(redis, keys, { agents: config.agents, junk: config.junk });
   // Read on every failure: a reload (reconfigure) changes it in place.
   const credentials = { ...config.credentials };
+  // redis.waitReplicas: the host writes and their WAIT on a connection of their own (replica-wait.ts).
+  const wait = replicaWaitOf(config.redis);
+  const writes = wait ? createRedis(config.redis, logger) : undefined;
+  const replicas = writes && wait ? { writes, waiter: new ReplicaWaiter(writes, wait) } : undefined;
   return {
     redis,
     keys,
     accounts: new RedisAccountStore(redis, keys),
-    hosts: new RedisHostStore(redis, keys, logger, replicaWaitOf(config.redis)),
+    hosts: new RedisHostStore(redis, keys, logger, replicas),
     tokens: new RedisTokenStore(redis, keys),
     failures: new RedisFailureCounter(redis, keys, credentials),
     clientPolicy,
@@ -81,9 +85,9 @@ export function storeOn(redis: Redis, config: StoreConfig, logger: Logger): Stor
     async ping() {
       await storeCall('ping', () => redis.ping());
     },
-    close: () => {
+    close: async () => {
       clientPolicy.close();
-      return closeRedis(redis);
+      await Promise.all([closeRedis(redis), ...(writes ? [closeRedis(writes)] : [])]);
     },
   };
 }

@@ -239,21 +239,6 @@ export function replicaWaitOf(cfg: Config['redis']): ReplicaWait | undefined {
 }
 
 /**
- * WAIT until every write this connection made so far (hence the one just done, and those of
- * other clients before it) reached `wait.replicas` replicas; StoreUnavailableError (911) when
- * fewer acknowledged in time. The write itself stays on the primary: the client's retry finds it.
- * Call it in the same turn as the write's reply: then it goes out on the same connection.
- */
-export async function waitForReplicas(redis: Redis, wait: ReplicaWait, operation: string): Promise<void> {
-  const acked = await storeCall(operation, () => redis.wait(wait.replicas, wait.timeoutMs));
-  if (acked < wait.replicas) {
-    throw new StoreUnavailableError(
-      `redis: ${operation}: ${acked} of ${wait.replicas} replicas acknowledged the write within ${wait.timeoutMs} ms`,
-    );
-  }
-}
-
-/**
  * Run one store operation; anything that is not one of our own errors (connection
  * loss, timeout, a Redis error reply) becomes StoreUnavailableError.
  */
