@@ -4,7 +4,7 @@
  * (`/v1/…` on the admin listener). It returns plain views; the callers print or serialise
  * them. Errors are the core's: InvalidInputError (400), NotFoundError (404), ConflictError (409).
  */
-import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
+import { ConflictError, HostStateConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import { MAX_PASSWORD_LENGTH } from '../core/limits.js';
 import { normalizeHostname } from '../core/names.js';
 import { checkRegistration } from '../core/registration.js';
@@ -250,11 +250,14 @@ export class AdminService {
   ): Promise<{ fqdn: string; state: 'active' | 'blocked' | 'closed' }> {
     const fqdn = hostName(name);
     const rule = HOST_STATE_CHANGES[change];
-    const host = await this.deps.hosts.get(fqdn);
-    if (!host) throw new NotFoundError(`no host ${fqdn}`);
-    if (!(rule.from as readonly string[]).includes(host.state))
-      throw new ConflictError(`host ${fqdn} is ${host.state}: cannot ${change}`);
-    await this.deps.hosts.setState(fqdn, rule.to);
+    try {
+      await this.deps.hosts.setState(fqdn, rule.to, rule.from);
+    } catch (err) {
+      if (err instanceof NotFoundError) throw new NotFoundError(`no host ${fqdn}`);
+      if (err instanceof HostStateConflictError)
+        throw new HostStateConflictError(`host ${fqdn} is ${err.current}: cannot ${change}`, err.current);
+      throw err;
+    }
     return { fqdn, state: rule.to };
   }
 

@@ -50,6 +50,8 @@ export interface HostExpectation {
 }
 
 const COMPARED = new Set<string>(['A', 'AAAA', 'MX']);
+/** Hosts `--fix` republishes at once (the publisher's own group commit merges them per message). */
+export const FIX_PARALLEL = 32;
 const key = (name: string, type: string) => `${name} ${type}`;
 const labelCount = (name: string) => (name === '' ? 0 : name.split('.').length);
 
@@ -211,12 +213,23 @@ export class DriftCheck {
   }
 
   /**
-   * Publish the stored state of every host with a finding, each under its lease (waiting while an update holds it):
-   * what Redis holds when the lease is taken is what goes out. Names Redis does not know are left alone.
+   * Publish the stored state of every host with a finding (FIX_PARALLEL at a time), each under its lease
+   * (waiting while an update holds it): what Redis holds when the lease is taken is what goes out. Names
+   * Redis does not know are left alone.
    */
   async fix(findings: readonly Finding[]): Promise<FixReport> {
     const drifted = [...new Set(findings.flatMap((f) => (f.host === undefined ? [] : [f.host])))].sort();
-    const outcomes = await Promise.all(drifted.map((fqdn) => this.republish(fqdn)));
+    // A few at a time: each holds its host's lease until the primary answered, and a large drift
+    // (a zone restored from an old file) must not hold them all while the queue drains.
+    const outcomes: Awaited<ReturnType<DriftCheck['republish']>>[] = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < drifted.length) {
+        const i = next++;
+        outcomes[i] = await this.republish(drifted[i]!).catch((err: unknown) => ({ error: (err as Error).message }));
+      }
+    };
+    await Promise.all([...Array(Math.min(FIX_PARALLEL, drifted.length)).keys()].map(worker));
     const report: FixReport = { republished: [], failed: [] };
     drifted.forEach((host, i) => {
       const outcome = outcomes[i]!;

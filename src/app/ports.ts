@@ -5,7 +5,15 @@
  */
 import type { HostOutcome } from '../core/outcomes.js';
 import type { TokenRecord } from '../core/update-tokens.js';
-import type { Account, AddressFamilies, HostDnsState, HostRecord, HostType, TargetState } from '../core/types.js';
+import type {
+  Account,
+  AddressFamilies,
+  HostDnsState,
+  HostRecord,
+  HostState,
+  HostType,
+  TargetState,
+} from '../core/types.js';
 
 /** The authenticated account as the use cases see it. */
 export interface AccountView {
@@ -318,8 +326,11 @@ export interface HostAdmin {
   /** NotFoundError; with a lease, ConflictError when that lease is no longer held. */
   remove(fqdn: string, lease?: Lease): Promise<void>;
   list(account?: string): Promise<HostRecord[]>;
-  /** Set state; unblock/reopen also reset the frequency counters. */
-  setState(fqdn: string, state: 'active' | 'blocked' | 'closed'): Promise<void>;
+  /**
+   * Set state; unblock/reopen also reset the frequency counters. With `onlyFrom`, only from one
+   * of those states (checked in the same step): ConflictError otherwise. NotFoundError.
+   */
+  setState(fqdn: string, state: 'active' | 'blocked' | 'closed', onlyFrom?: readonly HostState[]): Promise<void>;
   /** Index the names between existing hosts and their zones (hosts added before the index existed). */
   indexNesting(zones: readonly string[]): Promise<number>;
 }

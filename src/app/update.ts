@@ -2,7 +2,7 @@
  * The update use case: agent → credentials → per host name: syntax, registry, ownership,
  * type, state, frequency → DNS → commit. Returns outcomes; the HTTP adapter writes bytes.
  */
-import { DnsUpdateError, StoreUnavailableError } from '../core/errors.js';
+import { DnsUpdateError, NotReplicatedError, StoreUnavailableError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { formatAddresses, parseUpdateParams, type ParamMap, type UpdateParams } from '../core/params.js';
 import { isJunk, outcomeOfError, type HostOutcome, type RequestOutcome } from '../core/outcomes.js';
@@ -384,6 +384,12 @@ export class UpdateService {
     try {
       committed = await this.deps.hosts.commit(admission.lease, target);
     } catch (err) {
+      // Recorded on the primary, not yet on enough replicas: not acknowledged (911); the
+      // client's retry finds it stored (docs/operators.md, "Redis failover").
+      if (err instanceof NotReplicatedError) {
+        this.deps.logger.warn('recorded but not yet replicated: not acknowledged', { fqdn, error: err.message });
+        throw new ServiceFault('commit not replicated');
+      }
       // Published but not recorded: the lease runs out, the reconciler republishes the
       // stored state, and the client's retry (911) makes the change again.
       this.deps.logger.error('published but could not record the new state', { fqdn, error: (err as Error).message });

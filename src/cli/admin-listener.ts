@@ -8,13 +8,9 @@ import { ReadinessMonitor } from '../app/readiness.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../core/log.js';
 import { probeZone, type DnsPublisher } from '../dns/index.js';
+import type { MetricsSource } from '../metrics/index.js';
 import type { Store } from '../store/index.js';
 import { adminServiceOn } from './admin-service.js';
-
-export interface MetricsSource {
-  contentType: string;
-  render(): Promise<string>;
-}
 
 export interface RunningAdmin {
   bound: { host: string; port: number }[];

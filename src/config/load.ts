@@ -158,6 +158,8 @@ function readAdmin(s: Section, updateListeners: readonly ListenConfig[], opts: P
   if (sources.length !== 1) throw new ConfigError(s.path, 'needs exactly one of tokenFile, tokenEnv');
   const ctx: SecretContext = { env: opts.env, baseDir: opts.baseDir, readFile: opts.readFile };
   const token = loadPassword(sources[0]!, ctx);
+  // A bearer token is one word (RFC 6750: no spaces).
+  if (/\s/.test(token)) throw new ConfigError(sources[0]!.key, 'expected a token without spaces');
   // Guessable tokens would make the provisioning API an account factory for anyone who can reach it.
   if (token.length < MIN_ADMIN_TOKEN_LENGTH)
     throw new ConfigError(sources[0]!.key, `expected a token of at least ${MIN_ADMIN_TOKEN_LENGTH} characters`);

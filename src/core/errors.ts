@@ -41,6 +41,12 @@ export class StoreUnavailableError extends BridgeError {
   }
 }
 
+/**
+ * redis.waitReplicas: the write is recorded on the primary, but too few replicas acknowledged
+ * it in time, so it is not acknowledged to the client (`911`); its retry finds it stored.
+ */
+export class NotReplicatedError extends StoreUnavailableError {}
+
 export type DnsFailureCode =
   'ERR_DNS_TIMEOUT' | 'ERR_DNS_CONNECTION' | 'ERR_DNS_RCODE' | 'ERR_DNS_TSIG' | 'ERR_DNS_PROTOCOL';
 
@@ -101,6 +107,16 @@ export class NotFoundError extends BridgeError {
 export class ConflictError extends BridgeError {
   constructor(message: string) {
     super('ERR_CONFLICT', message);
+  }
+}
+
+/** A change a host's current state forbids (block a closed host); `current` is that state. */
+export class HostStateConflictError extends ConflictError {
+  constructor(
+    message: string,
+    readonly current: string,
+  ) {
+    super(message);
   }
 }
 

@@ -15,10 +15,10 @@ import type {
   Reclaimed,
   TokenGuard,
 } from '../app/ports.js';
-import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
+import { ConflictError, HostStateConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { ancestorsOf, namesBetween, normalizeHostname, zoneOf } from '../core/names.js';
-import { HOST_TYPES, type HostRecord, type HostType, type TargetState } from '../core/types.js';
+import { HOST_TYPES, type HostRecord, type HostState, type HostType, type TargetState } from '../core/types.js';
 import { decodeFamilies, decodeHost } from './codec.js';
 import { HOST_FIELDS, Keys, TOKEN_FIELDS } from './keys.js';
 import { execPipeline, storeCall } from './redis.js';
@@ -439,13 +439,25 @@ export class RedisHostStore implements HostGate, HostAdmin {
     return hosts.sort((a, b) => (a.fqdn < b.fqdn ? -1 : a.fqdn > b.fqdn ? 1 : 0));
   }
 
-  async setState(fqdn: string, state: 'active' | 'blocked' | 'closed'): Promise<void> {
+  async setState(
+    fqdn: string,
+    state: 'active' | 'blocked' | 'closed',
+    onlyFrom: readonly HostState[] = [],
+  ): Promise<void> {
     if (state !== 'active' && state !== 'blocked' && state !== 'closed') {
       throw new InvalidInputError(`cannot set host state '${String(state)}'`);
     }
     const name = lookupName(fqdn);
-    const found = await runScript(this.redis, HOST_SET_STATE, { host: this.keys.host(name) }, { state }, 'host state');
-    if (!found) throw new NotFoundError(`no such host: ${name}`);
+    const outcome = await runScript(
+      this.redis,
+      HOST_SET_STATE,
+      { host: this.keys.host(name) },
+      { state, onlyFrom },
+      'host state',
+    );
+    if (outcome === 'gone') throw new NotFoundError(`no such host: ${name}`);
+    if (outcome !== 'set')
+      throw new HostStateConflictError(`host ${name} is ${outcome.refused}: cannot make it ${state}`, outcome.refused);
   }
 }
 

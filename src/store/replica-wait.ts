@@ -6,7 +6,7 @@
  * many changes share one WAIT, and nothing else waits behind a replica that is slow or gone.
  */
 import type { Redis } from 'ioredis';
-import { StoreUnavailableError } from '../core/errors.js';
+import { NotReplicatedError } from '../core/errors.js';
 import { storeCall, type ReplicaWait } from './redis.js';
 
 interface Round {
@@ -41,7 +41,7 @@ export class ReplicaWaiter {
       const { upTo, acked } = await (this.current ?? this.start());
       if (upTo < seq) continue;
       if (acked < this.wait.replicas) {
-        throw new StoreUnavailableError(
+        throw new NotReplicatedError(
           `redis: ${operation}: ${acked} of ${this.wait.replicas} replicas acknowledged the write within ${this.wait.timeoutMs} ms`,
         );
       }

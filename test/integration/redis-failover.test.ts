@@ -265,5 +265,7 @@ describe('redis.waitReplicas with no replica connected', function () {
     const retry = await e.get(`/dyndns/update?hostname=${HOST}&myip=192.0.2.7`, { auth: AUTH, ua: UA });
     expect(retry.body.trim()).to.equal('911');
     expect(e.logs.join('')).to.match(/0 of 1 replicas acknowledged the write within 500 ms/);
+    expect(e.logs.join('')).to.include('"msg":"recorded but not yet replicated: not acknowledged"');
+    expect(e.logs.join('')).to.not.include('published but could not record');
   });
 });

@@ -147,9 +147,21 @@ describe('SIGHUP reloads the config: live settings applied, the rest left (knot)
     }
   });
 
-  it('an invalid file changes nothing and says why; the next valid one applies', async () => {
+  it('an invalid file changes nothing and says why; the next valid one applies (block list, frequency rule)', async () => {
     const serve = await Serve.start(env, 1);
     try {
+      // Three changes of one host in a row: all good under the start config's frequency rule.
+      const host = `freq-${process.pid}.${ZONE}`;
+      await env.addHost(host, ALICE.user);
+      const change = async (i: number) =>
+        (
+          await env.get(`/nic/update?hostname=${host}&myip=192.0.2.${30 + i}`, {
+            auth: [ALICE.user, ALICE.password],
+            port: serve.port,
+          })
+        ).body;
+      for (let i = 0; i < 3; i++) expect(await change(i)).to.equal(`good 192.0.2.${30 + i}\n`);
+
       await writeFile(env.configPath, '{ "zones": [ broken');
       let since = serve.lines.length;
       serve.child.kill('SIGHUP');
@@ -164,11 +176,15 @@ describe('SIGHUP reloads the config: live settings applied, the rest left (knot)
       expect(kept!.settings).to.deep.equal([]);
       expect(await blockedAnswer(serve.port)).to.equal('badauth\n');
 
-      await rewrite({ agents: { blocked: [BLOCKED_UA] } });
+      await rewrite({ agents: { blocked: [BLOCKED_UA] }, frequency: { minInterval: 60, maxFrequent: 1 } });
       since = serve.lines.length;
       serve.child.kill('SIGHUP');
-      await serve.waitFor((l) => l.msg === 'reloaded', 1, 10_000, since);
+      const [applied] = await serve.waitFor((l) => l.msg === 'reloaded', 1, 10_000, since);
+      expect(applied!.settings).to.deep.equal(['frequency', 'agents']);
       expect(await blockedAnswer(serve.port)).to.equal('badagent\n');
+      // The reloaded rule: at most one frequent request in a row, then the host is blocked.
+      expect(await change(3)).to.equal('good 192.0.2.33\n');
+      expect(await change(4)).to.equal('abuse\n');
     } finally {
       await serve.stop();
     }

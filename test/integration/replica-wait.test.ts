@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
-import { StoreUnavailableError } from '../../src/core/errors.js';
+import { NotReplicatedError, StoreUnavailableError } from '../../src/core/errors.js';
 import {
   makeTempDir,
   removeDir,
@@ -60,7 +60,7 @@ describe('redis.waitReplicas: one WAIT for many updates, on a connection of its 
     for (const o of outcomes) {
       expect(o.status).to.equal('rejected');
       const reason = (o as PromiseRejectedResult).reason as Error;
-      expect(reason).to.be.instanceOf(StoreUnavailableError);
+      expect(reason).to.be.instanceOf(NotReplicatedError);
       expect(reason.message).to.equal('redis: commit: 0 of 1 replicas acknowledged the write within 400 ms');
     }
     expect(took).to.be.within(350, 1500);

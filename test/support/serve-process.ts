@@ -13,10 +13,13 @@ export class Serve {
     readonly port: number,
   ) {}
 
-  static async start(env: BridgeEnv, workers: number): Promise<Serve> {
+  static async start(env: BridgeEnv, workers: number, extraEnv: NodeJS.ProcessEnv = {}): Promise<Serve> {
     const port = await freePort();
     const args = [CLI, 'serve', '--config', env.configPath, '--port', String(port), '--workers', String(workers)];
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, args, {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ...extraEnv },
+    });
     const serve = new Serve(child, port);
     let buf = '';
     child.stderr!.on('data', (d: Buffer) => {

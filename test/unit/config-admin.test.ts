@@ -48,6 +48,12 @@ describe('config: admin', () => {
       [{ admin: { tokenFile: 'admin.token', tokenEnv: 'X' } }, opts({}, { X: TOKEN }), 'admin', 'needs exactly one'],
       [{ admin: { tokenEnv: 'SHORT' } }, opts({}, { SHORT: 'abc123' }), 'admin.tokenEnv', 'at least 32 characters'],
       [{ admin: { tokenFile: 'nope' } }, withToken, 'admin.tokenFile', 'cannot read the file named here'],
+      [
+        { admin: { tokenEnv: 'SPACED' } },
+        opts({}, { SPACED: `${TOKEN} ${TOKEN}` }),
+        'admin.tokenEnv',
+        'without spaces',
+      ],
       [{ admin: { listen: [], tokenFile: 'admin.token' } }, withToken, 'admin.listen', 'needs at least one address'],
       [
         { admin: { listen: ['nonsense'], tokenFile: 'admin.token' } },

@@ -22,7 +22,8 @@ import { deepFreeze } from '../../config/load.js';
 import { planReload } from '../../config/reload.js';
 import type { Config } from '../../config/schema.js';
 import { readTlsPair, type TlsListenerFiles } from '../../http/tls.js';
-import type { MetricsSource, RunningAdmin } from '../admin-listener.js';
+import type { MetricsSource } from '../../metrics/index.js';
+import type { RunningAdmin } from '../admin-listener.js';
 import type { Bridge, BridgeOptions } from '../compose.js';
 import { contextOf, UsageError, type CommandContext } from '../context.js';
 
@@ -135,7 +136,7 @@ export async function serve(ctx: CommandContext, opts: ServeOptions): Promise<vo
   const bridgeOptions = { parallelHashes: hashesPerWorker(workers, cpus) };
   if (cluster.isWorker) return serveWorker(ctx, opts, bridgeOptions);
   // From here on SIGHUP reloads, never ends the process (node's default), also while it starts.
-  const reloads = new Reloads();
+  const reloads = new Reloads((reason, err) => ctx.logger.error('reload failed', { reason, error: err.message }));
   process.on('SIGHUP', () => reloads.request('SIGHUP'));
   // Before anything starts: a certificate that cannot be used is a config error (exit 2), named
   // by its setting, not a worker that fails to start.
@@ -248,6 +249,8 @@ function stopSignal(): Promise<string> {
  * starts is done once it listens (its listeners may have read the files before it came).
  */
 class Reloads {
+  constructor(private readonly onError: (why: string, err: Error) => void) {}
+
   private run: ((why: string) => Promise<void>) | undefined;
   private pending: string | undefined;
   private chain: Promise<void> = Promise.resolve();
@@ -265,7 +268,8 @@ class Reloads {
   }
 
   private enqueue(run: (why: string) => Promise<void>, why: string): void {
-    this.chain = this.chain.then(() => run(why));
+    // A reload that throws must not end the process (an unhandled rejection) nor stop the next.
+    this.chain = this.chain.then(() => run(why)).catch((err: unknown) => this.onError(why, err as Error));
   }
 }
 
@@ -372,7 +376,11 @@ type PrimaryMessage = { kind: 'config'; config: Config } | { kind: 'reload'; con
  * signal would end a worker that has no handler yet) or by a SIGHUP of its own (a closed
  * terminal reaches every process of the group).
  */
-const workerReloads = new Reloads();
+const workerReloads = new Reloads((reason, err) =>
+  workerLogger?.error('reload failed', { reason, error: err.message, pid: process.pid }),
+);
+/** The worker's logger, once serveWorker runs (its reloads are asked for before). */
+let workerLogger: CommandContext['logger'] | undefined;
 /** The config of the primary's last reload message, applied by the reload it asked for. */
 let reloadedConfig: Config | undefined;
 
@@ -434,6 +442,7 @@ const CONFIG_WAIT_MS = 10_000;
 
 async function serveWorker(ctx: CommandContext, opts: ServeOptions, bridgeOptions: BridgeOptions): Promise<void> {
   const { logger } = ctx;
+  workerLogger = logger;
   // The primary stops us with SIGTERM (a terminal's Ctrl-C reaches us directly as SIGINT);
   // if the primary dies, the IPC channel closes and we stop too (workerContext bounds how long).
   const stop = new Promise<string>((resolve) => {

@@ -133,14 +133,22 @@ return 'ok'
 });
 
 /**
- * hostSetState(KEYS: host; ARGV: state) → 1 | 0 (no such host). Going back to active
- * (unblock, reopen) starts the frequency rule afresh; bumping fs makes a release still
- * in flight leave the counters alone. Decoded: whether the host exists.
+ * hostSetState(KEYS: host; ARGV: state, onlyFrom...) → 1 | 0 (no such host) | {'from', state}
+ * (its state is not one of onlyFrom, when any is given: nothing changed). Checked and set in
+ * one step, so two operators' changes cannot cross. Going back to active (unblock, reopen)
+ * starts the frequency rule afresh; bumping fs makes a release still in flight leave the
+ * counters alone.
  */
 export const HOST_SET_STATE = defineScript({
   name: 'ddnsHostSetState',
   lua: `
 if redis.call('HEXISTS', KEYS[1], '${HF.owner}') == 0 then return 0 end
+if #ARGV > 1 then
+  local current = redis.call('HGET', KEYS[1], '${HF.state}') or 'active'
+  local allowed = false
+  for i = 2, #ARGV do if ARGV[i] == current then allowed = true end end
+  if not allowed then return {'from', current} end
+end
 redis.call('HSET', KEYS[1], '${HF.state}', ARGV[1])
 if ARGV[1] == 'active' then
   redis.call('HDEL', KEYS[1], '${HF.lastRequest}', '${HF.frequentCount}')
@@ -150,8 +158,11 @@ return 1
 `,
   numberOfKeys: 1,
   keys: (k: { host: string }) => [k.host],
-  args: (a: { state: 'active' | 'blocked' | 'closed' }) => [a.state],
-  reply: (raw) => replyInteger(raw, 'host state') === 1,
+  args: (a: { state: 'active' | 'blocked' | 'closed'; onlyFrom: readonly string[] }) => [a.state, ...a.onlyFrom],
+  reply: (raw): 'set' | 'gone' | { refused: string } => {
+    if (Array.isArray(raw) && raw[0] === 'from' && typeof raw[1] === 'string') return { refused: raw[1] };
+    return replyInteger(raw, 'host state') === 1 ? 'set' : 'gone';
+  },
 });
 
 /** One host of an import batch, with the keys `HostImportKeys.hosts` holds for it at the same place. */
