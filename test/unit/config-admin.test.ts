@@ -4,23 +4,13 @@ import { randomBytes } from 'node:crypto';
 import { parseConfig, type ParseOptions } from '../../src/config/load.js';
 import { planReload } from '../../src/config/reload.js';
 import { contextOf } from '../../src/cli/context.js';
-import { configError } from '../support/config-errors.js';
+import { configError, parseOptions } from '../support/config-errors.js';
 
 const SECRET = randomBytes(32).toString('base64');
 const TOKEN = 'f'.repeat(64);
 const zones = [{ name: 'dyn.example.org', primary: '127.0.0.1:53', key: { name: 'ddns-key', secret: SECRET } }];
 
-function opts(files: Record<string, string> = {}, env: NodeJS.ProcessEnv = {}): ParseOptions {
-  return {
-    env,
-    baseDir: '/etc/ddns-bridge',
-    readFile: (p) => {
-      const text = files[p];
-      if (text === undefined) throw Object.assign(new Error(`ENOENT: ${p}`), { code: 'ENOENT' });
-      return text;
-    },
-  };
-}
+const opts = parseOptions;
 
 const withToken = opts({ '/etc/ddns-bridge/admin.token': `${TOKEN}\n` });
 

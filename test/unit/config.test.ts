@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../../src/core/errors.js';
-import { configError as configErrorOf } from '../support/config-errors.js';
+import { configError as configErrorOf, parseOptions } from '../support/config-errors.js';
 import {
   configWarnings,
   DEFAULT_BLOCKED_AGENTS,
@@ -27,17 +27,7 @@ const zone = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-function opts(files: Record<string, string> = {}, env: NodeJS.ProcessEnv = {}): ParseOptions {
-  return {
-    env,
-    baseDir: '/etc/ddns-bridge',
-    readFile: (p) => {
-      const text = files[p];
-      if (text === undefined) throw Object.assign(new Error(`ENOENT: ${p}`), { code: 'ENOENT' });
-      return text;
-    },
-  };
-}
+const opts = parseOptions;
 
 const configError = (json: unknown, o: ParseOptions = opts()) => configErrorOf(json, o);
 
