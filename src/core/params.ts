@@ -4,6 +4,7 @@
  */
 import { parseAddressList, type AddressPair } from './addresses.js';
 import { normalizeHostname } from './names.js';
+import { parseIpv6Prefix, type Ipv6Prefix } from './prefix.js';
 
 export const MAX_HOSTS_PER_REQUEST = 20;
 
@@ -26,6 +27,8 @@ export interface UpdateParams {
   mx: string | 'keep' | undefined;
   backmx: boolean | 'keep';
   offline: boolean;
+  /** `ipv6prefix` / `ip6lanprefix`: the first that is a prefix (docs/protocol.md, "IPv6 prefixes"); else undefined. */
+  ipv6Prefix?: Ipv6Prefix;
   /** `system` is absent or one of dyndns/statdns/custom. */
   systemSupported: boolean;
 }
@@ -36,6 +39,8 @@ const SUPPORTED_SYSTEMS = new Set(['dyndns', 'statdns', 'custom']);
  * ignored.
  */
 const IPV6_ALIASES = ['myipv6', 'ipv6', 'myip6'];
+/** The delegated prefix: dynv6's name, then the FRITZ!Box's. */
+const PREFIX_NAMES = ['ipv6prefix', 'ip6lanprefix'];
 
 function first(params: ParamMap, name: string): string | undefined {
   return params.get(name)?.[0];
@@ -81,8 +86,20 @@ export function parseUpdateParams(params: ParamMap): UpdateParams {
     mx,
     backmx: backmxValue === 'NOCHG' ? 'keep' : yesNo(backmxValue),
     offline: yesNo(first(params, 'offline')),
+    ...prefixParam(params),
     systemSupported: system === undefined || system === '' || SUPPORTED_SYSTEMS.has(system),
   };
+}
+
+function prefixParam(params: ParamMap): { ipv6Prefix?: Ipv6Prefix } {
+  for (const name of PREFIX_NAMES) {
+    const prefix = params
+      .get(name)
+      ?.map(parseIpv6Prefix)
+      .find((p) => p !== undefined);
+    if (prefix !== undefined) return { ipv6Prefix: prefix };
+  }
+  return {};
 }
 
 /** `a,b` style address text for a reply line: IPv4 first, comma separated. */

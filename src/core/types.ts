@@ -33,8 +33,18 @@ export interface HostRecord extends HostDnsState {
   account: string;
   type: HostType;
   state: HostState;
+  /** The host whose IPv6 prefix it follows, and its interface identifier (docs/protocol.md, "IPv6 prefixes"). */
+  link?: HostLink;
+  /** The last delegated prefix an update of this host carried, which its linked hosts follow (`network/length`). */
+  prefix?: string;
   /** Milliseconds since the epoch of the last change confirmed by DNS (0 = never). */
   updatedAt: number;
+}
+
+/** A host that follows another's prefix: AAAA = the parent's prefix + `iid` (core/prefix.ts). */
+export interface HostLink {
+  parent: string;
+  iid: string;
 }
 
 export function emptyDnsState(): HostDnsState {
