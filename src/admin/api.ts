@@ -61,6 +61,11 @@ const HOST_PROPERTIES: Record<string, JsonSchema> = {
   wildcard: { type: 'boolean' },
   mx: nullable({ type: 'string' }),
   backmx: { type: 'boolean' },
+  txt: {
+    type: 'array',
+    items: { type: 'string' },
+    description: 'ACME TXT values at _acme-challenge.<fqdn>, oldest first',
+  },
   updatedAt: nullable({ type: 'integer', description: 'milliseconds since the epoch' }),
 };
 
@@ -111,8 +116,9 @@ export const SCHEMAS: Record<string, JsonSchema> = {
       lastUsed: nullable({ type: 'string', format: 'date-time' }),
       from: { type: 'array', items: { type: 'string' } },
       note: { type: 'string' },
+      acmeOnly: { type: 'boolean', description: 'it may set and clear ACME TXT values only' },
     },
-    ['id', 'host', 'account', 'created', 'expires', 'lastUsed', 'from', 'note'],
+    ['id', 'host', 'account', 'created', 'expires', 'lastUsed', 'from', 'note', 'acmeOnly'],
   ),
   NewToken: object(
     {
@@ -123,8 +129,9 @@ export const SCHEMAS: Record<string, JsonSchema> = {
       expires: nullable({ type: 'string', format: 'date-time' }),
       from: { type: 'array', items: { type: 'string' } },
       note: { type: 'string' },
+      acmeOnly: { type: 'boolean' },
     },
-    ['id', 'token', 'host', 'account', 'expires', 'from', 'note'],
+    ['id', 'token', 'host', 'account', 'expires', 'from', 'note', 'acmeOnly'],
   ),
   AgentBlock: object({ pattern: { type: 'string' }, source: { enum: ['config', 'redis'] } }, ['pattern', 'source']),
   Error: object(
@@ -298,6 +305,7 @@ export const OPERATIONS: readonly Operation[] = [
         oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }],
       },
       note: str('a note for the operator (at most 200 characters)'),
+      acmeOnly: { type: 'boolean', description: 'the token may set and clear ACME TXT values and nothing else' },
     }),
     success: { status: 201, schema: ref('NewToken'), description: 'the token' },
     errors: [404, 409],
@@ -306,11 +314,21 @@ export const OPERATIONS: readonly Operation[] = [
         expires: req.body.expires as string | undefined,
         from: req.body.from as string | string[] | undefined,
         note: req.body.note as string | undefined,
+        acmeOnly: req.body.acmeOnly === true,
       });
       const v = tokenView(record);
       return {
         status: 201,
-        body: { id: v.id, token, host: v.host, account: v.account, expires: v.expires, from: v.from, note: v.note },
+        body: {
+          id: v.id,
+          token,
+          host: v.host,
+          account: v.account,
+          expires: v.expires,
+          from: v.from,
+          note: v.note,
+          acmeOnly: v.acmeOnly,
+        },
       };
     },
   },

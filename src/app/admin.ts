@@ -65,6 +65,8 @@ export interface HostView {
   wildcard: boolean;
   mx: string | null;
   backmx: boolean;
+  /** The ACME TXT values at `_acme-challenge.<fqdn>`, oldest first (docs/protocol.md, "ACME TXT records"). */
+  txt: readonly string[];
   updatedAt: number | null;
 }
 
@@ -81,6 +83,8 @@ export interface TokenView {
   lastUsed: string | null;
   from: readonly string[];
   note: string;
+  /** It may set and clear the host's ACME TXT values and nothing else. */
+  acmeOnly: boolean;
 }
 
 /** What `token add` / `POST /v1/hosts/{fqdn}/tokens` asks for, as given (text). */
@@ -90,6 +94,8 @@ export interface TokenOptions {
   /** CIDR blocks, comma-separated (or a list). */
   from?: string | readonly string[];
   note?: string;
+  /** TXT only: `--acme-only` (docs/security.md, "Update tokens"). */
+  acmeOnly?: boolean;
 }
 
 export const HOST_STATE_CHANGES = {
@@ -146,6 +152,7 @@ export function hostView(h: HostRecord): HostView {
     wildcard: h.wildcard,
     mx: h.mx,
     backmx: h.backmx,
+    txt: h.txt ?? [],
     updatedAt: h.updatedAt || null,
   };
 }
@@ -161,6 +168,7 @@ export function tokenView(t: TokenRecord): TokenView {
     lastUsed: iso(t.lastUsedAt),
     from: t.from,
     note: t.note,
+    acmeOnly: t.acmeOnly,
   };
 }
 
@@ -290,6 +298,8 @@ export class AdminService {
             zone,
             previous: claimed.host,
             target: { ...emptyDnsState(), offline: false },
+            // Its ACME TXT set goes too, when it has one.
+            ...(claimed.host.txt === undefined ? {} : { txt: [] }),
           });
         } catch (err) {
           // The host stays; if the deletes may still be applied, its stored state goes out again.
@@ -334,6 +344,7 @@ export class AdminService {
           expiresInMs,
           from: sources.from,
           note,
+          acmeOnly: opts.acmeOnly === true,
         });
         return { record, token: minted.token };
       } catch (err) {

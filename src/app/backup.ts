@@ -117,6 +117,8 @@ const tokenLine = (t: StoredToken) => ({
   lastUsedAt: t.lastUsedAt,
   from: t.from,
   note: t.note,
+  // Only when set: an export without TXT-only tokens reads as before.
+  ...(t.acmeOnly ? { acmeOnly: true } : {}),
 });
 
 // ---- import ----
@@ -540,6 +542,7 @@ function parseToken(line: Fields, checks: RecordChecks): StoredToken {
     lastUsedAt: line.nullable('lastUsedAt', () => line.time('lastUsedAt')),
     from,
     note,
+    acmeOnly: line.flag('acmeOnly'),
   };
 }
 
@@ -591,6 +594,11 @@ class Fields {
     if (!Array.isArray(v) || !v.every((s) => typeof s === 'string'))
       throw new Error(`${this.kindText()}: ${field} must be a list of strings`);
     return v as string[];
+  }
+
+  /** A flag that may be left out (false). */
+  flag(field: string): boolean {
+    return Object.hasOwn(this.object, field) ? this.boolean(field) : false;
   }
 
   /** null when the field is null, else what `read` makes of it. */

@@ -6,6 +6,7 @@
  * as `host remove` takes it, so no update races it; it never deletes a name Redis does not know.
  * docs/operators.md, "Drift". Not the repair loop (reconcile.ts), which republishes interrupted changes.
  */
+import { storedTxt } from '../core/txt.js';
 import { familiesToLeave, pickDns, type HostRecord, type TargetState } from '../core/types.js';
 import type {
   HostAdmin,
@@ -66,7 +67,9 @@ export function storedChange(host: HostRecord, zone: string): HostChange {
   if (host.state === 'offline')
     return { fqdn, zone, previous: host, target: { ...pickDns(host), ipv4: null, ipv6: null, offline: false } };
   const target = { ...pickDns(host), offline: false };
-  return { fqdn, zone, previous: host, target, leave: familiesToLeave(host, { ipv4: false, ipv6: false }) };
+  const leave = familiesToLeave(host, { ipv4: false, ipv6: false });
+  // The ACME TXT set is rewritten with the rest (the comparison leaves TXT out: ZoneRecordType).
+  return { fqdn, zone, previous: host, target, leave, ...storedTxt(host) };
 }
 
 /** What the store records once the stored state is published again: itself (the commit keeps the state). */

@@ -261,7 +261,7 @@ export interface HostGate {
    * count is undone, and the store makes sure the recorded state is published again — the
    * caller must not acknowledge the change. 'gone': the host was removed meanwhile.
    */
-  commit(lease: Lease, target: TargetState, opts?: { republish?: boolean }): Promise<CommitOutcome>;
+  commit(lease: Lease, target: TargetState, opts?: { republish?: boolean; prefix?: string }): Promise<CommitOutcome>;
   /**
    * Undo this request's frequency count (dnserr / 911 do not count) and drop the lease. With
    * `republishInMs`, the primary may hold something Redis does not (what was sent may still
@@ -335,6 +335,50 @@ export interface HostAdmin {
   indexNesting(zones: readonly string[]): Promise<number>;
 }
 
+/** A host linked to a parent: it follows the parent's IPv6 prefix with this interface identifier. */
+export interface LinkedHost {
+  fqdn: string;
+  iid: string;
+}
+
+/** Why a linked host was left out of its parent's prefix change. */
+export type LinkSkip = 'gone' | 'unlinked' | 'not-owner' | 'not-dynamic' | 'offline' | 'blocked' | 'closed' | 'busy';
+
+export type LinkedAdmission =
+  | { kind: 'skipped'; reason: LinkSkip }
+  /** It has the address already. */
+  | { kind: 'nochg' }
+  /** Its lease is the caller's until commit() or release() (HostGate), as for an update's admission. */
+  | { kind: 'change'; host: HostRecord; lease: Lease; repairDue: boolean; families: AddressFamilies };
+
+/** Hosts that follow another's IPv6 prefix (docs/protocol.md, "IPv6 prefixes"). */
+export interface HostLinks {
+  /** The hosts linked to `parent`. */
+  linkedTo(parent: string): Promise<LinkedHost[]>;
+  /**
+   * Take the lease of a host linked to `parent` (whose lease the caller holds) to give it `ipv6`: not counted by the
+   * frequency rule. Skipped when it is gone, no longer linked to `parent` with `iid`, not of `account`, not dynamic,
+   * not active, or busy with a change of its own.
+   */
+  admitLinked(req: {
+    fqdn: string;
+    parent: string;
+    account: string;
+    iid: string;
+    ipv6: string;
+    leaseMs: number;
+  }): Promise<LinkedAdmission>;
+  /**
+   * Link `fqdn` to `parent` (or move it to another parent, or change its iid). NotFoundError: either host; ConflictError:
+   * another account's, not dynamic, a chain (the parent follows one, or the host has followers), or `maxLinks` reached.
+   */
+  link(fqdn: string, parent: string, iid: string, maxLinks: number): Promise<void>;
+  /** Remove the link; returns the former parent. NotFoundError: no such host, or not linked. */
+  unlink(fqdn: string): Promise<string>;
+  /** A host was removed: drop it from its parent's links, and the links of the hosts that followed it. */
+  forget(fqdn: string, parent: string | undefined): Promise<void>;
+}
+
 /** Update tokens as the operator manages them (the login's lookup is TokenLookup). */
 export interface TokenAdmin {
   /** NotFoundError without such a host; ConflictError when the id is taken. */
@@ -380,6 +424,11 @@ export interface Publisher {
   zoneFor(fqdn: string): string | undefined;
   /** Resolves once the primary answered NOERROR with a valid TSIG; else DnsUpdateError. */
   publish(change: HostChange): Promise<void>;
+  /**
+   * Several hosts' changes, each settling as `publish` does: those of one zone go out together in one UPDATE message
+   * (a parent and the hosts that follow its prefix). Absent: each is published on its own.
+   */
+  publishTogether?(changes: readonly HostChange[]): Promise<void>[];
   /** The zone's primary timed out or dropped the connection within the last `ms`, with no answer since. */
   recentlyUnreachable(zone: string, ms: number): boolean;
 }

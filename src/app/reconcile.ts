@@ -15,6 +15,7 @@
 import { DnsUpdateError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { NO_TELEMETRY, type Telemetry } from '../core/telemetry.js';
+import { storedTxt } from '../core/txt.js';
 import { familiesToLeave, pickDns } from '../core/types.js';
 import type { HostGate, Publisher, Reclaimed } from './ports.js';
 
@@ -106,7 +107,9 @@ export class Reconciler {
       try {
         // What the interrupted change wrote is rewritten to the stored state; a family it did
         // not write and the store does not know stays as the primary has it (docs/protocol.md, "The update request").
-        await publisher.publish({ fqdn, zone, previous: host, target, leave: familiesToLeave(host, families) });
+        // Its ACME TXT set too, when it has one: the interrupted change may have been one of it.
+        const leave = familiesToLeave(host, families);
+        await publisher.publish({ fqdn, zone, previous: host, target, leave, ...storedTxt(host) });
       } catch (err) {
         // Due again later; until then a request may take the host over (and republishes it
         // with its own change), so requests never wait for a primary that is down.

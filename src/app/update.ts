@@ -17,6 +17,8 @@ import {
 import { parseAddress, type AddressPair } from '../core/addresses.js';
 import { normalizeHostname } from '../core/names.js';
 import { looksLikeToken } from '../core/update-tokens.js';
+import { prefixExpectations, type Ipv6Prefix } from '../core/prefix.js';
+import { PrefixFollowers } from './prefix-links.js';
 import type {
   AccountView,
   AdmitGuard,
@@ -29,6 +31,8 @@ import type {
   Credentials,
   HostAdmin,
   HostGate,
+  HostLinks,
+  Lease,
   MxResolver,
   Publisher,
   TokenAuthenticator,
@@ -65,6 +69,8 @@ export interface UpdateServiceDeps {
   clientPolicy: ClientPolicy;
   hosts: HostGate;
   registry: Pick<HostAdmin, 'get'>;
+  /** Hosts that follow a parent's IPv6 prefix (docs/protocol.md, "IPv6 prefixes"); without, ipv6prefix is ignored. */
+  links?: HostLinks;
   publisher: Publisher;
   mxResolver: MxResolver;
   frequency: FrequencySettings;
@@ -345,7 +351,7 @@ export class UpdateService {
     // the abuse check) but never changes anything.
     const admission = await this.admit({
       ...base,
-      expect: forbiddenOffline ? null : expectationsFor(settings, resolvedMx),
+      expect: forbiddenOffline ? null : { ...expectationsFor(settings, resolvedMx), ...this.prefixExpected(asked) },
       guard,
     });
     if (admission.kind === 'refused') return { refused: admission.check };
@@ -360,8 +366,10 @@ export class UpdateService {
     // already): leave it. The store says which ones this change writes (admit).
     const previous = admission.host;
     const leave = familiesToLeave(previous, admission.families);
+    const followers = await this.prefixFollowers(fqdn, account.name, asked, admission.lease);
     try {
-      await this.deps.publisher.publish({ fqdn, zone, previous, target, leave });
+      const change = { fqdn, zone, previous, target, leave };
+      await (followers ? followers.publishWith(change) : this.deps.publisher.publish(change));
     } catch (err) {
       // dnserr promises the stored state untouched: if the count and lease cannot be undone,
       // say 911. When the primary may still apply what was sent, the stored state goes out
@@ -382,7 +390,8 @@ export class UpdateService {
     }
     let committed: CommitOutcome;
     try {
-      committed = await this.deps.hosts.commit(admission.lease, target);
+      const prefix = followers?.recorded;
+      committed = await this.deps.hosts.commit(admission.lease, target, prefix === undefined ? {} : { prefix });
     } catch (err) {
       // Recorded on the primary, not yet on enough replicas: not acknowledged (911); the
       // client's retry finds it stored (docs/operators.md, "Redis failover").
@@ -412,6 +421,36 @@ export class UpdateService {
       return { outcome: 'unknown-host' };
     }
     return { outcome: 'changed', addresses: shown };
+  }
+
+  /** The prefix a host's update carries, when the bridge links hosts and the host does not go offline. */
+  private prefixOf(asked: AskedChange): Ipv6Prefix | undefined {
+    return this.deps.links && !asked.settings.offline ? asked.params.ipv6Prefix : undefined;
+  }
+
+  /** What an update with a prefix expects stored besides its settings (docs/protocol.md, "IPv6 prefixes"). */
+  private prefixExpected(asked: AskedChange): Record<string, string> {
+    const prefix = this.prefixOf(asked);
+    return prefix ? prefixExpectations(prefix) : {};
+  }
+
+  /** The hosts that follow the prefix of a change of `fqdn`, admitted; none without a prefix. A store failure: 911. */
+  private async prefixFollowers(
+    fqdn: string,
+    account: string,
+    asked: AskedChange,
+    lease: Lease,
+  ): Promise<PrefixFollowers | undefined> {
+    const prefix = this.prefixOf(asked);
+    const { links, hosts, publisher, leaseMs, logger } = this.deps;
+    if (prefix === undefined || links === undefined) return undefined;
+    try {
+      return await PrefixFollowers.admit({ links, hosts, publisher, leaseMs, logger }, fqdn, account, prefix);
+    } catch (err) {
+      await hosts.release(lease).catch(() => undefined);
+      if (err instanceof StoreUnavailableError) throw err;
+      throw new ServiceFault(`the hosts linked to ${fqdn}: ${(err as Error).message}`);
+    }
   }
 
   /**

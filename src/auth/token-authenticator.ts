@@ -35,9 +35,10 @@ export class CachedTokenAuthenticator implements TokenAuthenticator {
       login = found;
       this.cache.set(hash, login);
     }
-    // The user names the token's host or that host's account (routers often have no hostname field).
+    // The user names the token's host or that host's account (routers often have no hostname field), or the token's
+    // id (acme-dns clients send a user id beside the key: docs/clients.md, "Certificates (ACME DNS-01)").
     const user = credentials.user.trim();
-    if (user !== login.account.name && normalizeHostname(user) !== login.fqdn) return undefined;
+    if (user !== login.account.name && user !== login.id && normalizeHostname(user) !== login.fqdn) return undefined;
     return sourceAllowed(login.from, sourceIp) ? login : undefined;
   }
 

@@ -85,6 +85,7 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
     clientPolicy: store.clientPolicy,
     hosts: store.hosts,
     registry: store.hosts,
+    links: store.links,
     publisher,
     mxResolver,
     frequency,

@@ -237,12 +237,17 @@ const cli = yargs(hideBin(process.argv))
               type: 'string',
               describe: 'usable only from these CIDR blocks: 192.0.2.0/24,2001:db8::/48',
             })
-            .option('note', { type: 'string', describe: 'a note shown by token list' }),
+            .option('note', { type: 'string', describe: 'a note shown by token list' })
+            .option('acme-only', {
+              type: 'boolean',
+              default: false,
+              describe: 'the token may set and clear the ACME TXT values (txt=) and nothing else',
+            }),
         async (argv) =>
           (await commands.tokens()).tokenAdd(
             await ctx(argv),
             argv.fqdn,
-            { expires: argv.expires, from: argv.from, note: argv.note },
+            { expires: argv.expires, from: argv.from, note: argv.note, acmeOnly: argv.acmeOnly },
             out,
           ),
       )

@@ -345,6 +345,8 @@ function readFrequency(s: Section): Config['frequency'] {
     maxFrequent: s.integer('maxFrequent', 3, { min: 0 }),
     echoMinIntervalMs: s.seconds('echoMinInterval', 60),
     echoCooldownMs: s.seconds('echoCooldown', 3600),
+    txtLimit: s.integer('txtLimit', 30, { min: 0 }),
+    txtWindowMs: s.seconds('txtWindow', 3600, { positive: true }),
   };
   s.done();
   return f;

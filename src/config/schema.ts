@@ -97,6 +97,9 @@ export interface Config {
     maxFrequent: number;
     echoMinIntervalMs: number;
     echoCooldownMs: number;
+    /** ACME TXT requests per host and window; more get `abuse` (TXT only). */
+    txtLimit: number;
+    txtWindowMs: number;
   };
   mx: {
     /** The resolvers that check an `mx` target: an IP address, `address:port` or `[IPv6]:port`. */

@@ -5,6 +5,7 @@
 import { parseAddressList, type AddressPair } from './addresses.js';
 import { normalizeHostname } from './names.js';
 import { parseIpv6Prefix, type Ipv6Prefix } from './prefix.js';
+import { parseTxtAsk, txtHostname, type TxtAsk } from './txt.js';
 
 export const MAX_HOSTS_PER_REQUEST = 20;
 
@@ -29,8 +30,10 @@ export interface UpdateParams {
   offline: boolean;
   /** `ipv6prefix` / `ip6lanprefix`: the first that is a prefix (docs/protocol.md, "IPv6 prefixes"); else undefined. */
   ipv6Prefix?: Ipv6Prefix;
-  /** `system` is absent or one of dyndns/statdns/custom. */
+  /** `system` is absent or one of dyndns/statdns/custom, and a `txt` value is valid (else `badsys`). */
   systemSupported: boolean;
+  /** `txt` / `clear`: a change of the ACME TXT set, and only that (docs/protocol.md, "ACME TXT records"). */
+  txt?: TxtAsk;
 }
 
 const SUPPORTED_SYSTEMS = new Set(['dyndns', 'statdns', 'custom']);
@@ -62,7 +65,10 @@ export function hostnameList(value: string): string[] | undefined {
 export function parseUpdateParams(params: ParamMap): UpdateParams {
   const rawHosts = hostnameList(first(params, 'hostname') ?? '');
   const tooManyHosts = rawHosts === undefined;
-  const hosts = (rawHosts ?? []).map((raw) => ({ raw, fqdn: normalizeHostname(raw) }));
+  const txt = parseTxtAsk(first(params, 'txt'), first(params, 'clear'));
+  // A TXT change may name the host as its challenge name, `_acme-challenge.<host>`.
+  const hostOf = txt === undefined ? normalizeHostname : txtHostname;
+  const hosts = (rawHosts ?? []).map((raw) => ({ raw, fqdn: hostOf(raw) }));
 
   const addresses = parseAddressList(
     params.get('myip') ?? [],
@@ -87,7 +93,8 @@ export function parseUpdateParams(params: ParamMap): UpdateParams {
     backmx: backmxValue === 'NOCHG' ? 'keep' : yesNo(backmxValue),
     offline: yesNo(first(params, 'offline')),
     ...prefixParam(params),
-    systemSupported: system === undefined || system === '' || SUPPORTED_SYSTEMS.has(system),
+    systemSupported: (system === undefined || system === '' || SUPPORTED_SYSTEMS.has(system)) && txt?.op !== 'invalid',
+    ...(txt === undefined ? {} : { txt }),
   };
 }
 

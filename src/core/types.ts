@@ -39,6 +39,11 @@ export interface HostRecord extends HostDnsState {
   prefix?: string;
   /** Milliseconds since the epoch of the last change confirmed by DNS (0 = never). */
   updatedAt: number;
+  /**
+   * The ACME TXT values at `_acme-challenge.<fqdn>`, oldest first (docs/protocol.md, "ACME TXT records");
+   * undefined: the bridge has never set any, and leaves that name alone.
+   */
+  txt?: readonly string[];
 }
 
 /** A host that follows another's prefix: AAAA = the parent's prefix + `iid` (core/prefix.ts). */

@@ -32,6 +32,8 @@ export interface TokenRecord {
   /** Source blocks the token may be used from (CIDR text); empty: anywhere. */
   from: readonly string[];
   note: string;
+  /** It may set and clear the host's ACME TXT values and nothing else (`--acme-only`). */
+  acmeOnly: boolean;
 }
 
 /** What `token add` asks for, validated. */
@@ -41,6 +43,7 @@ export interface TokenRequest {
   expiresInMs?: number;
   from: readonly string[];
   note: string;
+  acmeOnly?: boolean;
 }
 
 /** Whether a password is shaped like a token (only those are looked up as tokens). */

@@ -4,6 +4,7 @@
  */
 import type { HostChange } from '../app/ports.js';
 import { MAX_NAME_LENGTH } from '../core/names.js';
+import { planTxt } from './txt-plan.js';
 import type { Prerequisite, UpdateOperation } from './wire.js';
 
 /** The part of an UPDATE message that one host contributes. */
@@ -18,6 +19,8 @@ export const MX_PRIMARY_PREFERENCE = 10;
 export const MX_BACKUP_PREFERENCE = 20;
 
 export function planChange(change: HostChange, ttl: number): HostPlan {
+  // The ACME TXT set alone (docs/protocol.md, "ACME TXT records"): nothing else of the host is written.
+  if (change.txtOnly) return { fqdn: change.fqdn, zone: change.zone, ...planTxt(change, ttl) };
   const host = change.fqdn;
   const wildcard = `*.${host}`;
   const wildcardFits = wildcard.length <= MAX_NAME_LENGTH;
@@ -37,7 +40,7 @@ export function planChange(change: HostChange, ttl: number): HostPlan {
       del(wildcard, 'A');
       del(wildcard, 'AAAA');
     }
-    return { fqdn: host, zone: change.zone, prerequisites, updates };
+    return withTxt({ fqdn: host, zone: change.zone, prerequisites, updates }, change, ttl);
   }
 
   // A family the change leaves has no address in the target (the store does not know it).
@@ -89,5 +92,16 @@ export function planChange(change: HostChange, ttl: number): HostPlan {
       });
     }
   }
-  return { fqdn: host, zone: change.zone, prerequisites, updates };
+  return withTxt({ fqdn: host, zone: change.zone, prerequisites, updates }, change, ttl);
+}
+
+/** The plan with the change's TXT set appended, when it has one (a republish of a host that manages TXT). */
+function withTxt(plan: HostPlan, change: HostChange, ttl: number): HostPlan {
+  if (change.txt === undefined) return plan;
+  const txt = planTxt(change, ttl);
+  return {
+    ...plan,
+    prerequisites: [...plan.prerequisites, ...txt.prerequisites],
+    updates: [...plan.updates, ...txt.updates],
+  };
 }

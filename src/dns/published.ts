@@ -19,6 +19,8 @@ function valueOf(data: RecordData): string {
       return `${data.preference} ${lower(data.exchange)}`;
     case 'CNAME':
       return lower(data.target);
+    case 'TXT':
+      return data.text;
   }
 }
 

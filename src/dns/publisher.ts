@@ -34,8 +34,28 @@ export class DnsPublisher implements Publisher {
     if (!sender || this.zoneFor(change.fqdn) !== change.zone) {
       throw protocolFailure(change.zone, `${change.fqdn} is not a name under a configured zone ${change.zone}`);
     }
+    await this.logFailure(change, sender.send(planChange(change, this.dns.ttl)));
+  }
+
+  /** Those of one zone in one message (ZoneSender.sendGroup), each settling as publish does. */
+  publishTogether(changes: readonly HostChange[]): Promise<void>[] {
+    const out: Promise<void>[] = new Array<Promise<void>>(changes.length);
+    const byZone = new Map<ZoneSender, number[]>();
+    changes.forEach((change, i) => {
+      const sender = this.senders.get(change.zone);
+      if (!sender || this.zoneFor(change.fqdn) !== change.zone) out[i] = this.publish(change);
+      else byZone.set(sender, [...(byZone.get(sender) ?? []), i]);
+    });
+    for (const [sender, indexes] of byZone) {
+      const sent = sender.sendGroup(indexes.map((i) => planChange(changes[i]!, this.dns.ttl)));
+      indexes.forEach((i, k) => (out[i] = this.logFailure(changes[i]!, sent[k]!)));
+    }
+    return out;
+  }
+
+  private async logFailure(change: HostChange, sent: Promise<void>): Promise<void> {
     try {
-      await sender.send(planChange(change, this.dns.ttl));
+      await sent;
     } catch (err) {
       if (err instanceof DnsUpdateError) {
         // The message ends with the operator hint (see rcode.ts); it never holds key material.

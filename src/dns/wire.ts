@@ -15,7 +15,7 @@ export const CLASS_NONE = 254;
 /** RFC 2136: "RRset exists" prerequisites and "delete an RRset" updates; TSIG records. */
 export const CLASS_ANY = 255;
 
-export const TYPE_CODES = { A: 1, NS: 2, CNAME: 5, SOA: 6, MX: 15, AAAA: 28 } as const;
+export const TYPE_CODES = { A: 1, NS: 2, CNAME: 5, SOA: 6, MX: 15, TXT: 16, AAAA: 28 } as const;
 export const TYPE_TSIG = 250;
 
 /** The record types the bridge reads or writes. There is deliberately no `ANY`. */
@@ -25,7 +25,9 @@ export type RecordData =
   | { type: 'A'; address: string }
   | { type: 'AAAA'; address: string }
   | { type: 'MX'; preference: number; exchange: string }
-  | { type: 'CNAME'; target: string };
+  | { type: 'CNAME'; target: string }
+  /** One character-string (RFC 1035 §3.3.14): at most 255 bytes of ASCII. */
+  | { type: 'TXT'; text: string };
 
 /** RFC 2136 §2.4 prerequisites (only the two value-independent kinds are needed). */
 export type Prerequisite =
@@ -208,6 +210,11 @@ function rdataLength(data: RecordData): number {
       return 2 + rdataNameLength(data.exchange);
     case 'CNAME':
       return rdataNameLength(data.target);
+    case 'TXT':
+      // eslint-disable-next-line no-control-regex
+      if (data.text.length > 255 || /[^\x00-\x7f]/.test(data.text))
+        throw new WireFormatError('a TXT string must be at most 255 bytes of ASCII');
+      return 1 + data.text.length;
   }
 }
 
@@ -224,6 +231,9 @@ function writeRdata(buf: Buffer, pos: number, data: RecordData): number {
       return writeRdataName(buf, pos, data.exchange);
     case 'CNAME':
       return writeRdataName(buf, pos, data.target);
+    case 'TXT':
+      buf[pos] = data.text.length;
+      return pos + 1 + buf.write(data.text, pos + 1, 'latin1');
   }
 }
 

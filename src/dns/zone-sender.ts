@@ -54,6 +54,8 @@ interface PendingHost {
   inFlight: boolean;
   /** An earlier attempt's outcome is unknown: the primary may apply it yet. */
   maybeApplied: boolean;
+  /** Queued by one sendGroup: its first message holds the whole group (a parent and the hosts that follow it). */
+  group?: number;
   settled: boolean;
   timer: NodeJS.Timeout;
   resolve(): void;
@@ -87,6 +89,8 @@ export class ZoneSender {
   /** performance.now() of the last timeout or lost connection, cleared by any answer. */
   private lastUnreachableAt: number | undefined;
   private closed = false;
+  /** The last sendGroup's number. */
+  private groups = 0;
   private readonly telemetry: Telemetry;
   readonly stats: ZoneSenderStats = { messagesSent: 0, hostsSent: 0, largestMessageHosts: 0 };
 
@@ -112,6 +116,23 @@ export class ZoneSender {
 
   /** Resolves once the primary applied the plan (NOERROR, valid TSIG); else DnsUpdateError. */
   send(plan: HostPlan): Promise<void> {
+    const promise = this.enqueue(plan);
+    this.pump();
+    return promise;
+  }
+
+  /**
+   * Several hosts' plans in one message (more than maxHostsPerMessage or maxMessageBytes if need be), each settling as
+   * send's: when that message fails, each host is tried on its own, as in any multi-host message.
+   */
+  sendGroup(plans: readonly HostPlan[]): Promise<void>[] {
+    const group = ++this.groups;
+    const promises = plans.map((plan) => this.enqueue(plan, group));
+    this.pump();
+    return promises;
+  }
+
+  private enqueue(plan: HostPlan, group?: number): Promise<void> {
     if (this.closed) return Promise.reject(connectionFailure(this.zone.name, 'sender is closed'));
     let size: number;
     try {
@@ -139,6 +160,7 @@ export class ZoneSender {
         }, this.dns.timeoutMs),
         resolve,
         reject,
+        ...(group === undefined ? {} : { group }),
       };
       this.queue.push(host);
     });
@@ -147,7 +169,6 @@ export class ZoneSender {
       this.outstanding.delete(promise);
     };
     promise.then(forget, forget);
-    this.pump();
     return promise;
   }
 
@@ -207,6 +228,18 @@ export class ZoneSender {
         continue;
       }
       if (batch.length > 0 && (head.solo || bytes + head.size > this.maxBytes)) break;
+      if (head.group !== undefined && !head.solo) {
+        // A group goes whole: into this message if it fits, else into the next, past the limits if it must.
+        let end = 1;
+        while (end < this.queue.length && this.queue[end]!.group === head.group && !this.queue[end]!.solo) end++;
+        const members = this.queue.slice(0, end).filter((h) => !h.settled);
+        const size = members.reduce((n, h) => n + h.size, 0);
+        if (batch.length > 0 && (batch.length + members.length > this.maxHosts || bytes + size > this.maxBytes)) break;
+        this.queue.splice(0, end);
+        batch.push(...members);
+        bytes += size;
+        continue;
+      }
       this.queue.shift();
       batch.push(head);
       bytes += head.size;

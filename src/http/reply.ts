@@ -12,13 +12,16 @@ const REASONS: Record<number, string> = {
   200: 'OK',
   400: 'Bad Request',
   401: 'Unauthorized',
+  403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
   408: 'Request Timeout',
   413: 'Payload Too Large',
   414: 'URI Too Long',
+  429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
+  502: 'Bad Gateway',
   503: 'Service Unavailable',
 };
 
@@ -26,6 +29,8 @@ export interface RawReply {
   status: number;
   body: string;
   headers?: ReadonlyArray<readonly [string, string]>;
+  /** Default text/plain (the ACME client APIs answer JSON: http/acme.ts). */
+  contentType?: string;
 }
 
 /** `headOnly`: a HEAD request gets the headers (with the body's length) and no body. */
@@ -33,7 +38,7 @@ export function encodeReply(reply: RawReply, headOnly = false): Buffer {
   const body = Buffer.from(reply.body, 'utf8');
   let head =
     `HTTP/1.0 ${reply.status} ${REASONS[reply.status] ?? 'Error'}\r\n` +
-    'Content-Type: text/plain; charset=utf-8\r\n' +
+    `Content-Type: ${reply.contentType ?? 'text/plain'}; charset=utf-8\r\n` +
     `Content-Length: ${body.length}\r\n` +
     'Connection: close\r\n';
   for (const [name, value] of reply.headers ?? []) head += `${name}: ${value}\r\n`;

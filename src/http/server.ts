@@ -14,6 +14,7 @@ import type { EchoService } from '../app/echo.js';
 import { ClientAddressResolver, paramsOf, parseBasicAuth } from './request.js';
 import { echoReply, encodeReply, errorReply, outcomeReply, updateReply, type RawReply } from './reply.js';
 import { readTlsPair, summarize, type TlsListenerFiles } from './tls.js';
+import { ACME_PATHS, answerAcme, isAcmeRoute, type AcmeRoute } from './acme.js';
 
 export interface HttpSettings {
   basePath: string;
@@ -27,7 +28,7 @@ export interface HttpSettings {
   maxConnections: number;
 }
 
-type Route = 'update' | 'echo';
+type Route = 'update' | 'echo' | AcmeRoute;
 
 /**
  * What the frontend keeps per connection, on the socket itself. Not in a WeakMap keyed by
@@ -86,6 +87,8 @@ export class HttpFrontend {
     for (const p of [`${base}/dyndns/update`, ...UPDATE_ALIASES, ...UPDATE_ALIASES.map((a) => base + a)])
       this.routes.set(p, 'update');
     for (const p of [...ECHO_PATHS, ...ECHO_PATHS.map((e) => base + e)]) this.routes.set(p, 'echo');
+    // The ACME client APIs (docs/protocol.md, "ACME client APIs").
+    for (const [p, route] of ACME_PATHS) for (const path of [p, base + p]) this.routes.set(path, route);
     this.clientAddress = new ClientAddressResolver(settings.trustedProxies);
   }
 
@@ -249,6 +252,7 @@ export class HttpFrontend {
     const route = this.routes.get(path);
     if (!route) return errorReply(404);
     if (req.method !== 'GET' && req.method !== 'POST') return errorReply(405);
+    if (isAcmeRoute(route)) return this.acme(req, route, peer);
 
     let body: string | undefined;
     if (req.method === 'POST') {
@@ -280,6 +284,17 @@ export class HttpFrontend {
       params,
     });
     return updateReply(reply, this.settings.realm);
+  }
+
+  /** An ACME client API request: a JSON body, POST only (http/acme.ts). */
+  private async acme(req: http.IncomingMessage, route: AcmeRoute, peer: string): Promise<RawReply> {
+    if (req.method !== 'POST') return errorReply(405);
+    const read = await readBody(req, this.settings.maxBodyBytes);
+    if (read === 'too-large') return errorReply(413);
+    const clientIp = this.clientAddress.resolve(peer, req.headers['x-forwarded-for']);
+    if (clientIp === undefined) return errorReply(400);
+    const input = { route, headers: req.headers, body: read, clientIp, realm: this.settings.realm };
+    return answerAcme(input, this.services.update);
   }
 
   private write(req: http.IncomingMessage, res: http.ServerResponse, reply: RawReply): void {

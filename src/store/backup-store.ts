@@ -192,5 +192,6 @@ function tokenFields(t: StoredToken): HashFields {
   if (t.lastUsedAt !== null) fields[TF.lastUsedAt] = String(t.lastUsedAt);
   if (t.from.length > 0) fields[TF.from] = t.from.join(',');
   if (t.note !== '') fields[TF.note] = t.note;
+  if (t.acmeOnly) fields[TF.acmeOnly] = '1';
   return fields;
 }

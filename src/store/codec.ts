@@ -35,6 +35,8 @@ export function decodeHost(fqdn: string, f: HashFields): HostRecord {
     mx: nonEmpty(f[H.mx]),
     backmx: f[H.backmx] === '1',
     updatedAt: toNumber(f[H.updatedAt]),
+    ...(f[H.linkParent] ? { link: { parent: f[H.linkParent]!, iid: f[H.linkIid] ?? '' } } : {}),
+    ...(f[H.lastPrefix] ? { prefix: f[H.lastPrefix] } : {}),
   };
 }
 
@@ -57,6 +59,9 @@ const EXPECTATION_FIELDS: Readonly<Record<string, { field: string; flag: boolean
   wildcard: { field: H.wildcard, flag: true },
   mx: { field: H.mx, flag: false },
   backmx: { field: H.backmx, flag: true },
+  // A parent's prefix update (core/prefix.ts, prefixExpectations).
+  prefix: { field: H.lastPrefix, flag: false },
+  linksChanged: { field: H.linksChanged, flag: true },
 };
 
 /**

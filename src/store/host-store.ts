@@ -129,7 +129,11 @@ export class RedisHostStore implements HostGate, HostAdmin {
     await this.replicas?.waiter.replicated(operation);
   }
 
-  async commit(lease: Lease, target: TargetState, opts: { republish?: boolean } = {}): Promise<CommitOutcome> {
+  async commit(
+    lease: Lease,
+    target: TargetState,
+    opts: { republish?: boolean; prefix?: string } = {},
+  ): Promise<CommitOutcome> {
     const own = asHostLease(lease);
     const status = await runScript(
       this.writes,
@@ -141,6 +145,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
         republish: opts.republish ?? false,
         undo: own?.undo ?? NO_COUNT_UNDO,
         families: own?.families ?? '46',
+        ...(opts.prefix === undefined ? {} : { prefix: opts.prefix }),
       },
       'commit',
     );

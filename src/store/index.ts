@@ -7,6 +7,7 @@ import { AgentAdmin, RedisClientPolicy } from './client-policy.js';
 import { RedisEchoGate } from './echo-gate.js';
 import { RedisFailureCounter } from './failure-counter.js';
 import { RedisHostStore } from './host-store.js';
+import { RedisLinkStore } from './link-store.js';
 import { Keys } from './keys.js';
 import { RedisTokenStore } from './token-store.js';
 import { ReplicaWaiter } from './replica-wait.js';
@@ -40,6 +41,8 @@ export interface Store {
   readonly accounts: RedisAccountStore;
   /** HostGate for the update path and HostAdmin for the CLI. */
   readonly hosts: RedisHostStore;
+  /** Hosts that follow another's IPv6 prefix (host link). */
+  readonly links: RedisLinkStore;
   /** Update tokens: the login's lookup and checks, and the CLI's add, list, remove. */
   readonly tokens: RedisTokenStore;
   readonly failures: RedisFailureCounter;
@@ -73,6 +76,7 @@ export function storeOn(redis: Redis, config: StoreConfig, logger: Logger): Stor
     keys,
     accounts: new RedisAccountStore(redis, keys),
     hosts: new RedisHostStore(redis, keys, logger, replicas),
+    links: new RedisLinkStore(redis, keys, writes ?? redis),
     tokens: new RedisTokenStore(redis, keys),
     failures: new RedisFailureCounter(redis, keys, credentials),
     clientPolicy,

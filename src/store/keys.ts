@@ -16,6 +16,7 @@
  *   {p}t:{id}          update token hash  see TOKEN_FIELDS
  *   {p}tk:{hash}       the id of the token with this hash (the login's lookup)
  *   {p}ht:{fqdn}       set of the host's token ids
+ *   {p}hl:{fqdn}       set of the hosts linked to it (they follow its IPv6 prefix; each names it in HOST_FIELDS.linkParent)
  *   {p}d:{name}        nest index: the hosts below a name that lies between them and their zone's apex → owner
  *   {p}schema          hash of data migrations done (field nesting=1: the nest index covers every host)
  *
@@ -48,6 +49,13 @@ export const HOST_FIELDS = {
    * families nobody wrote (FAMILIES in lua.ts).
    */
   leaseFamilies: 'lf',
+  /** The host whose IPv6 prefix this one follows (docs/protocol.md, "IPv6 prefixes"), and its interface ID. */
+  linkParent: 'pp',
+  linkIid: 'pi',
+  /** A parent's last delegated prefix (`network/length`), recorded once every linked host that could follow it did. */
+  lastPrefix: 'px',
+  /** '1': a host was linked to this one since its prefix was last published (its next prefix update is no nochg). */
+  linksChanged: 'pd',
   /** The lease token `leaseFamilies` belongs to. */
   leaseFamiliesOf: 'lt',
   /** '1': a change that lost its lease may have landed while this holder was in flight. */
@@ -136,6 +144,11 @@ export class Keys {
   /** The FQDN of a host key, or undefined for a key that is not one. */
   fqdnOfHostKey(key: string): string | undefined {
     return key.startsWith(this.hostPrefix) ? key.slice(this.hostPrefix.length) : undefined;
+  }
+
+  /** The hosts that follow this host's IPv6 prefix (`host link`). */
+  hostLinks(fqdn: string): string {
+    return `${this.prefix}hl:${fqdn}`;
   }
 
   /** The hosts registered below `name` (when `name` lies between them and their zone's apex) → owner. */

@@ -20,6 +20,7 @@ export interface NewToken {
   expiresInMs?: number;
   from: readonly string[];
   note: string;
+  acmeOnly?: boolean;
 }
 
 const SCAN_BATCH = 1000;
@@ -38,8 +39,8 @@ export class RedisTokenStore implements TokenLookup, TokenAdmin {
     };
     const found = await runScript(this.redis, TOKEN_FIND, keys, { keyPrefix: this.keys.prefix, hash }, 'token find');
     if (found === undefined || found === 'agent' || found === 'login') return found;
-    const { id, fqdn, account, donator, from } = found;
-    return { id, hash, fqdn, account: { name: account, donator }, from: splitList(from) };
+    const { id, fqdn, account, donator, from, acmeOnly } = found;
+    return { id, hash, fqdn, account: { name: account, donator }, from: splitList(from), acmeOnly };
   }
 
   async check(guard: TokenGuard): Promise<'ok' | GuardCheck> {
@@ -73,6 +74,7 @@ export class RedisTokenStore implements TokenLookup, TokenAdmin {
           lastUsedAt: null,
           from: [...token.from],
           note: token.note,
+          acmeOnly: token.acmeOnly === true,
         };
       }
       // 'changed': removed or given to another account meanwhile; read the owner again.
@@ -145,6 +147,7 @@ export function decodeToken(id: string, fields: Record<string, string>): TokenRe
     lastUsedAt: time(TOKEN_FIELDS.lastUsedAt),
     from: splitList(fields[TOKEN_FIELDS.from] ?? ''),
     note: fields[TOKEN_FIELDS.note] ?? '',
+    acmeOnly: fields[TOKEN_FIELDS.acmeOnly] === '1',
   };
 }
 

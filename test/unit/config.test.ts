@@ -59,6 +59,8 @@ describe('config: parseConfig', () => {
         maxFrequent: 3,
         echoMinIntervalMs: 60_000,
         echoCooldownMs: 3_600_000,
+        txtLimit: 30,
+        txtWindowMs: 3_600_000,
       },
       mx: { resolvers: ['127.0.0.1:53'], timeoutMs: 1000 },
       agents: {

@@ -21,7 +21,14 @@ function ops(updates: readonly UpdateOperation[]): string[] {
   return updates.map((u) => {
     if (u.kind === 'delete-rrset') return `-${u.name} ${u.type}`;
     const d = u.data;
-    const text = d.type === 'MX' ? `${d.preference} ${d.exchange}` : d.type === 'CNAME' ? d.target : d.address;
+    const text =
+      d.type === 'MX'
+        ? `${d.preference} ${d.exchange}`
+        : d.type === 'CNAME'
+          ? d.target
+          : d.type === 'TXT'
+            ? d.text
+            : d.address;
     return `+${u.name} ${u.ttl} ${d.type} ${text}`;
   });
 }

@@ -36,6 +36,7 @@ export async function tokenList(ctx: CommandContext, name: string | undefined, j
         `expires ${v.expires ?? 'never'}`,
         `used ${v.lastUsed ?? 'never'}`,
         `from ${v.from.join(',') || 'anywhere'}`,
+        v.acmeOnly ? 'acme-only' : 'any change',
         v.note,
       ].join('\t'),
     );
@@ -49,5 +50,6 @@ export async function tokenRemove(ctx: CommandContext, id: string, out: Out): Pr
 
 function describe(t: TokenRecord): string {
   const expires = t.expiresAt === null ? 'never expires' : `expires ${new Date(t.expiresAt).toISOString()}`;
-  return `${expires}, ${t.from.length === 0 ? 'usable from anywhere' : `usable from ${t.from.join(',')}`}`;
+  const from = t.from.length === 0 ? 'usable from anywhere' : `usable from ${t.from.join(',')}`;
+  return `${expires}, ${from}${t.acmeOnly ? ', ACME TXT values only' : ''}`;
 }

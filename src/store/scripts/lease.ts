@@ -280,6 +280,8 @@ export interface CommitArgs {
   undo: CountUndo;
   /** The address families this caller wrote ('4', '6', '46', ''). */
   families: string;
+  /** A parent's delegated prefix to record with the commit (docs/protocol.md, "IPv6 prefixes"); absent: kept. */
+  prefix?: string;
 }
 
 /**
@@ -322,6 +324,11 @@ if state ~= 'blocked' and state ~= 'closed' then
   if ARGV[7] == '1' then state = 'offline' else state = 'active' end
 end
 if ARGV[8] == '1' then redis.call('HSET', key, '${HF.state}', state) else redis.call('HSET', key, '${HF.state}', state, '${HF.updatedAt}', ms(now)) end
+-- ARGV[14]: the prefix its linked hosts now follow (also those linked since: linksChanged goes).
+if ARGV[14] and ARGV[14] ~= '' then
+  redis.call('HSET', key, '${HF.lastPrefix}', ARGV[14])
+  redis.call('HDEL', key, '${HF.linksChanged}')
+end
 endLease(late)
 return 'ok'
 `,
@@ -338,6 +345,7 @@ return 'ok'
     flag(a.republish),
     ...countUndoArgv(a.undo),
     a.families,
+    a.prefix ?? '',
   ],
   reply: (raw) => replyOneOf(raw, ['ok', 'lost', 'gone'] as const, 'commit'),
 });

@@ -28,13 +28,15 @@ export interface FoundToken {
   donator: boolean;
   /** Comma-separated CIDR blocks ('' = anywhere). */
   from: string;
+  /** TXT only (TOKEN_FIELDS.acmeOnly). */
+  acmeOnly: boolean;
 }
 
 /**
  * tokenFind(KEYS: token index (by hash), junk block of the (source, User-Agent) pair, the
  * source's login cool-down; ARGV: key prefix, hash) → {'refused', 'agent'|'login'} (checked
  * first, so a right token costs what a wrong one does) | false (unknown or expired) | {id, fqdn,
- * account, donator '1'/'0', from}. The record's and the account's keys are derived here from
+ * account, donator '1'/'0', from, acmeOnly '1'/''}. The record's and the account's keys are derived here from
  * the index: a login costs one round trip.
  */
 export const TOKEN_FIND = defineScript({
@@ -44,12 +46,12 @@ if redis.call('EXISTS', KEYS[2]) > 0 then return {'refused', 'agent'} end
 if redis.call('EXISTS', KEYS[3]) > 0 then return {'refused', 'login'} end
 local id = redis.call('GET', KEYS[1])
 if not id then return false end
-local t = redis.call('HMGET', ARGV[1] .. 't:' .. id, '${TF.hash}', '${TF.fqdn}', '${TF.account}', '${TF.expiresAt}', '${TF.from}')
+local t = redis.call('HMGET', ARGV[1] .. 't:' .. id, '${TF.hash}', '${TF.fqdn}', '${TF.account}', '${TF.expiresAt}', '${TF.from}', '${TF.acmeOnly}')
 if t[1] ~= ARGV[2] or not t[2] or not t[3] then return false end
 if t[4] and tonumber(t[4]) <= now then return false end
 local donator = '0'
 if redis.call('HGET', ARGV[1] .. 'a:' .. t[3], '${AF.donator}') == '1' then donator = '1' end
-return {id, t[2], t[3], donator, t[5] or ''}
+return {id, t[2], t[3], donator, t[5] or '', t[6] or ''}
 `,
   numberOfKeys: 3,
   keys: (k: { index: string; junkBlock: string; sourceCooldown: string }) => [k.index, k.junkBlock, k.sourceCooldown],
@@ -59,9 +61,9 @@ return {id, t[2], t[3], donator, t[5] or ''}
     if (raw === null) return undefined;
     const values = replyArray(raw, 'token find').map((v) => replyString(v, 'token find'));
     if (values[0] === 'refused') return replyOneOf(values[1], ['agent', 'login'] as const, 'token find');
-    if (values.length !== 5) throw new Error(`token find: unexpected reply ${JSON.stringify(raw)}`);
-    const [id, fqdn, account, donator, from] = values as [string, string, string, string, string];
-    return { id, fqdn, account, donator: donator === '1', from };
+    if (values.length !== 6) throw new Error(`token find: unexpected reply ${JSON.stringify(raw)}`);
+    const [id, fqdn, account, donator, from, acmeOnly] = values as [string, string, string, string, string, string];
+    return { id, fqdn, account, donator: donator === '1', from, acmeOnly: acmeOnly === '1' };
   },
 });
 
@@ -83,6 +85,7 @@ export interface TokenAddArgs {
   expiresInMs?: number;
   from: readonly string[];
   note: string;
+  acmeOnly?: boolean;
 }
 
 export type TokenAddReply =
@@ -90,7 +93,7 @@ export type TokenAddReply =
 
 /**
  * tokenAdd(KEYS: host, account, token, token index, host's token set; ARGV: owner, id, fqdn,
- * hash, expiresInMs ('' = never), from, note) → {'ok', createdAt, expiresAt|''} | {'changed'}
+ * hash, expiresInMs ('' = never), from, note, acmeOnly ('1' | '')) → {'ok', createdAt, expiresAt|''} | {'changed'}
  * (the host is gone or has another owner) | {'exists'} (the id or hash is taken).
  */
 export const TOKEN_ADD = defineScript({
@@ -104,6 +107,7 @@ redis.call('HSET', KEYS[3], '${TF.fqdn}', ARGV[3], '${TF.account}', ARGV[1], '${
 if expires ~= '' then redis.call('HSET', KEYS[3], '${TF.expiresAt}', expires) end
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[3], '${TF.from}', ARGV[6]) end
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[3], '${TF.note}', ARGV[7]) end
+if ARGV[8] == '1' then redis.call('HSET', KEYS[3], '${TF.acmeOnly}', '1') end
 redis.call('SET', KEYS[4], ARGV[2])
 redis.call('SADD', KEYS[5], ARGV[2])
 redis.call('HINCRBY', KEYS[2], '${AF.tokenCount}', 1)
@@ -111,7 +115,16 @@ return {'ok', ms(now), expires}
 `,
   numberOfKeys: 5,
   keys: (k: TokenAddKeys) => [k.host, k.account, k.token, k.index, k.hostTokens],
-  args: (a: TokenAddArgs) => [a.owner, a.id, a.fqdn, a.hash, a.expiresInMs ?? '', a.from.join(','), a.note],
+  args: (a: TokenAddArgs) => [
+    a.owner,
+    a.id,
+    a.fqdn,
+    a.hash,
+    a.expiresInMs ?? '',
+    a.from.join(','),
+    a.note,
+    a.acmeOnly ? '1' : '',
+  ],
   reply: (raw): TokenAddReply => {
     const { kind, rest } = replyKind(raw, ['ok', 'changed', 'exists'] as const, 'token add');
     if (kind !== 'ok') return { kind };
