@@ -35,6 +35,10 @@ export const DEBIAN_PACKAGES: Readonly<Record<string, string>> = {
   promtool: 'prometheus',
   // `systemd-analyze verify` checks the shipped unit file.
   'systemd-analyze': 'systemd',
+  // ACME DNS-01 end to end: a test CA and two real clients (docs/clients.md, "Certificates").
+  pebble: 'pebble',
+  lego: 'lego',
+  certbot: 'certbot',
 };
 
 /** Debian 12 package of each Perl module a client needs: ddclient's HTTPS (only recommended by ddclient). */

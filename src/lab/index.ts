@@ -36,3 +36,5 @@ export {
 export type { LabKind, NameServer, NameServerOptions } from './nameserver.js';
 export { startKnot, startNamed, startNameServer, digQuery } from './nameserver.js';
 export { packageRoot, configPath } from './paths.js';
+export type { Pebble, PebbleOptions } from './pebble.js';
+export { startPebble } from './pebble.js';
