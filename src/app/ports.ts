@@ -68,6 +68,8 @@ export interface TokenLogin {
   account: AccountView;
   /** CIDR blocks it may be used from; empty: anywhere. */
   from: readonly string[];
+  /** It may set and clear the host's ACME TXT values and nothing else (docs/security.md, "Update tokens"). */
+  acmeOnly?: boolean;
 }
 
 export interface TokenAuthenticator {
@@ -389,6 +391,7 @@ export interface TokenAdmin {
     expiresInMs?: number;
     from: readonly string[];
     note: string;
+    acmeOnly?: boolean;
   }): Promise<TokenRecord>;
   /** Every token, or one host's; sorted by host, then creation. */
   list(fqdn?: string): Promise<TokenRecord[]>;
@@ -417,6 +420,13 @@ export interface HostChange {
    * other family's records stay as they are"); see familiesToLeave. Absent: none — everything is rewritten.
    */
   leave?: AddressFamilies;
+  /**
+   * The ACME TXT values to publish at `_acme-challenge.<fqdn>`, replacing the set there; absent: that name is left
+   * alone (docs/protocol.md, "ACME TXT records").
+   */
+  txt?: readonly string[];
+  /** Only the TXT set: the addresses and MX are left as the primary has them. */
+  txtOnly?: boolean;
 }
 
 export interface Publisher {

@@ -39,6 +39,7 @@ import type {
   TokenGuard,
   TokenLogin,
 } from './ports.js';
+import { TxtFault, type TxtService } from './txt.js';
 
 export interface UpdateRequest {
   /** Parsed Basic credentials, or why there are none. */
@@ -73,6 +74,8 @@ export interface UpdateServiceDeps {
   links?: HostLinks;
   publisher: Publisher;
   mxResolver: MxResolver;
+  /** Requests with `txt=` or `clear=` (docs/protocol.md, "ACME TXT records"); absent: they get `badsys`. */
+  txt?: TxtService;
   frequency: FrequencySettings;
   /** How long a host lease may be held: the DNS budget plus a margin. */
   leaseMs: number;
@@ -279,7 +282,9 @@ export class UpdateService {
         ? params.hosts
         : [{ fqdn: token.fqdn }];
     const zone = this.deps.publisher.zoneFor(token.fqdn);
-    const ownAsked = names.some((h) => h.fqdn === token.fqdn);
+    // A TXT-only token changes nothing else of its host: `!yours` (docs/security.md, "Update tokens").
+    const outOfScope = token.acmeOnly === true && params.txt === undefined;
+    const ownAsked = names.some((h) => h.fqdn === token.fqdn) && !outOfScope;
     if (params.tooManyHosts || !ownAsked || zone === undefined || !params.systemSupported || mx.needsLookup) {
       const check = await tokens.check(guard);
       if (check !== 'ok') return refuse(check);
@@ -296,7 +301,7 @@ export class UpdateService {
     const settled = await Promise.allSettled(
       names.map(({ fqdn }): Promise<HostLine> => {
         if (fqdn === undefined) return Promise.resolve({ outcome: 'invalid-name' });
-        if (fqdn !== token.fqdn) return Promise.resolve({ outcome: 'not-owner' });
+        if (fqdn !== token.fqdn || outOfScope) return Promise.resolve({ outcome: 'not-owner' });
         return (own ??= update());
       }),
     );
@@ -337,6 +342,7 @@ export class UpdateService {
       if (!host) return { outcome: 'unknown-host' };
       return { outcome: host.account === account.name ? 'not-dynamic' : 'not-owner' };
     }
+    if (params.txt !== undefined) return this.txtHost(fqdn, zone, account, asked, guard);
 
     const forbiddenOffline = settings.offline && !account.donator;
     const resolvedMx = forbiddenOffline ? null : await mx.result();
@@ -450,6 +456,23 @@ export class UpdateService {
       await hosts.release(lease).catch(() => undefined);
       if (err instanceof StoreUnavailableError) throw err;
       throw new ServiceFault(`the hosts linked to ${fqdn}: ${(err as Error).message}`);
+    }
+  }
+
+  /** A TXT change of one host (app/txt.ts): its store faults answer 911, as the address path's do. */
+  private async txtHost(
+    fqdn: string,
+    zone: string,
+    account: AccountView,
+    asked: AskedChange,
+    guard: AdmitGuard,
+  ): Promise<HostLine | { refused: GuardCheck }> {
+    if (this.deps.txt === undefined) return { outcome: 'not-dynamic' };
+    try {
+      return await this.deps.txt.change(fqdn, zone, account, asked.params.txt!, guard);
+    } catch (err) {
+      if (err instanceof TxtFault) throw new ServiceFault(err.message);
+      throw err;
     }
   }
 

@@ -5,9 +5,10 @@
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../core/log.js';
 import { NO_TELEMETRY, type Telemetry } from '../core/telemetry.js';
-import { UpdateService } from '../app/update.js';
+import { MAX_BUSY_WAIT_MS, UpdateService } from '../app/update.js';
 import { EchoService } from '../app/echo.js';
 import { Reconciler } from '../app/reconcile.js';
+import { TxtService } from '../app/txt.js';
 import { openStore, type Store } from '../store/index.js';
 import { observeStoreCalls } from '../store/observe.js';
 import { repairsDue } from '../store/repairs-due.js';
@@ -33,6 +34,11 @@ function frequencyOf(config: Config) {
     donatorMinIntervalMs: config.frequency.donatorMinIntervalMs,
     maxFrequent: config.frequency.maxFrequent,
   };
+}
+
+/** The ACME TXT rate rule (docs/protocol.md, "ACME TXT records"). */
+function txtSettingsOf(config: Config) {
+  return { txtLimit: config.frequency.txtLimit, txtWindowMs: config.frequency.txtWindowMs };
 }
 
 function echoSettingsOf(config: Config) {
@@ -79,6 +85,16 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
   // Read on every request: a reload (reconfigure) changes them in place.
   const frequency = frequencyOf(config);
   const echoSettings = echoSettingsOf(config);
+  const txtSettings = txtSettingsOf(config);
+  const txt = new TxtService({
+    txt: store.txt,
+    hosts: store.hosts,
+    publisher,
+    settings: txtSettings,
+    leaseMs: leaseMs(config),
+    maxBusyWaitMs: MAX_BUSY_WAIT_MS,
+    logger,
+  });
   const update = new UpdateService({
     authenticator,
     tokens,
@@ -88,6 +104,7 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
     links: store.links,
     publisher,
     mxResolver,
+    txt,
     frequency,
     leaseMs: leaseMs(config),
     logger,
@@ -117,6 +134,7 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
     reconfigure(next) {
       Object.assign(frequency, frequencyOf(next));
       Object.assign(echoSettings, echoSettingsOf(next));
+      Object.assign(txtSettings, txtSettingsOf(next));
       store.reconfigure(next);
     },
     async close() {

@@ -37,7 +37,13 @@ export function decodeHost(fqdn: string, f: HashFields): HostRecord {
     updatedAt: toNumber(f[H.updatedAt]),
     ...(f[H.linkParent] ? { link: { parent: f[H.linkParent]!, iid: f[H.linkIid] ?? '' } } : {}),
     ...(f[H.lastPrefix] ? { prefix: f[H.lastPrefix] } : {}),
+    ...(f[H.txt] === undefined ? {} : { txt: decodeTxt(f[H.txt]!) }),
   };
+}
+
+/** The stored TXT values (HOST_FIELDS.txt), oldest first. */
+export function decodeTxt(v: string): string[] {
+  return v === '' ? [] : v.split('\n');
 }
 
 export function decodeAccount(name: string, f: HashFields): Account | undefined {

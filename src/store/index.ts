@@ -10,6 +10,7 @@ import { RedisHostStore } from './host-store.js';
 import { RedisLinkStore } from './link-store.js';
 import { Keys } from './keys.js';
 import { RedisTokenStore } from './token-store.js';
+import { RedisTxtStore } from './txt-store.js';
 import { ReplicaWaiter } from './replica-wait.js';
 import { closeRedis, createRedis, replicaWaitOf, storeCall } from './redis.js';
 
@@ -19,6 +20,7 @@ export { RedisEchoGate } from './echo-gate.js';
 export { RedisFailureCounter } from './failure-counter.js';
 export { HostLease, RedisHostStore, shadowingMessage } from './host-store.js';
 export { RedisTokenStore, type NewToken } from './token-store.js';
+export { RedisTxtStore } from './txt-store.js';
 export { BulkHostImporter, type BulkImportOptions, type ImportEntry, type ImportOutcome } from './host-import.js';
 export { RedisBackupStore } from './backup-store.js';
 export { ACCOUNT_FIELDS, HOST_FIELDS, TOKEN_FIELDS, Keys, addressBucket, agentDigest } from './keys.js';
@@ -45,6 +47,8 @@ export interface Store {
   readonly links: RedisLinkStore;
   /** Update tokens: the login's lookup and checks, and the CLI's add, list, remove. */
   readonly tokens: RedisTokenStore;
+  /** The hosts' ACME TXT sets (TxtGate). */
+  readonly txt: RedisTxtStore;
   readonly failures: RedisFailureCounter;
   readonly clientPolicy: RedisClientPolicy;
   readonly agents: AgentAdmin;
@@ -78,6 +82,7 @@ export function storeOn(redis: Redis, config: StoreConfig, logger: Logger): Stor
     hosts: new RedisHostStore(redis, keys, logger, replicas),
     links: new RedisLinkStore(redis, keys, writes ?? redis),
     tokens: new RedisTokenStore(redis, keys),
+    txt: new RedisTxtStore(redis, keys, logger, replicas),
     failures: new RedisFailureCounter(redis, keys, credentials),
     clientPolicy,
     agents: new AgentAdmin(redis, keys),

@@ -61,6 +61,14 @@ export const HOST_FIELDS = {
   /** '1': a change that lost its lease may have landed while this holder was in flight. */
   leaseLate: 'lr',
   /**
+   * The ACME TXT values, oldest first, joined by '\n' (never in a value); '' once all are removed; absent: never
+   * set (docs/protocol.md, "ACME TXT records").
+   */
+  txt: 'x',
+  /** Start (ms) of the host's current TXT rate window and the TXT requests counted in it (frequency.txtLimit). */
+  txtWindowStart: 'xs',
+  txtCount: 'xn',
+  /**
    * What versions before these three fields kept instead, `<families>[r]:<lease token>`:
    * read (a running deployment upgrades in place), deleted by the next write of the lease.
    */
@@ -105,6 +113,8 @@ export const TOKEN_FIELDS = {
   /** Comma-separated CIDR blocks. */
   from: 'r',
   note: 'n',
+  /** '1': the token may set and clear the host's ACME TXT values and nothing else (`token add --acme-only`). */
+  acmeOnly: 'x',
 } as const;
 
 export class Keys {
