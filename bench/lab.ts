@@ -1,5 +1,5 @@
 /**
- * The bench's private servers: one redis-server, and a knotd and/or named each primary
+ * The bench's private servers: one redis-server, and a knotd, named and/or pdns_server each primary
  * for its own zone; a bridge config with both zones; the bench account. A second registry
  * (another database of the same redis-server) holds the large host count.
  */
@@ -15,6 +15,7 @@ import {
   makeTempDir,
   removeDir,
   requireBinary,
+  serverBinaries,
   startNameServer,
   startRedis,
   writeKeyFile,
@@ -59,7 +60,7 @@ export function zoneFor(kind: LabKind): string {
 
 export async function startLab(kinds: readonly LabKind[]): Promise<BenchLab> {
   requireBinary('redis-server');
-  for (const kind of kinds) requireBinary(kind === 'knot' ? 'knotd' : 'named');
+  for (const kind of kinds) for (const b of serverBinaries(kind)) requireBinary(b);
   requireBinary('nsupdate');
   const dir = await makeTempDir('ddns-bench-');
   const started: { stop(): Promise<void> }[] = [];

@@ -15,7 +15,7 @@ const err = (s: string) => process.stderr.write(s.replace(/\n$/, '') + '\n');
 const argv = await yargs(hideBin(process.argv))
   .scriptName('npm run bench --')
   .usage('$0 [options]')
-  .epilogue('Redis, Knot, BIND and the bridge measured side by side: see BENCHMARKS.md')
+  .epilogue('Redis, Knot, BIND (and PowerDNS on request) and the bridge measured side by side: see BENCHMARKS.md')
   .version(false)
   .option('quick', { type: 'boolean', default: false, describe: 'small counts (CI smoke, well under a minute)' })
   .option('json', { type: 'string', describe: 'write the JSON report to FILE (- for stdout)' })
@@ -23,8 +23,8 @@ const argv = await yargs(hideBin(process.argv))
   .option('nameserver', {
     type: 'array',
     string: true,
-    choices: ['knot', 'bind'],
-    describe: 'only these nameservers (default: both)',
+    choices: ['knot', 'bind', 'pdns'],
+    describe: 'these nameservers (default: knot bind)',
   })
   .option('mode', {
     type: 'array',

@@ -154,6 +154,8 @@ export interface BenchReport {
     node: string;
     knot: string;
     bind: string;
+    /** pdns_server's version, when PowerDNS was measured. */
+    pdns?: string;
     redis: string;
     loadAverageAtStart: number[];
     loadAverageAtEnd: number[];

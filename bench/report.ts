@@ -3,7 +3,7 @@ import type { LabKind } from '../src/lab/index.js';
 import type { BenchReport, ByConcurrency } from './report-types.js';
 import type { Measurement } from './stats.js';
 
-const NAMES: Record<LabKind, string> = { knot: 'Knot', bind: 'BIND' };
+const NAMES: Record<LabKind, string> = { knot: 'Knot', bind: 'BIND', pdns: 'PowerDNS' };
 
 export function renderMarkdown(r: BenchReport): string {
   const kinds = Object.keys(r.nameservers) as LabKind[];
@@ -11,7 +11,7 @@ export function renderMarkdown(r: BenchReport): string {
   const out: string[] = [];
   const m = r.machine;
   out.push(
-    `Machine: ${m.nproc} × ${m.cpu}; Node ${m.node}; ${m.knot}; ${m.bind}; ${m.redis}. ` +
+    `Machine: ${m.nproc} × ${m.cpu}; Node ${m.node}; ${m.knot}; ${m.bind}; ${m.pdns ? `${m.pdns}; ` : ''}${m.redis}. ` +
       `Load average before/after: ${m.loadAverageAtStart.join(' ')} / ${m.loadAverageAtEnd.join(' ')}` +
       (m.otherLoad ? ' (other load was present on the machine).' : '.'),
   );

@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: one run that starts private Redis, knotd and named, registers hosts
+ * `npm run bench`: one run that starts private Redis, knotd and named (pdns_server on request), registers hosts
  * through the bulk path, and measures side by side per nameserver: the raw UPDATE capacity
  * (one name per message and batched), one nsupdate process per update, the HTTP ceiling,
  * the bridge's change and nochg paths, its RSS, Redis memory per host, and the same at a
@@ -94,7 +94,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
   const lab = await startLab(plan.kinds);
   try {
     const b: Bench = { ...plan, lab };
-    const machine = await machineInfo(loadAverageAtStart);
+    const machine = await machineInfo(loadAverageAtStart, plan.kinds);
     const small = await registerSmall(b);
     const nameservers: Partial<Record<LabKind, NameserverResult>> = {};
     for (const kind of b.kinds) nameservers[kind] = await measureReferences(b, kind);
@@ -669,7 +669,10 @@ function line(m: Measurement): string {
   return `${m.rps}/s p50 ${m.p50Ms} ms p99 ${m.p99Ms} ms (${m.ok} ok, ${m.errors} errors${m.firstError ? `: ${m.firstError}` : ''})${cpu}`;
 }
 
-async function machineInfo(loadAverageAtStart: number[]): Promise<Omit<BenchReport['machine'], 'loadAverageAtEnd'>> {
+async function machineInfo(
+  loadAverageAtStart: number[],
+  kinds: readonly LabKind[],
+): Promise<Omit<BenchReport['machine'], 'loadAverageAtEnd'>> {
   const cpuinfo = await readFile('/proc/cpuinfo', 'utf8').catch(() => '');
   const cpu = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim() ?? os.cpus()[0]?.model ?? 'unknown';
   const version = (binary: string, args: string[]) => {
@@ -683,6 +686,10 @@ async function machineInfo(loadAverageAtStart: number[]): Promise<Omit<BenchRepo
     node: process.version,
     knot: await version('knotd', ['--version']),
     bind: await version('named', ['-v']),
+    // pdns_server prints a date before its name (and exits 99 after --version).
+    ...(kinds.includes('pdns')
+      ? { pdns: (await version('pdns_server', ['--version'])).replace(/^.*?(?=PowerDNS)/, '') }
+      : {}),
     redis: await version('redis-server', ['--version']),
     loadAverageAtStart: loadAverageAtStart.map((x) => round(x, 2)),
     // A machine at rest sits well below 0.5 runnable processes.

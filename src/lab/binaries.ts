@@ -22,6 +22,11 @@ export const DEBIAN_PACKAGES: Readonly<Record<string, string>> = {
   named: 'bind9',
   'tsig-keygen': 'bind9',
   'named-checkconf': 'bind9-utils',
+  pdns_server: 'pdns-server',
+  // The gsqlite3 backend ships no binary; it depends on pdns-server, so this brings both.
+  pdnsutil: 'pdns-backend-sqlite3',
+  // Creates the PowerDNS lab database from the backend's schema.
+  sqlite3: 'sqlite3',
   dig: 'bind9-dnsutils',
   nsupdate: 'bind9-dnsutils',
   ddclient: 'ddclient',
@@ -248,10 +253,11 @@ async function withoutServiceStarts(log: (line: string) => void, fn: () => Promi
   }
 }
 
-/** The system daemons of the packages installed here (named and knotd would hold port 53). */
+/** The system daemons of the packages installed here (named, knotd and pdns_server would hold port 53). */
 const SYSTEM_DAEMONS = [
   { debianPackage: 'bind9', service: 'named', process: 'named', pidFile: '/run/named/named.pid' },
   { debianPackage: 'knot', service: 'knot', process: 'knotd', pidFile: '/run/knot/knot.pid' },
+  { debianPackage: 'pdns-server', service: 'pdns', process: 'pdns_server', pidFile: '/run/pdns/pdns.pid' },
   { debianPackage: 'ddclient', service: 'ddclient', process: 'ddclient', pidFile: '/run/ddclient.pid' },
 ] as const;
 

@@ -1,4 +1,4 @@
-/** The lab: real redis-server / knotd / named for tests, the demo and the benchmark. */
+/** The lab: real redis-server / knotd / named / pdns_server for tests, the demo and the benchmark. */
 export type { TsigKey } from './tsig.js';
 export { generateTsigKey, bindKeyText, writeKeyFile } from './tsig.js';
 export { makeTempDir, removeDir, freePort, writePrivateFile } from './files.js';
@@ -34,7 +34,17 @@ export {
   replyStrings,
 } from './sentinel.js';
 export type { LabKind, NameServer, NameServerOptions } from './nameserver.js';
-export { startKnot, startNamed, startNameServer, digQuery } from './nameserver.js';
+export {
+  startKnot,
+  startNamed,
+  startNameServer,
+  digQuery,
+  LAB_KINDS,
+  DAEMONS,
+  PRODUCTS,
+  serverBinaries,
+} from './nameserver.js';
+export { PDNS_BINARIES } from './pdns.js';
 export { packageRoot, configPath } from './paths.js';
 export type { Pebble, PebbleOptions } from './pebble.js';
 export { startPebble } from './pebble.js';

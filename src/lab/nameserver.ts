@@ -1,5 +1,5 @@
 /**
- * Private knotd / named primaries for one dynamic zone, configured from the operator
+ * Private knotd / named / pdns_server primaries for one dynamic zone, configured from the operator
  * examples in config/ (the same snippets the README shows), on a free loopback port.
  */
 import { execFile } from 'node:child_process';
@@ -7,10 +7,25 @@ import path from 'node:path';
 import { writePrivateFile } from './files.js';
 import { findBinary, requireBinary } from './binaries.js';
 import { renderTemplate } from './paths.js';
+import { PDNS_BINARIES, preparePdns } from './pdns.js';
 import { onFreePort, ServerProcess } from './process.js';
 import type { TsigKey } from './tsig.js';
 
-export type LabKind = 'knot' | 'bind';
+export type LabKind = 'knot' | 'bind' | 'pdns';
+
+/** Every primary the lab can start, in the order tests and the bench list them. */
+export const LAB_KINDS: readonly LabKind[] = ['knot', 'bind', 'pdns'];
+
+/** The server binary of each kind (what a process listing shows). */
+export const DAEMONS: Readonly<Record<LabKind, string>> = { knot: 'knotd', bind: 'named', pdns: 'pdns_server' };
+
+/** Display names of the kinds. */
+export const PRODUCTS: Readonly<Record<LabKind, string>> = { knot: 'Knot DNS', bind: 'BIND', pdns: 'PowerDNS' };
+
+/** The binaries (table names of binaries.ts) startNameServer needs for `kind`, dig included. */
+export function serverBinaries(kind: LabKind): string[] {
+  return [...(kind === 'pdns' ? PDNS_BINARIES : [DAEMONS[kind]]), 'dig'];
+}
 
 export interface NameServer {
   kind: LabKind;
@@ -58,7 +73,8 @@ export function startNamed(opts: NameServerOptions): Promise<NameServer> {
 }
 
 export async function startNameServer(kind: LabKind, opts: NameServerOptions): Promise<NameServer> {
-  const binary = requireBinary(kind === 'knot' ? 'knotd' : 'named');
+  const binary = requireBinary(DAEMONS[kind]);
+  if (kind === 'pdns') for (const b of PDNS_BINARIES) requireBinary(b);
   digBinary(); // fail now, not at the first readiness probe
   const zone = opts.zone.toLowerCase().replace(/\.$/, '');
   const dir = path.resolve(opts.dir);
@@ -66,29 +82,13 @@ export async function startNameServer(kind: LabKind, opts: NameServerOptions): P
   const extra = (opts.records ?? []).map((r) => r.trimEnd()).join('\n');
   await writePrivateFile(path.join(dir, `${zone}.zone`), `${zoneText.trimEnd()}\n${extra}${extra ? '\n' : ''}`);
 
+  const zoneFile = path.join(dir, `${zone}.zone`);
   return onFreePort(opts.port, async (port) => {
-    const vars = {
-      DIR: dir,
-      PORT: String(port),
-      ZONE: zone,
-      KEY_NAME: opts.key.name,
-      KEY_ALGORITHM: opts.key.algorithm,
-      KEY_SECRET: opts.key.secret,
-    };
-    const confName = kind === 'knot' ? 'knot.conf' : 'named.conf';
-    const confPath = path.join(dir, confName);
-    const template = kind === 'knot' ? 'knot/knot.conf.example' : 'bind/named.conf.example';
-    const conf = await renderTemplate(template, vars);
-    const restricted = opts.updatableNames
-      ? restrictUpdates(kind, conf, zone, opts.key.name, opts.updatableNames)
-      : conf;
-    await writePrivateFile(
-      confPath,
-      opts.ungrantedKey ? addUngrantedKey(kind, restricted, opts.ungrantedKey) : restricted,
-    );
-    // named: -g keeps it in the foreground (so the process is ours) and logs to stderr.
-    const args = kind === 'knot' ? ['-c', confPath] : ['-g', '-4', '-n', '2', '-c', confPath];
-    const proc = new ServerProcess(`${kind === 'knot' ? 'knotd' : 'named'} on ${HOST}:${port}`, binary, args, dir);
+    const args =
+      kind === 'pdns'
+        ? await preparePdns(dir, port, { ...opts, zone, zoneFile })
+        : await writeConfig(kind, dir, port, zone, opts);
+    const proc = new ServerProcess(`${DAEMONS[kind]} on ${HOST}:${port}`, binary, args, dir);
     const start = async (): Promise<void> => {
       proc.spawn();
       await proc.waitUntilReady(port, async () => (await digQuery(port, zone, 'SOA')).length > 0);
@@ -117,8 +117,36 @@ export async function startNameServer(kind: LabKind, opts: NameServerOptions): P
   });
 }
 
+/** knot.conf / named.conf from the example; returns the server's arguments. */
+async function writeConfig(
+  kind: 'knot' | 'bind',
+  dir: string,
+  port: number,
+  zone: string,
+  opts: NameServerOptions,
+): Promise<string[]> {
+  const vars = {
+    DIR: dir,
+    PORT: String(port),
+    ZONE: zone,
+    KEY_NAME: opts.key.name,
+    KEY_ALGORITHM: opts.key.algorithm,
+    KEY_SECRET: opts.key.secret,
+  };
+  const confPath = path.join(dir, kind === 'knot' ? 'knot.conf' : 'named.conf');
+  const template = kind === 'knot' ? 'knot/knot.conf.example' : 'bind/named.conf.example';
+  const conf = await renderTemplate(template, vars);
+  const restricted = opts.updatableNames ? restrictUpdates(kind, conf, zone, opts.key.name, opts.updatableNames) : conf;
+  await writePrivateFile(
+    confPath,
+    opts.ungrantedKey ? addUngrantedKey(kind, restricted, opts.ungrantedKey) : restricted,
+  );
+  // named: -g keeps it in the foreground (so the process is ours) and logs to stderr.
+  return kind === 'knot' ? ['-c', confPath] : ['-g', '-4', '-n', '2', '-c', confPath];
+}
+
 /** The config with one more key defined, and granted nothing. */
-function addUngrantedKey(kind: LabKind, conf: string, key: TsigKey): string {
+function addUngrantedKey(kind: 'knot' | 'bind', conf: string, key: TsigKey): string {
   const [from, to] =
     kind === 'knot'
       ? ['\nacl:', `  - id: ${key.name}\n    algorithm: ${key.algorithm}\n    secret: ${key.secret}\n\nacl:`]
@@ -131,7 +159,13 @@ function addUngrantedKey(kind: LabKind, conf: string, key: TsigKey): string {
 }
 
 /** The operator example with its whole-zone update rule narrowed to `names` (and below). */
-function restrictUpdates(kind: LabKind, conf: string, zone: string, keyName: string, names: readonly string[]): string {
+function restrictUpdates(
+  kind: 'knot' | 'bind',
+  conf: string,
+  zone: string,
+  keyName: string,
+  names: readonly string[],
+): string {
   const [from, to] =
     kind === 'knot'
       ? [
