@@ -89,6 +89,17 @@ function parseJson(body: string): Record<string, unknown> | undefined {
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
+/**
+ * A key of an acme-dns body in any case, as acme-dns (Go's encoding/json) reads it: lego's client
+ * (goacmedns) sends `{"SubDomain", "Txt"}`.
+ */
+function field(json: Record<string, unknown> | undefined, name: string): unknown {
+  if (json === undefined) return undefined;
+  if (Object.hasOwn(json, name)) return json[name];
+  const key = Object.keys(json).find((k) => k.toLowerCase() === name);
+  return key === undefined ? undefined : json[key];
+}
+
 // ---- lego httpreq ----------------------------------------------------------------------
 
 /** `{fqdn: "_acme-challenge.<host>.", value}`, or RAW mode's `{domain, token, keyAuth}` (the value is computed). */
@@ -129,8 +140,8 @@ function acmeDnsAsk(req: AcmeRequest): Ask {
   const key = header(req.headers['x-api-key']);
   const credentials = apiCredentials(user, key);
   const json = parseJson(req.body);
-  const txt = text(json?.txt);
-  const subdomain = text(json?.subdomain);
+  const txt = text(field(json, 'txt'));
+  const subdomain = text(field(json, 'subdomain'));
   if (json === undefined || txt === undefined) return { invalid: jsonReply(400, { error: 'malformed_json_payload' }) };
   // The subdomain names the host; left empty, the user does (a host name as the user).
   const hostname = subdomain !== undefined && subdomain.trim() !== '' ? subdomain : (user ?? '');
