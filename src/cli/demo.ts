@@ -1,5 +1,5 @@
 /**
- * `ddns-bridge demo`: a private redis-server and knotd (or named) with a generated zone and
+ * `ddns-bridge demo`: a private redis-server and knotd (or named, or pdns_server) with a generated zone and
  * TSIG key in a temporary directory, the bridge on loopback, a demo account and host.
  * Runs until SIGINT/SIGTERM/SIGHUP, then stops everything and removes the directory.
  */
@@ -9,11 +9,14 @@ import path from 'node:path';
 import { hashPassword } from '../auth/index.js';
 import { loadConfig } from '../config/load.js';
 import {
+  DAEMONS,
   ensureInstalled,
   freePort,
   generateTsigKey,
   makeTempDir,
+  PRODUCTS,
   removeDir,
+  serverBinaries,
   startNameServer,
   startRedis,
   type LabKind,
@@ -87,10 +90,7 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
   };
 
   try {
-    await ensureInstalled(
-      { binaries: ['redis-server', opts.nameserver === 'knot' ? 'knotd' : 'named', 'dig'] },
-      progress,
-    );
+    await ensureInstalled({ binaries: ['redis-server', ...serverBinaries(opts.nameserver)] }, progress);
     stop.check();
     // Each step's result is kept before the check: cleanup() must see what was started.
     dir = await makeTempDir('ddns-bridge-demo-');
@@ -106,9 +106,7 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
       records: [`mail.${DEMO_ZONE}. 3600 IN A 192.0.2.25`],
     });
     stop.check();
-    progress(
-      `${opts.nameserver === 'knot' ? 'knotd' : 'named'} on 127.0.0.1:${ns.port}, redis on 127.0.0.1:${redis.port}`,
-    );
+    progress(`${DAEMONS[opts.nameserver]} on 127.0.0.1:${ns.port}, redis on 127.0.0.1:${redis.port}`);
 
     const port = opts.port ?? (await freePort());
     const secretFile = path.join(dir, 'ddns-key.secret');
@@ -171,7 +169,7 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
     } else {
       const lines = [
         '',
-        `ddns-bridge demo is running (${opts.nameserver === 'knot' ? 'Knot DNS' : 'BIND'} + Redis in ${dir})`,
+        `ddns-bridge demo is running (${PRODUCTS[opts.nameserver]} + Redis in ${dir})`,
         '',
         `  account:  ${DEMO_ACCOUNT} / ${password}  (a donator: offline=YES works)`,
         `  host:     ${DEMO_HOST}`,

@@ -337,7 +337,7 @@ const cli = yargs(hideBin(process.argv))
     (y) =>
       y
         .option('json', { type: 'boolean', default: false, describe: 'print one JSON line when ready' })
-        .option('nameserver', { choices: ['knot', 'bind'] as const, default: 'knot' as const })
+        .option('nameserver', { choices: ['knot', 'bind', 'pdns'] as const, default: 'knot' as const })
         .option('port', { type: 'number', describe: 'HTTP port (default: a free one)' }),
     async (argv) => {
       // Loaded on demand: only the demo needs the lab (process launchers).

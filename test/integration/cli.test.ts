@@ -11,7 +11,9 @@ import { BridgeEnv, ZONE, deepMerge, expectedReply, runCli, sleep, type CliResul
 import {
   freePort,
   generateTsigKey,
+  LAB_KINDS,
   requireBinariesOrSkip,
+  serverBinaries,
   startNameServer,
   type LabKind,
   type NameServer,
@@ -20,7 +22,7 @@ import {
 const UA = 'ddns-bridge-cli-tests/1.0 tests@example.test';
 const BADAUTH = expectedReply(401, 'Unauthorized', 'badauth\n', ['WWW-Authenticate: Basic realm="ddns-bridge"']);
 
-const serversFor = (kind: LabKind) => ['redis-server', kind === 'knot' ? 'knotd' : 'named', 'dig'];
+const serversFor = (kind: LabKind) => ['redis-server', ...serverBinaries(kind)];
 
 let seq = 0;
 const uniq = (label: string) => `${label}-${process.pid}-${++seq}`;
@@ -615,7 +617,7 @@ describe('CLI config lookup: --config, DDNS_BRIDGE_CONFIG, none', function () {
   });
 });
 
-for (const kind of ['knot', 'bind'] as const) {
+for (const kind of LAB_KINDS) {
   describe(`CLI check (${kind})`, function () {
     this.timeout(60000);
     let env: BridgeEnv;

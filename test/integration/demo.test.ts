@@ -1,6 +1,6 @@
 /**
  * `ddns-bridge demo` as a user runs it: a real process that starts its own redis-server and
- * knotd/named, prints what to try, serves updates, and on SIGINT/SIGTERM leaves nothing behind
+ * knotd/named/pdns_server, prints what to try, serves updates, and on SIGINT/SIGTERM leaves nothing behind
  * (processes, listeners, temp dir).
  */
 import { expect } from 'chai';
@@ -11,11 +11,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { CLI, parseHttp, rawRequest, runCli } from '../support/bridge.js';
 import {
+  DAEMONS,
   freePort,
+  LAB_KINDS,
   makeTempDir,
   removeDir,
   requireBinariesOrSkip,
   requireBinary,
+  serverBinaries,
   writeKeyFile,
   type LabKind,
 } from '../../src/lab/index.js';
@@ -143,14 +146,14 @@ const dig = (host: string, port: number, name: string, type: string) =>
 
 const basicAuth = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
-for (const kind of ['knot', 'bind'] as const) {
+for (const kind of LAB_KINDS) {
   describe(`demo --json (${kind})`, function () {
     this.timeout(120000);
     let demo: DemoProcess | undefined;
     let scratch: string | undefined;
 
     before(function () {
-      requireBinariesOrSkip(this, ['redis-server', kind === 'knot' ? 'knotd' : 'named', 'dig', 'nsupdate']);
+      requireBinariesOrSkip(this, ['redis-server', ...serverBinaries(kind), 'nsupdate']);
     });
     after(async () => {
       await demo?.kill();
@@ -158,7 +161,7 @@ for (const kind of ['knot', 'bind'] as const) {
     });
 
     it('prints one JSON line, serves updates with it, and on SIGINT removes everything', async () => {
-      demo = DemoProcess.start(['--json', ...(kind === 'bind' ? ['--nameserver', 'bind'] : [])]);
+      demo = DemoProcess.start(['--json', ...(kind === 'knot' ? [] : ['--nameserver', kind])]);
       const line = (await demo.waitForStdout((s) => s.includes('\n'))).split('\n')[0]!;
       const info = JSON.parse(line) as DemoInfo;
 
@@ -188,7 +191,7 @@ for (const kind of ['knot', 'bind'] as const) {
       const children = await childrenOf(demo.child.pid!);
       const names = children.map((c) => c.comm).join(' ');
       expect(names).to.match(/redis-server/);
-      expect(names).to.match(kind === 'knot' ? /knotd/ : /named/);
+      expect(names).to.match(new RegExp(DAEMONS[kind]));
 
       // An update through the printed url with the printed account.
       const { hostname, account } = info;

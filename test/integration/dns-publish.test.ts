@@ -1,5 +1,5 @@
 /**
- * DnsPublisher and probeZone against real primaries (knotd and named from the lab): every plan of
+ * DnsPublisher and probeZone against real primaries (knotd, named and pdns_server from the lab): every plan of
  * docs/protocol.md, "What goes into DNS" is published and read back with dig, and every failure mode the
  * protocol names is provoked for real.
  */
@@ -15,12 +15,14 @@ import { emptyDnsState, type TargetState } from '../../src/core/types.js';
 import { DnsPublisher, probeZone } from '../../src/dns/index.js';
 import { askPrimary } from '../../src/dns/authoritative.js';
 import {
+  DAEMONS,
   generateTsigKey,
+  LAB_KINDS,
   makeTempDir,
   removeDir,
   requireBinariesOrSkip,
+  serverBinaries,
   startNameServer,
-  type LabKind,
   type NameServer,
 } from '../../src/lab/index.js';
 
@@ -68,8 +70,8 @@ async function rejection(p: Promise<unknown>): Promise<DnsUpdateError> {
   throw new Error('expected a DnsUpdateError, the update succeeded');
 }
 
-for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
-  describe(`dns publish against ${kind === 'knot' ? 'knotd' : 'named'}`, function () {
+for (const kind of LAB_KINDS) {
+  describe(`dns publish against ${DAEMONS[kind]}`, function () {
     this.timeout(60_000);
     let dir: string | undefined;
     let server: NameServer;
@@ -81,7 +83,7 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
     const ungrantedKey = generateTsigKey('xfer-key', 'hmac-sha256');
 
     before(async function () {
-      requireBinariesOrSkip(this, [kind === 'knot' ? 'knotd' : 'named', 'dig']);
+      requireBinariesOrSkip(this, serverBinaries(kind));
       dir = await makeTempDir(`dns-publish-${kind}-`);
       const key = generateTsigKey('ddns-key', 'hmac-sha256');
       server = await startNameServer(kind, {
@@ -205,15 +207,21 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
       expect(lines[0]!.msg).to.match(/CNAME/);
     });
 
-    it('a wrong secret → non-retryable TSIG failure (BADSIG), the secret never logged', async () => {
+    it('a wrong secret → non-retryable TSIG failure (BADSIG; PowerDNS: an unsigned REFUSED), the secret never logged', async () => {
       const lines: LogLine[] = [];
       const wrong = randomBytes(32);
       const p = variant({ key: { ...zone.key, secret: wrong } }, {}, lines);
       const err = await rejection(p.publish(change('v4', { ipv4: '192.0.2.66' })));
       expect(err.retryable).to.equal(false);
-      expect(['BADSIG', 'NOTAUTH']).to.include(err.rcode);
-      expect(err.code).to.equal('ERR_DNS_TSIG');
-      expect(err.message).to.match(/secret/);
+      if (kind === 'pdns') {
+        // PowerDNS sends no TSIG error: a plain REFUSED, unsigned (so it could stand in for a NOERROR).
+        expect(err).to.include({ code: 'ERR_DNS_RCODE', rcode: 'REFUSED', signedAnswer: false });
+        expect(err.message).to.match(/REFUSED \(unsigned response\)/);
+      } else {
+        expect(['BADSIG', 'NOTAUTH']).to.include(err.rcode);
+        expect(err.code).to.equal('ERR_DNS_TSIG');
+        expect(err.message).to.match(/secret/);
+      }
       expect(await q('v4', 'A')).to.deep.equal(['192.0.2.1']);
       expect(lines.filter((l) => l.level === 'error')).to.have.length(1);
       const text = JSON.stringify(lines) + err.message + String(err.stack);
@@ -223,14 +231,18 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
       }
     });
 
-    it('a wrong key name → non-retryable failure (BADKEY)', async () => {
+    it('a wrong key name → non-retryable failure (BADKEY; PowerDNS: an unsigned REFUSED)', async () => {
       const p = variant({ key: { ...zone.key, name: 'not-the-key' } });
       const err = await rejection(p.publish(change('v4', { ipv4: '192.0.2.67' })));
-      expect(err).to.include({ code: 'ERR_DNS_TSIG', rcode: 'BADKEY', retryable: false });
+      expect(err).to.include(
+        kind === 'pdns'
+          ? { code: 'ERR_DNS_RCODE', rcode: 'REFUSED', retryable: false, signedAnswer: false }
+          : { code: 'ERR_DNS_TSIG', rcode: 'BADKEY', retryable: false },
+      );
       expect(await q('v4', 'A')).to.deep.equal(['192.0.2.1']);
     });
 
-    it('one name a per-name update rule denies, merged with allowed ones: only that host fails (Knot: BADKEY, BIND: REFUSED)', async () => {
+    it('one name a per-name update rule denies, merged with allowed ones: only that host fails (Knot: BADKEY, BIND: REFUSED; PowerDNS: NOERROR and the record skipped)', async () => {
       await mkdir(path.join(dir!, 'restricted'));
       const restricted = await startNameServer(kind, {
         dir: path.join(dir!, 'restricted'),
@@ -240,11 +252,14 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
       });
       try {
         const restrictedZone = { ...zone, primary: { host: restricted.host, port: restricted.port } };
-        // check cannot prove rights granted only to some names, and says so.
+        // check cannot prove rights granted only to some names, and says so. PowerDNS's policy script
+        // skips the probe's record and answers NOERROR: the probe passes (docs/operators.md, "PowerDNS").
         const probed = await probeZone(restrictedZone, dnsConfig());
-        expect(!probed.ok && probed.reason).to.match(
-          /accepts the key but refused .* grants only some names or types updates just those/,
-        );
+        if (kind === 'pdns') expect(probed).to.deep.equal({ ok: true });
+        else
+          expect(!probed.ok && probed.reason).to.match(
+            /accepts the key but refused .* grants only some names or types updates just those/,
+          );
         const p = new DnsPublisher([{ ...restrictedZone, maxInFlight: 1 }], dnsConfig(), quietLogger);
         extraPublishers.push(p);
         // 'first' goes alone; the others queue behind it and go out as one message.
@@ -256,12 +271,14 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
         expect(results.map((r) => r.status)).to.deep.equal([
           'fulfilled',
           'fulfilled',
-          'rejected',
+          kind === 'pdns' ? 'fulfilled' : 'rejected',
           'fulfilled',
           'fulfilled',
         ]);
-        const denied = (results[2] as PromiseRejectedResult).reason as DnsUpdateError;
-        expect(denied.rcode).to.equal(kind === 'knot' ? 'BADKEY' : 'REFUSED');
+        if (kind !== 'pdns') {
+          const denied = (results[2] as PromiseRejectedResult).reason as DnsUpdateError;
+          expect(denied.rcode).to.equal(kind === 'knot' ? 'BADKEY' : 'REFUSED');
+        }
         for (const [i, l] of labels.entries()) {
           expect(await restricted.query(`${l}.${ZONE}`, 'A'), l).to.deep.equal(
             l === 'denied' ? [] : [`192.0.2.${120 + i}`],
@@ -288,14 +305,20 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
       expect(await q('beside-long', 'A')).to.deep.equal(['192.0.2.132']);
     });
 
-    it('a clock one hour ahead → BADTIME with a clock-skew hint', async () => {
+    it('a clock one hour ahead → BADTIME with a clock-skew hint (PowerDNS: an unsigned REFUSED, no skew)', async () => {
       const p = variant({}, { clockOffsetSeconds: 3600 });
       const err = await rejection(p.publish(change('v4', { ipv4: '192.0.2.68' })));
-      expect(err).to.include({ code: 'ERR_DNS_TSIG', rcode: 'BADTIME', retryable: false, maybeApplied: false });
-      // The primary's signed BADTIME verifies, so the skew it names is reported (±2 s).
-      const skew = /our clock is (-?\d+) s off/.exec(err.message);
-      expect(skew, err.message).to.not.equal(null);
-      expect(Number(skew![1])).to.be.within(3598, 3602);
+      if (kind === 'pdns') {
+        // No signed BADTIME: the skew cannot be told from a wrong key (docs/operators.md, "PowerDNS").
+        expect(err).to.include({ code: 'ERR_DNS_RCODE', rcode: 'REFUSED', retryable: false, maybeApplied: true });
+        expect(err.message).to.not.match(/our clock is/);
+      } else {
+        expect(err).to.include({ code: 'ERR_DNS_TSIG', rcode: 'BADTIME', retryable: false, maybeApplied: false });
+        // The primary's signed BADTIME verifies, so the skew it names is reported (±2 s).
+        const skew = /our clock is (-?\d+) s off/.exec(err.message);
+        expect(skew, err.message).to.not.equal(null);
+        expect(Number(skew![1])).to.be.within(3598, 3602);
+      }
       expect(await q('v4', 'A')).to.deep.equal(['192.0.2.1']);
     });
 
@@ -326,10 +349,10 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
       expect(await server.serial()).to.equal(serial);
       const badSecret = await probeZone({ ...zone, key: { ...zone.key, secret: randomBytes(32) } }, dnsConfig());
       expect(badSecret.ok).to.equal(false);
-      expect(!badSecret.ok && badSecret.reason).to.match(/BADSIG|NOTAUTH/);
+      expect(!badSecret.ok && badSecret.reason).to.match(kind === 'pdns' ? /REFUSED/ : /BADSIG|NOTAUTH/);
       const badName = await probeZone({ ...zone, key: { ...zone.key, name: 'not-the-key' } }, dnsConfig());
       expect(badName.ok).to.equal(false);
-      expect(!badName.ok && badName.reason).to.match(/BADKEY/);
+      expect(!badName.ok && badName.reason).to.match(kind === 'pdns' ? /REFUSED/ : /BADKEY/);
       const badZone = await probeZone({ ...zone, name: 'other.example.org' }, dnsConfig());
       expect(badZone.ok).to.equal(false);
     });
@@ -343,9 +366,10 @@ for (const kind of ['knot', 'bind'] as const satisfies readonly LabKind[]) {
       };
       const r = await probeZone({ ...zone, key: ungranted }, dnsConfig());
       expect(r.ok).to.equal(false);
-      // Knot's ACL turns the key away at once; BIND accepts it and refuses only the record.
+      // Knot's ACL (PowerDNS's TSIG-ALLOW-DNSUPDATE) turns the key away at once; BIND accepts it and
+      // refuses only the record.
       expect(!r.ok && r.reason).to.match(
-        kind === 'knot'
+        kind !== 'bind'
           ? /BADKEY|NOTAUTH|REFUSED/
           : /accepts the key but refused a change of the A records at ddns-bridge-check\.\S+ \(REFUSED\): grant the key/,
       );

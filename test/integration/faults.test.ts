@@ -11,14 +11,18 @@ import { expect } from 'chai';
 import { writeFile, readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
+import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { BridgeEnv, ZONE, expectedReply, sleep, type HttpResult } from '../support/bridge.js';
 import {
+  findBinary,
   generateTsigKey,
+  LAB_KINDS,
   makeTempDir,
   removeDir,
   requireBinariesOrSkip,
+  serverBinaries,
   startRedis,
   writeKeyFile,
   type RedisServer,
@@ -359,7 +363,7 @@ describe('fault: primary not answering at all (knot)', function () {
 
 // ---- 2./3. a primary that refuses: unknown key, wrong secret, unserved zone, clock skew ---
 
-for (const kind of ['knot', 'bind'] as const) {
+for (const kind of LAB_KINDS) {
   describe(`fault: the primary refuses the update (${kind})`, function () {
     this.timeout(90000);
     let env: BridgeEnv;
@@ -367,7 +371,7 @@ for (const kind of ['knot', 'bind'] as const) {
     const OTHER_ZONE = 'unserved.example.test';
 
     before(async function () {
-      requireBinariesOrSkip(this, ['redis-server', kind === 'knot' ? 'knotd' : 'named', 'dig']);
+      requireBinariesOrSkip(this, ['redis-server', ...serverBinaries(kind)]);
       env = await BridgeEnv.start({ kind, config: { dns: { timeout: 2 }, frequency: { minInterval: 0.001 } } });
       await env.addAccount(...auth);
       await writeFile(path.join(env.dir, 'wrong.secret'), generateTsigKey().secret + '\n', { mode: 0o600 });
@@ -376,24 +380,34 @@ for (const kind of ['knot', 'bind'] as const) {
 
     // leaseLeft: the answer carries no verifiable MAC (maybe forged in place of a NOERROR), so
     // the lease stays for the reconciler; a signed BADTIME is the primary's own refusal.
+    // PowerDNS answers an unknown key and a wrong secret with a plain REFUSED, unsigned.
+    const unsignedRefused = /dns update failed[^\n]*zone dyn\.example\.test[^\n]*REFUSED \(unsigned response\)/;
     const cases: Array<{ title: string; patch: () => Record<string, unknown>; log: RegExp; leaseLeft: boolean }> = [
       {
         title: 'a key name the primary does not know',
         patch: () => zonesWithPrimary(env.ns.port, { name: 'unknown-key' }),
-        log: /dns update failed[^\n]*zone dyn\.example\.test[^\n]*(BADKEY|NOTAUTH)[^\n]*(key|policy)/,
+        log:
+          kind === 'pdns'
+            ? unsignedRefused
+            : /dns update failed[^\n]*zone dyn\.example\.test[^\n]*(BADKEY|NOTAUTH)[^\n]*(key|policy)/,
         leaseLeft: true,
       },
       {
         title: 'a wrong secret',
         patch: () => zonesWithPrimary(env.ns.port, { secretFile: 'wrong.secret' }),
-        log: /dns update failed[^\n]*zone dyn\.example\.test[^\n]*BADSIG[^\n]*secret/,
+        log:
+          kind === 'pdns' ? unsignedRefused : /dns update failed[^\n]*zone dyn\.example\.test[^\n]*BADSIG[^\n]*secret/,
         leaseLeft: true,
       },
       {
         title: 'a clock one hour ahead (dns.clockOffset 3600)',
         patch: () => ({ dns: { clockOffset: 3600 } }),
-        log: /dns update failed[^\n]*zone dyn\.example\.test[^\n]*BADTIME[^\n]*clock skew/,
-        leaseLeft: false,
+        // PowerDNS: an unsigned REFUSED here too (no signed BADTIME).
+        log:
+          kind === 'pdns'
+            ? unsignedRefused
+            : /dns update failed[^\n]*zone dyn\.example\.test[^\n]*BADTIME[^\n]*clock skew/,
+        leaseLeft: kind === 'pdns',
       },
     ];
 
@@ -490,7 +504,49 @@ for (const kind of ['knot', 'bind'] as const) {
         expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.35']);
       });
     }
+
+    // PowerDNS: the zone's TSIG-ALLOW-DNSUPDATE names another key (a signed REFUSED). A narrower
+    // lua-dnsupdate-policy-script is no such case: it skips a denied record and answers NOERROR.
+    if (kind === 'pdns') {
+      it('TSIG-ALLOW-DNSUPDATE naming another key (REFUSED): dnserr at once, Redis and DNS unchanged, good after the fix', async () => {
+        const h = uniq('meta');
+        await env.addHost(h, auth[0]);
+        const up = (ip: string) => env.get(`/nic/update?hostname=${h}&myip=${ip}`, { auth, ua: UA });
+        expect((await up('192.0.2.36')).body).to.equal('good 192.0.2.36\n');
+        const before = await hostHash(env.redis.url, h);
+        const allow = (key: string) => pdnsutil(env, ['set-meta', ZONE, 'TSIG-ALLOW-DNSUPDATE', key]);
+        // Zone metadata is cached (zone-metadata-cache-ttl): a restart applies it at once.
+        await env.ns.stop();
+        await allow('other-key');
+        await env.ns.start();
+        try {
+          const mark = env.logs.length;
+          const [r, ms] = await timed(() => up('192.0.2.37'));
+          expect(r.raw.toString()).to.equal(DNSERR);
+          expect(ms).to.be.below(SLACK_MS);
+          expect(logsSince(env, mark)).to.match(/dns update failed[^\n]*zone dyn\.example\.test[^\n]*REFUSED/);
+          expect(logsSince(env, mark)).to.not.match(/unsigned response/);
+          expect(await hostHash(env.redis.url, h)).to.deep.equal(before);
+          expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.36']);
+        } finally {
+          await env.ns.stop();
+          await allow('ddns-key');
+          await env.ns.start();
+        }
+        expect((await up('192.0.2.37')).body).to.equal('good 192.0.2.37\n');
+        expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.37']);
+      });
+    }
   });
+}
+
+/** `pdnsutil --config-dir=<the lab server's dir> ARGS` (PowerDNS zone metadata). */
+function pdnsutil(env: BridgeEnv, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) =>
+    execFile(findBinary('pdnsutil')!, [`--config-dir=${env.ns.dir}`, ...args], (err, _out, stderr) =>
+      err ? reject(new Error(`pdnsutil ${args.join(' ')}: ${stderr || err.message}`)) : resolve(),
+    ),
+  );
 }
 
 // ---- 4. Redis with AOF killed -9 and restarted -----------------------------------------

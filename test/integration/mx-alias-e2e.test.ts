@@ -4,19 +4,19 @@
  * whole UPDATE (RFC 2181 §10.3) on every request and Knot published an MX at an alias.
  */
 import { expect } from 'chai';
-import { requireBinariesOrSkip, type LabKind } from '../../src/lab/index.js';
+import { requireBinariesOrSkip, serverBinaries, type LabKind } from '../../src/lab/index.js';
 import { BridgeEnv, ZONE } from '../support/bridge.js';
 
 const UA = 'mx-alias-test/1.0';
 
-for (const kind of ['bind', 'knot'] as const satisfies readonly LabKind[]) {
+for (const kind of ['bind', 'knot', 'pdns'] as const satisfies readonly LabKind[]) {
   describe(`mx naming an alias, end to end (${kind})`, function () {
     this.timeout(60_000);
     let env: BridgeEnv | undefined;
     const auth: [string, string] = ['mia', 'mia-pw'];
 
     before(async function () {
-      requireBinariesOrSkip(this, ['redis-server', kind === 'knot' ? 'knotd' : 'named', 'dig']);
+      requireBinariesOrSkip(this, ['redis-server', ...serverBinaries(kind)]);
       env = await BridgeEnv.start({
         kind,
         records: [`mail.${ZONE}. 60 IN A 192.0.2.25`, `alias.${ZONE}. 60 IN CNAME mail.${ZONE}.`],

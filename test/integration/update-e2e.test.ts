@@ -1,19 +1,19 @@
 /**
- * The update interface end to end: real `ddns-bridge serve`, real redis-server, real knotd
- * and named. Replies are checked byte for byte; DNS as the primary answers; state via the CLI.
+ * The update interface end to end: real `ddns-bridge serve`, real redis-server, real knotd,
+ * named and pdns_server. Replies are checked byte for byte; DNS as the primary answers; state via the CLI.
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { BridgeEnv, ZONE, expectedReply, sleep } from '../support/bridge.js';
-import { requireBinariesOrSkip, type LabKind } from '../../src/lab/index.js';
+import { LAB_KINDS, requireBinariesOrSkip, serverBinaries, type LabKind } from '../../src/lab/index.js';
 
 const UA = 'ddns-bridge-tests/1.0 tests@example.test';
 const OK = (body: string) => expectedReply(200, 'OK', body);
 const BADAUTH = expectedReply(401, 'Unauthorized', 'badauth\n', ['WWW-Authenticate: Basic realm="ddns-bridge"']);
 
 function requireServers(ctx: Mocha.Context, kind: LabKind): void {
-  requireBinariesOrSkip(ctx, ['redis-server', kind === 'knot' ? 'knotd' : 'named', 'dig']);
+  requireBinariesOrSkip(ctx, ['redis-server', ...serverBinaries(kind)]);
 }
 
 /** `name TTL class type rdata` lines as the primary answers them (dig +short hides the TTL). */
@@ -38,7 +38,7 @@ async function answers(env: BridgeEnv, name: string, type: string): Promise<stri
 let seq = 0;
 const uniq = (label: string) => `${label}-${process.pid}-${++seq}.${ZONE}`;
 
-for (const kind of ['knot', 'bind'] as const) {
+for (const kind of LAB_KINDS) {
   describe(`update interface end to end (${kind})`, function () {
     this.timeout(60000);
     let env: BridgeEnv;
@@ -477,7 +477,7 @@ for (const kind of ['knot', 'bind'] as const) {
   });
 }
 
-for (const kind of ['knot', 'bind'] as const) {
+for (const kind of LAB_KINDS) {
   describe(`records the bridge did not set (${kind})`, function () {
     this.timeout(60000);
     let env: BridgeEnv;
@@ -868,7 +868,7 @@ describe('DNS traffic as the primary sees it (counting relay, knot)', function (
   });
 });
 
-for (const kind of ['knot', 'bind'] as const) {
+for (const kind of LAB_KINDS) {
   for (const algorithm of ['hmac-sha1', 'hmac-sha224', 'hmac-sha384', 'hmac-sha512'] as const) {
     describe(`TSIG ${algorithm} through the running service (${kind})`, function () {
       this.timeout(60000);
