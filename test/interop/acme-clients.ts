@@ -1,0 +1,231 @@
+/**
+ * The ACME DNS-01 recipes of docs/clients.md ("Certificates (ACME DNS-01)") as the tests run
+ * them: lego's httpreq and acme-dns providers and certbot's manual hooks, against a lab
+ * pebble. Secrets go into mode-0600 files or the client's environment, never into argv.
+ */
+import { X509Certificate } from 'node:crypto';
+import { chmod, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { writePrivateFile, type Pebble } from '../../src/lab/index.js';
+import { runProcess, type ProcResult } from './support.js';
+
+/** An issuance takes seconds with PEBBLE_VA_NOSLEEP; lego sleeps 2 s per name before asking. */
+const CLIENT_TIMEOUT_MS = 90_000;
+
+// ---- lego 4.9 ---------------------------------------------------------------------------
+
+export interface LegoRun {
+  /** lego's --path: account, keys, certificates/. */
+  dir: string;
+  pebble: Pebble;
+  /** The lab primary: lego looks up CNAMEs and (with --dns.disable-cp) the TXT record there. */
+  nameserverPort: number;
+  email: string;
+  domains: string[];
+  provider: 'httpreq' | 'acme-dns';
+  env: Record<string, string>;
+}
+
+/**
+ * `lego … run` as docs/clients.md shows it, plus what the lab needs: pebble's directory and
+ * HTTPS CA, the lab primary as resolver, and no wait for propagation to the zone's NS records
+ * (they name no real server here).
+ */
+export function runLego(o: LegoRun): Promise<ProcResult> {
+  const args = [
+    '--path',
+    o.dir,
+    '--server',
+    o.pebble.directoryUrl,
+    '--accept-tos',
+    '--email',
+    o.email,
+    '--dns',
+    o.provider,
+    '--dns.resolvers',
+    `127.0.0.1:${o.nameserverPort}`,
+    '--dns.disable-cp',
+    ...o.domains.flatMap((d) => ['--domains', d]),
+    'run',
+  ];
+  return runProcess('lego', args, {
+    cwd: o.dir,
+    env: { ...o.env, LEGO_CA_CERTIFICATES: o.pebble.tlsCaFile },
+    timeoutMs: CLIENT_TIMEOUT_MS,
+  });
+}
+
+/** The httpreq provider's environment: `BRIDGE` is the base URL, e.g. `http://127.0.0.1:8245`. */
+export function httpreqEnv(bridge: string, user: string, password: string): Record<string, string> {
+  return {
+    HTTPREQ_ENDPOINT: `${bridge}/acme`,
+    HTTPREQ_USERNAME: user,
+    HTTPREQ_PASSWORD: password,
+  };
+}
+
+/** One account of an acme-dns client's storage file (lego's ACME_DNS_STORAGE_PATH, goacmedns). */
+export interface AcmeDnsAccount {
+  fulldomain: string;
+  subdomain: string;
+  username: string;
+  password: string;
+  server_url: string;
+}
+
+/**
+ * The storage file that lets lego's acme-dns provider use the bridge: one entry per name to
+ * certify (lego looks up the name without `*.`), so it never tries to register an account.
+ */
+export function acmeDnsStorage(bridge: string, host: string, user: string, token: string): string {
+  const account: AcmeDnsAccount = {
+    fulldomain: `_acme-challenge.${host}`,
+    subdomain: host,
+    username: user,
+    password: token,
+    server_url: bridge,
+  };
+  return JSON.stringify({ [host]: account }, null, 2) + '\n';
+}
+
+/**
+ * Whether this lego has the acme-dns provider: Debian 12's lego 4.9.1 is built without it
+ * (debian/rules leaves out the providers whose Go libraries Debian lacks, goacmedns among them).
+ */
+export function legoLacksAcmeDns(result: ProcResult): boolean {
+  return /unrecognized DNS provider: acme-dns/.test(result.output);
+}
+
+/** Where lego writes the certificate of a run whose first domain is `host`. */
+export function legoCertificateFile(dir: string, host: string): string {
+  return path.join(dir, 'certificates', `${host}.crt`);
+}
+
+// ---- certbot 2.1 --------------------------------------------------------------------------
+
+/**
+ * certbot's --manual-auth-hook: publishes CERTBOT_VALIDATION at `_acme-challenge.<host>`
+ * through the update endpoint. The login comes from a netrc file (never argv). A certificate
+ * for a name and its wildcard runs it twice for the same host: the bridge keeps both values.
+ */
+export const CERTBOT_AUTH_HOOK = `#!/bin/sh
+# certbot --manual-auth-hook: the DNS-01 value as a TXT record through ddns-bridge.
+set -eu
+BRIDGE=\${BRIDGE:-https://ddns.example.org}
+NETRC=\${NETRC:-/etc/letsencrypt/ddns-bridge.netrc}
+reply=$(curl -sS --netrc-file "$NETRC" -A 'certbot-hook/1.0' \\
+  "$BRIDGE/dyndns/update?hostname=\${CERTBOT_DOMAIN#\\*.}&txt=$CERTBOT_VALIDATION")
+case "$reply" in good*|nochg*) ;; *) echo "ddns-bridge: $reply" >&2; exit 1 ;; esac
+`;
+
+/** certbot's --manual-cleanup-hook: `txt=V&clear=true` removes that value, the other name's stays. */
+export const CERTBOT_CLEANUP_HOOK = `#!/bin/sh
+# certbot --manual-cleanup-hook: remove the DNS-01 value again.
+set -eu
+BRIDGE=\${BRIDGE:-https://ddns.example.org}
+NETRC=\${NETRC:-/etc/letsencrypt/ddns-bridge.netrc}
+reply=$(curl -sS --netrc-file "$NETRC" -A 'certbot-hook/1.0' \\
+  "$BRIDGE/dyndns/update?hostname=\${CERTBOT_DOMAIN#\\*.}&txt=$CERTBOT_VALIDATION&clear=true")
+case "$reply" in good*|nochg*) ;; *) echo "ddns-bridge: $reply" >&2; exit 1 ;; esac
+`;
+
+/**
+ * certbot's --manual-auth-hook for the acme-dns API (what an acme-dns client sends): the
+ * X-Api-User and X-Api-Key header lines come from a file (never argv). acme-dns has no cleanup.
+ */
+export const CERTBOT_ACME_DNS_HOOK = `#!/bin/sh
+# certbot --manual-auth-hook: the DNS-01 value through the acme-dns API of ddns-bridge.
+set -eu
+BRIDGE=\${BRIDGE:-https://ddns.example.org}
+HEADERS=\${HEADERS:-/etc/letsencrypt/ddns-bridge.headers}
+curl -fsS -H @"$HEADERS" -H 'Content-Type: application/json' \\
+  --data "{\\"subdomain\\": \\"\${CERTBOT_DOMAIN#\\*.}\\", \\"txt\\": \\"$CERTBOT_VALIDATION\\"}" "$BRIDGE/update"
+`;
+
+export interface CertbotRun {
+  /** Holds certbot's config, work and logs directories and the hooks. */
+  dir: string;
+  pebble: Pebble;
+  domains: string[];
+  authHook: string;
+  /** None for acme-dns, which removes nothing. */
+  cleanupHook?: string;
+  /** What the hooks read (BRIDGE, NETRC, …). */
+  env: Record<string, string>;
+}
+
+/** `certbot certonly --manual` with the two hooks, non-interactive, every directory in `dir`. */
+export async function runCertbot(o: CertbotRun): Promise<ProcResult> {
+  const auth = path.join(o.dir, 'auth-hook.sh');
+  const cleanup = path.join(o.dir, 'cleanup-hook.sh');
+  for (const [file, text] of [
+    [auth, o.authHook],
+    [cleanup, o.cleanupHook],
+  ] as const) {
+    if (text === undefined) continue;
+    await writePrivateFile(file, text);
+    await chmod(file, 0o700);
+  }
+  const args = [
+    'certonly',
+    '--manual',
+    '--preferred-challenges',
+    'dns',
+    '--manual-auth-hook',
+    auth,
+    ...(o.cleanupHook === undefined ? [] : ['--manual-cleanup-hook', cleanup]),
+    '--server',
+    o.pebble.directoryUrl,
+    '--non-interactive',
+    '--agree-tos',
+    '--register-unsafely-without-email',
+    '--config-dir',
+    path.join(o.dir, 'config'),
+    '--work-dir',
+    path.join(o.dir, 'work'),
+    '--logs-dir',
+    path.join(o.dir, 'logs'),
+    ...o.domains.flatMap((d) => ['-d', d]),
+  ];
+  return runProcess('certbot', args, {
+    cwd: o.dir,
+    env: { ...o.env, REQUESTS_CA_BUNDLE: o.pebble.tlsCaFile },
+    timeoutMs: CLIENT_TIMEOUT_MS,
+  });
+}
+
+/** certbot's copy of the certificate of lineage `host` (cert.pem: the leaf alone). */
+export function certbotCertificateFile(dir: string, host: string): string {
+  return path.join(dir, 'config', 'live', host, 'cert.pem');
+}
+
+// ---- checking what was issued ---------------------------------------------------------------
+
+export interface Issued {
+  /** DNS names of the subjectAltName, sorted. */
+  names: string[];
+  /** `openssl verify` against pebble's issuing root and intermediate: `<file>: OK`. */
+  verify: ProcResult;
+}
+
+/** The leaf certificate (first PEM block of `file`), its names and whether it chains to pebble's root. */
+export async function inspectCertificate(file: string, pebble: Pebble, scratch: string): Promise<Issued> {
+  const pem = await readFile(file, 'utf8');
+  const leafPem = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n?/.exec(pem)?.[0];
+  if (!leafPem) throw new Error(`no certificate in ${file}`);
+  const leaf = new X509Certificate(leafPem);
+  const names = (leaf.subjectAltName ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.startsWith('DNS:'))
+    .map((s) => s.slice(4))
+    .sort();
+  const root = path.join(scratch, 'pebble-root.pem');
+  const intermediate = path.join(scratch, 'pebble-intermediate.pem');
+  const leafFile = path.join(scratch, 'leaf.pem');
+  await writePrivateFile(root, await pebble.issuingRoot());
+  await writePrivateFile(intermediate, await pebble.issuingIntermediate());
+  await writePrivateFile(leafFile, leafPem);
+  const verify = await runProcess('openssl', ['verify', '-CAfile', root, '-untrusted', intermediate, leafFile]);
+  return { names, verify };
+}
