@@ -67,6 +67,13 @@ const HOST_PROPERTIES: Record<string, JsonSchema> = {
     description: 'ACME TXT values at _acme-challenge.<fqdn>, oldest first',
   },
   updatedAt: nullable({ type: 'integer', description: 'milliseconds since the epoch' }),
+  link: nullable(
+    object({ parent: str('the host whose IPv6 prefix it follows'), iid: str('its interface identifier') }, [
+      'parent',
+      'iid',
+    ]),
+  ),
+  prefix: nullable(str('the last delegated IPv6 prefix its updates carried (its linked hosts follow it)')),
 };
 
 /** The named schemas of the document (components.schemas); responses refer to them. */
@@ -106,6 +113,10 @@ export const SCHEMAS: Record<string, JsonSchema> = {
     [...Object.keys(HOST_PROPERTIES), 'repair'],
   ),
   HostState: object({ fqdn: { type: 'string' }, state: { enum: ['active', 'blocked', 'closed'] } }, ['fqdn', 'state']),
+  HostLink: object(
+    { fqdn: { type: 'string' }, parent: { type: 'string' }, iid: str('the interface identifier, canonical') },
+    ['fqdn', 'parent', 'iid'],
+  ),
   Token: object(
     {
       id: str('token id (12 hex digits; not a secret)'),
@@ -293,6 +304,37 @@ export const OPERATIONS: readonly Operation[] = [
   hostChange('unblock', 'Unblock a blocked host'),
   hostChange('close', 'Close the host: updates get `nohost` until it is reopened'),
   hostChange('reopen', 'Reopen a closed host'),
+  {
+    method: 'POST',
+    path: '/v1/hosts/{fqdn}/link',
+    operationId: 'linkHost',
+    summary: 'The host follows another’s IPv6 prefix: its AAAA is that prefix and its interface identifier',
+    body: object(
+      {
+        to: str('the host whose prefix it follows: same account, dynamic, following none itself'),
+        iid: str('the interface identifier, at most 64 bits: ::1234:5678:9abc:def0'),
+      },
+      ['to', 'iid'],
+    ),
+    success: { status: 200, schema: ref('HostLink'), description: 'the link' },
+    errors: [404, 409],
+    handle: async (admin, req) => ({
+      status: 200,
+      body: await admin.linkHost(req.params.fqdn!, { to: req.body.to as string, iid: req.body.iid as string }),
+    }),
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/hosts/{fqdn}/link',
+    operationId: 'unlinkHost',
+    summary: 'The host follows no prefix any more (its AAAA stays until its next change)',
+    success: { status: 204, description: 'unlinked' },
+    errors: [404],
+    handle: async (admin, req) => {
+      await admin.unlinkHost(req.params.fqdn!);
+      return { status: 204 };
+    },
+  },
   {
     method: 'POST',
     path: '/v1/hosts/{fqdn}/tokens',

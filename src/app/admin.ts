@@ -17,6 +17,8 @@ import {
   type TokenRecord,
 } from '../core/update-tokens.js';
 import type { AccountStore, DnsRepair, HostAdmin, HostGate, Publisher, TokenAdmin, AgentBlocks } from './ports.js';
+import type { HostLinks } from './ports.js';
+import { checkInterfaceId, MAX_LINKS_PER_PARENT } from '../core/prefix.js';
 import { claimWhenIdle, releaseAfterFailure } from './operator-lease.js';
 
 /** Password hashing and token minting: the auth adapter's, passed in. */
@@ -29,6 +31,8 @@ export interface AdminSecrets {
 export interface AdminServiceDeps {
   accounts: AccountStore;
   hosts: HostAdmin & Pick<HostGate, 'release'>;
+  /** Hosts that follow another's IPv6 prefix (host link); without, link and unlink fail. */
+  links?: HostLinks;
   tokens: TokenAdmin;
   agents: AgentBlocks;
   secrets: AdminSecrets;
@@ -68,6 +72,10 @@ export interface HostView {
   /** The ACME TXT values at `_acme-challenge.<fqdn>`, oldest first (docs/protocol.md, "ACME TXT records"). */
   txt: readonly string[];
   updatedAt: number | null;
+  /** The host whose IPv6 prefix it follows, with its interface identifier (docs/protocol.md, "IPv6 prefixes"). */
+  link: { parent: string; iid: string } | null;
+  /** The last delegated prefix its updates carried (its linked hosts follow it). */
+  prefix: string | null;
 }
 
 export interface HostDetail extends HostView {
@@ -154,6 +162,8 @@ export function hostView(h: HostRecord): HostView {
     backmx: h.backmx,
     txt: h.txt ?? [],
     updatedAt: h.updatedAt || null,
+    link: h.link ? { parent: h.link.parent, iid: h.link.iid } : null,
+    prefix: h.prefix ?? null,
   };
 }
 
@@ -308,10 +318,43 @@ export class AdminService {
         }
       }
       await hosts.remove(fqdn, claimed.lease);
+      await this.deps.links?.forget(fqdn, claimed.host.link?.parent);
       return fqdn;
     } finally {
       await dns?.release();
     }
+  }
+
+  // --- links (docs/protocol.md, "IPv6 prefixes") ------------------------------------------
+
+  /**
+   * `fqdn` follows `to`'s IPv6 prefix from `to`'s next update with one: AAAA = prefix + `iid`. InvalidInputError: a
+   * name, the iid, a link to itself; NotFoundError: either host; ConflictError: another account's, not dynamic, a
+   * chain (`to` follows a host, or `fqdn` has followers), too many links.
+   */
+  async linkHost(
+    name: string,
+    input: { to: string; iid: string },
+  ): Promise<{ fqdn: string; parent: string; iid: string }> {
+    const fqdn = hostName(name);
+    const parent = hostName(input.to);
+    if (typeof input.iid !== 'string') throw new InvalidInputError('expected text', 'iid');
+    const iid = checkInterfaceId(input.iid);
+    if ('problem' in iid) throw new InvalidInputError(iid.problem, 'iid');
+    if (parent === fqdn) throw new InvalidInputError(`host ${fqdn} cannot follow itself`, 'to');
+    await this.links().link(fqdn, parent, iid.iid, MAX_LINKS_PER_PARENT);
+    return { fqdn, parent, iid: iid.iid };
+  }
+
+  /** `fqdn` follows no prefix any more; its AAAA stays until its next change. NotFoundError: no host, or no link. */
+  async unlinkHost(name: string): Promise<{ fqdn: string; parent: string }> {
+    const fqdn = hostName(name);
+    return { fqdn, parent: await this.links().unlink(fqdn) };
+  }
+
+  private links(): HostLinks {
+    if (this.deps.links === undefined) throw new Error('host links are not available here');
+    return this.deps.links;
   }
 
   // --- tokens ---------------------------------------------------------------------------

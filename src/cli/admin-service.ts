@@ -29,6 +29,7 @@ export function adminServiceOn(
   return new AdminService({
     accounts: store.accounts,
     hosts: store.hosts,
+    links: store.links,
     tokens: store.tokens,
     agents: store.agents,
     secrets: ADMIN_SECRETS,

@@ -219,6 +219,26 @@ const cli = yargs(hideBin(process.argv))
         (a) => a.positional('fqdn', { type: 'string', demandOption: true }),
         async (argv) => (await commands.admin()).hostSetState(await ctx(argv), argv.fqdn, 'reopen', out),
       )
+      .command(
+        'link <fqdn>',
+        "follow another host's IPv6 prefix: AAAA = that prefix + the interface identifier",
+        (a) =>
+          a
+            .positional('fqdn', { type: 'string', demandOption: true })
+            .option('to', { type: 'string', demandOption: true, describe: 'the host whose prefix it follows' })
+            .option('iid', {
+              type: 'string',
+              demandOption: true,
+              describe: 'interface identifier: ::1234:5678:9abc:def0',
+            }),
+        async (argv) => (await commands.admin()).hostLink(await ctx(argv), argv.fqdn, argv.to, argv.iid, out),
+      )
+      .command(
+        'unlink <fqdn>',
+        'follow no prefix any more (the AAAA record stays until the next change)',
+        (a) => a.positional('fqdn', { type: 'string', demandOption: true }),
+        async (argv) => (await commands.admin()).hostUnlink(await ctx(argv), argv.fqdn, out),
+      )
       .demandCommand(1, 'name a host command'),
   )
   .command('token', 'manage scoped update tokens (one host each; for routers and ACME clients)', (y) =>

@@ -104,8 +104,23 @@ export async function hostShow(ctx: CommandContext, name: string, json: boolean,
   else
     for (const [k, v] of Object.entries(view))
       out(
-        `${k}: ${k === 'repair' ? repairText(view.repair ?? undefined) : Array.isArray(v) ? v.join(' ') : String(v)}`,
+        `${k}: ${k === 'repair' ? repairText(view.repair ?? undefined) : k === 'link' ? linkText(view.link) : Array.isArray(v) ? v.join(' ') : String(v)}`,
       );
+}
+
+function linkText(link: { parent: string; iid: string } | null): string {
+  return link === null ? 'none' : `follows ${link.parent} (iid ${link.iid})`;
+}
+
+/** `host link` (docs/protocol.md, "IPv6 prefixes"). */
+export async function hostLink(ctx: CommandContext, name: string, to: string, iid: string, out: Out): Promise<void> {
+  const link = await withAdmin(ctx, (admin) => admin.linkHost(name, { to, iid }));
+  out(`host ${link.fqdn} follows the prefix of ${link.parent} (iid ${link.iid})`);
+}
+
+export async function hostUnlink(ctx: CommandContext, name: string, out: Out): Promise<void> {
+  const { fqdn, parent } = await withAdmin(ctx, (admin) => admin.unlinkHost(name));
+  out(`host ${fqdn} no longer follows ${parent}`);
 }
 
 function repairText(repair: DnsRepair | undefined): string {
