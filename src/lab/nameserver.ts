@@ -169,12 +169,12 @@ function restrictUpdates(
   const [from, to] =
     kind === 'knot'
       ? [
-          '    update-type: [A, AAAA, MX]\n',
-          `    update-type: [A, AAAA, MX]\n    update-owner: name\n    update-owner-match: sub-or-equal\n    update-owner-name: [${names.join(', ')}]\n`,
+          '    update-type: [A, AAAA, MX, TXT]\n',
+          `    update-type: [A, AAAA, MX, TXT]\n    update-owner: name\n    update-owner-match: sub-or-equal\n    update-owner-name: [${names.join(', ')}]\n`,
         ]
       : [
-          `update-policy { grant ${keyName} zonesub A AAAA MX; };`,
-          `update-policy { ${names.map((n) => `grant ${keyName} subdomain ${n}.${zone}. A AAAA MX;`).join(' ')} };`,
+          `update-policy { grant ${keyName} zonesub A AAAA MX TXT; };`,
+          `update-policy { ${names.map((n) => `grant ${keyName} subdomain ${n}.${zone}. A AAAA MX TXT;`).join(' ')} };`,
         ];
   if (!conf.includes(from)) throw new Error(`lab: the ${kind} example config has no whole-zone update rule to narrow`);
   return conf.replace(from, to);

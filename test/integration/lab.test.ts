@@ -240,15 +240,15 @@ for (const kind of LAB_KINDS) {
       }
     });
 
-    it('refuses record types outside the policy (A AAAA MX only; PowerDNS grants its key every type)', async () => {
-      const r = await update(keyFile, `update add txt.${zone} 60 TXT "nope"`);
+    it('refuses record types outside the policy (A AAAA MX TXT only; PowerDNS grants its key every type)', async () => {
+      const r = await update(keyFile, `update add caa.${zone} 60 CAA 0 issue "nope"`);
       if (kind === 'pdns') {
         // TSIG-ALLOW-DNSUPDATE names a key, not types (docs/operators.md, "PowerDNS").
         expect(r.code, r.output).to.equal(0);
-        expect(await ns!.query(`txt.${zone}`, 'TXT')).to.deep.equal(['"nope"']);
+        expect(await ns!.query(`caa.${zone}`, 'CAA')).to.deep.equal(['0 issue "nope"']);
       } else {
         expect(r.code).to.not.equal(0);
-        expect(await ns!.query(`txt.${zone}`, 'TXT')).to.deep.equal([]);
+        expect(await ns!.query(`caa.${zone}`, 'CAA')).to.deep.equal([]);
       }
       const mx = await update(keyFile, `update add home.${zone} 60 MX 10 mail.example.`);
       expect(mx.code, mx.output).to.equal(0);
