@@ -80,14 +80,14 @@ export function pdnsutilCommands(text: string): string[] {
 }
 
 /**
- * A lua-dnsupdate-policy-script that lets `keyName` change A, AAAA and MX at `names` (labels
+ * A lua-dnsupdate-policy-script that lets `keyName` change A, AAAA, MX and TXT at `names` (labels
  * under `zone`) and below. PowerDNS skips a record the script denies and still answers NOERROR.
  */
 function policyScript(keyName: string, zone: string, names: readonly string[]): string {
   const dns = names.map((n) => `newDN(${lua(`${n}.${zone}`)})`).join(', ');
   return `-- ddns-bridge lab: per-name update rule (docs/operators.md, "PowerDNS")
 local names = { ${dns} }
-local types = { [1] = true, [28] = true, [15] = true } -- A, AAAA, MX
+local types = { [1] = true, [28] = true, [15] = true, [16] = true } -- A, AAAA, MX, TXT
 function updatepolicy(request)
   if not request:getTsigName():equal(${lua(keyName)}) then return false end
   if not types[request:getQType()] then return false end
