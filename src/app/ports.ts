@@ -371,8 +371,9 @@ export interface HostLinks {
     leaseMs: number;
   }): Promise<LinkedAdmission>;
   /**
-   * Link `fqdn` to `parent` (or move it to another parent, or change its iid). NotFoundError: either host; ConflictError:
-   * another account's, not dynamic, a chain (the parent follows one, or the host has followers), or `maxLinks` reached.
+   * Link `fqdn` to `parent` (or move it to another parent, or change its iid). NotFoundError: either host;
+   * ConflictError: another account's, not dynamic, a chain (the parent follows one, or the host has followers), or
+   * `maxLinks` reached.
    */
   link(fqdn: string, parent: string, iid: string, maxLinks: number): Promise<void>;
   /** Remove the link; returns the former parent. NotFoundError: no such host, or not linked. */

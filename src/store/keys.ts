@@ -16,7 +16,8 @@
  *   {p}t:{id}          update token hash  see TOKEN_FIELDS
  *   {p}tk:{hash}       the id of the token with this hash (the login's lookup)
  *   {p}ht:{fqdn}       set of the host's token ids
- *   {p}hl:{fqdn}       set of the hosts linked to it (they follow its IPv6 prefix; each names it in HOST_FIELDS.linkParent)
+ *   {p}hl:{fqdn}       set of the hosts linked to it (they follow its IPv6 prefix; each names it in
+ *                      HOST_FIELDS.linkParent)
  *   {p}d:{name}        nest index: the hosts below a name that lies between them and their zone's apex → owner
  *   {p}schema          hash of data migrations done (field nesting=1: the nest index covers every host)
  *
