@@ -9,7 +9,9 @@
 import { ConflictError, InvalidInputError } from '../core/errors.js';
 import { parseAddress } from '../core/addresses.js';
 import { namesBetween, normalizeHostname, zoneOf } from '../core/names.js';
-import { HOST_STATES, HOST_TYPES, type Account, type HostRecord } from '../core/types.js';
+import { checkInterfaceId, checkIpv6Prefix } from '../core/prefix.js';
+import { isValidTxtValue, TXT_VALUES_KEPT as MAX_TXT_VALUES } from '../core/txt.js';
+import { HOST_STATES, HOST_TYPES, type Account, type HostLink, type HostRecord } from '../core/types.js';
 import { noteProblem, parseSourceList, TOKEN_ID_PATTERN } from '../core/update-tokens.js';
 import type { BackupSource, BackupTarget, StoredToken } from './ports.js';
 
@@ -105,6 +107,10 @@ const hostLine = (h: HostRecord) => ({
   mx: h.mx,
   backmx: h.backmx,
   updatedAt: h.updatedAt,
+  // Only where set: the ACME values, the prefix it follows, the last prefix it carried.
+  ...(h.txt !== undefined ? { txt: h.txt } : {}),
+  ...(h.link !== undefined ? { link: { parent: h.link.parent, iid: h.link.iid } } : {}),
+  ...(h.prefix !== undefined ? { prefix: h.prefix } : {}),
 });
 
 const tokenLine = (t: StoredToken) => ({
@@ -194,6 +200,7 @@ async function restoreAll(
   await target.indexNesting(opts.zones);
   const report: ImportReport = { restored: noCounts(), unchanged: noCounts(), conflicts: [] };
   const writer = new BoundedWriter(opts.concurrency ?? 64);
+  const links: { fqdn: string; link: HostLink; line: number }[] = [];
   let kind: RecordKind | undefined;
   let lineNo = 0;
   // Opened only now: a line reader may start reading at once (see the CLI's readLines).
@@ -207,6 +214,8 @@ async function restoreAll(
     const line = lineNo;
     await writer.add(async () => {
       const outcome = await restore(target, record, opts);
+      if (outcome === 'ok' && record.kind === 'host' && record.host.link !== undefined)
+        links.push({ fqdn: record.host.fqdn, link: record.host.link, line });
       const counts = COUNT_OF[record.kind];
       if (outcome === 'ok') report.restored[counts]++;
       else if (outcome === 'same') report.unchanged[counts]++;
@@ -214,6 +223,11 @@ async function restoreAll(
     });
   }
   await writer.drain();
+  // Links once every host is there (a parent may come after the hosts that follow it).
+  for (const { fqdn, link, line } of links) {
+    const outcome = await target.restoreLink(fqdn, link);
+    if (outcome !== 'ok') report.conflicts.push({ line, message: outcome.conflict });
+  }
   report.conflicts.sort((a, b) => a.line - b.line);
   return report;
 }
@@ -500,6 +514,21 @@ function parseHost(line: Fields, checks: RecordChecks): HostRecord {
   // eslint-disable-next-line no-control-regex
   if (mx !== null && (mx === '' || mx.length > 255 || /[\s\u0000-\u001f\u007f]/.test(mx)))
     throw new Error(`host ${fqdn}: mx ${JSON.stringify(mx)} is not a host name`);
+  const txt = line.optional('txt', () => line.stringList('txt'));
+  if (txt !== undefined && (txt.length > MAX_TXT_VALUES || !txt.every(isValidTxtValue)))
+    throw new Error(`host ${fqdn}: txt must be at most ${MAX_TXT_VALUES} valid TXT values`);
+  const link = line.optional('link', () => line.record('link'));
+  let hostLink: HostLink | undefined;
+  if (link !== undefined) {
+    const parent = typeof link.parent === 'string' ? normalizeHostname(link.parent) : undefined;
+    const iid = typeof link.iid === 'string' ? checkInterfaceId(link.iid) : undefined;
+    if (!parent || parent !== link.parent || iid === undefined || 'problem' in iid || iid.iid !== link.iid)
+      throw new Error(`host ${fqdn}: link must be {"parent": a host name, "iid": an interface identifier}`);
+    hostLink = { parent, iid: iid.iid };
+  }
+  const prefix = line.optional('prefix', () => line.string('prefix'));
+  if (prefix !== undefined && 'problem' in checkIpv6Prefix(prefix))
+    throw new Error(`host ${fqdn}: prefix ${JSON.stringify(prefix)} is not an IPv6 prefix`);
   return {
     fqdn,
     account,
@@ -511,6 +540,9 @@ function parseHost(line: Fields, checks: RecordChecks): HostRecord {
     mx,
     backmx: line.boolean('backmx'),
     updatedAt: line.time('updatedAt'),
+    ...(txt !== undefined ? { txt } : {}),
+    ...(hostLink !== undefined ? { link: hostLink } : {}),
+    ...(prefix !== undefined ? { prefix } : {}),
   };
 }
 
@@ -594,6 +626,18 @@ class Fields {
     if (!Array.isArray(v) || !v.every((s) => typeof s === 'string'))
       throw new Error(`${this.kindText()}: ${field} must be a list of strings`);
     return v as string[];
+  }
+
+  /** A field that may be left out (undefined). */
+  optional<T>(field: string, read: () => T): T | undefined {
+    return Object.hasOwn(this.object, field) ? read() : undefined;
+  }
+
+  record(field: string): Record<string, unknown> {
+    const v = this.get(field);
+    if (typeof v !== 'object' || v === null || Array.isArray(v))
+      throw new Error(`${this.kindText()}: ${field} must be an object`);
+    return v as Record<string, unknown>;
   }
 
   /** A flag that may be left out (false). */

@@ -9,6 +9,7 @@ import type {
   Account,
   AddressFamilies,
   HostDnsState,
+  HostLink,
   HostRecord,
   HostState,
   HostType,
@@ -531,4 +532,6 @@ export interface BackupTarget {
   restoreToken(token: StoredToken): Promise<TokenRestore>;
   /** False when the pattern was listed already. */
   restoreAgentBlock(pattern: string): Promise<boolean>;
+  /** Link a restored host to its parent as `host link` does (same account, no chains). */
+  restoreLink(fqdn: string, link: HostLink): Promise<'ok' | { conflict: string }>;
 }

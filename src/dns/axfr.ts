@@ -24,6 +24,7 @@ const TYPES: Readonly<Record<number, ZoneRecordType>> = { 1: 'A', 2: 'NS', 5: 'C
 
 const GRANT_HINT =
   'grant the key zone transfers (Knot: an acl with action transfer; BIND: allow-transfer { key NAME; }; ' +
+  'PowerDNS: the zone metadata TSIG-ALLOW-AXFR NAME; ' +
   'docs/operators.md, "Drift")';
 
 /** The AXFR question for `zone`, with message ID `id`, unsigned. */

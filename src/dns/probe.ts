@@ -67,7 +67,8 @@ function notGranted(err: DnsUpdateError, probe: string): string {
   return (
     `the primary accepts the key but refused a change of the A records at ${probe} (${err.rcode}): ` +
     'grant the key A, AAAA, MX and TXT below the whole zone (BIND: update-policy { grant KEY zonesub A AAAA MX TXT; }; ' +
-    'Knot: update-type [A, AAAA, MX, TXT] without update-owner). A primary that grants only some names or types ' +
+    'Knot: update-type [A, AAAA, MX, TXT] without update-owner; PowerDNS: TSIG-ALLOW-DNSUPDATE and no policy script). ' +
+    'A primary that grants only some names or types ' +
     'updates just those, and fails this check'
   );
 }

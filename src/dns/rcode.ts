@@ -39,7 +39,10 @@ const CLOCK = 'clock skew between the bridge and the primary: sync both clocks (
 export function hintFor(rcode: string | undefined, code?: DnsUpdateError['code']): string {
   switch (rcode) {
     case 'REFUSED':
-      return `the primary refused the update: ${KEY_OR_POLICY} (BIND also refuses names with '_' and MX targets without addresses)`;
+      return (
+        `the primary refused the update: ${KEY_OR_POLICY} (BIND also refuses names with '_' and MX targets without ` +
+        'addresses; PowerDNS answers a wrong key name, secret or algorithm, or a skewed clock, with an unsigned REFUSED)'
+      );
     case 'NOTAUTH':
       return `the primary is not authoritative for the zone or denies the key: ${KEY_OR_POLICY}`;
     case 'NOTZONE':

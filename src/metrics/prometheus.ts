@@ -64,7 +64,8 @@ const SAMPLED: Readonly<Record<SampledGauge, { help: string; labelNames: readonl
   };
 
 const TOKENS: ReadonlySet<string> = new Set<string>([...HOST_TOKENS, ...REQUEST_TOKENS]);
-const ROUTES: ReadonlySet<string> = new Set(['update', 'echo']);
+/** The routes of src/http: the update path, the address echo, and the ACME client APIs (lego httpreq, acme-dns). */
+const ROUTES: ReadonlySet<string> = new Set(['update', 'echo', 'acme-present', 'acme-cleanup', 'acme-dns']);
 
 /** Label values from a fixed set: anything else is `other` (a label's values must stay few). */
 function routeLabel(route: string): string {

@@ -5,8 +5,9 @@
  */
 import type { Redis } from 'ioredis';
 import type { BackupSource, BackupTarget, HostRestore, StoredToken, TokenRestore } from '../app/ports.js';
-import { ConflictError } from '../core/errors.js';
-import type { Account, HostRecord } from '../core/types.js';
+import { ConflictError, NotFoundError } from '../core/errors.js';
+import { MAX_LINKS_PER_PARENT } from '../core/prefix.js';
+import type { Account, HostLink, HostRecord } from '../core/types.js';
 import type { RedisAccountStore } from './account-store.js';
 import type { AgentAdmin } from './client-policy.js';
 import { decodeAccount, decodeHost, type HashFields } from './codec.js';
@@ -16,6 +17,7 @@ import { execPipeline, storeCall } from './redis.js';
 import { presentFlag, runScript } from './script.js';
 import { HOST_RESTORE, TOKEN_RESTORE } from './scripts/backup.js';
 import { decodeToken } from './token-store.js';
+import { RedisLinkStore } from './link-store.js';
 
 const SCAN_BATCH = 1000;
 
@@ -137,6 +139,17 @@ export class RedisBackupStore implements BackupSource, BackupTarget {
     return runScript(this.redis, TOKEN_RESTORE, keys, args, 'token restore');
   }
 
+  async restoreLink(fqdn: string, link: HostLink): Promise<'ok' | { conflict: string }> {
+    try {
+      await new RedisLinkStore(this.redis, this.keys).link(fqdn, link.parent, link.iid, MAX_LINKS_PER_PARENT);
+      return 'ok';
+    } catch (err) {
+      if (err instanceof ConflictError || err instanceof NotFoundError)
+        return { conflict: `host ${fqdn}: its link to ${link.parent} not restored: ${err.message}` };
+      throw err;
+    }
+  }
+
   restoreAgentBlock(pattern: string): Promise<boolean> {
     return this.agentStore.block(pattern);
   }
@@ -175,8 +188,11 @@ function hostFields(h: HostRecord): HashFields {
     [HF.mx, h.mx ?? ''],
     [HF.backmx, presentFlag(h.mx !== null && h.backmx)],
     [HF.updatedAt, h.updatedAt > 0 ? String(h.updatedAt) : ''],
+    [HF.lastPrefix, h.prefix ?? ''],
   ];
   for (const [field, value] of optional) if (value !== '') fields[field] = value;
+  // '' is kept: all values removed, the name is the bridge's (absent: never set, left alone).
+  if (h.txt !== undefined) fields[HF.txt] = h.txt.join('\n');
   return fields;
 }
 

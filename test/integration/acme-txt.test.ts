@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
-import { requireBinariesOrSkip, type LabKind } from '../../src/lab/index.js';
+import { requireBinariesOrSkip, serverBinaries, type LabKind } from '../../src/lab/index.js';
 import { HOST_FIELDS, Keys } from '../../src/store/keys.js';
 import { BridgeEnv, ZONE, expectedReply, parseHttp, type HttpResult } from '../support/bridge.js';
 
@@ -17,6 +17,7 @@ const TXT_LIMIT = 6;
 const NAMESERVERS: { kind: LabKind; binaries: string[] }[] = [
   { kind: 'knot', binaries: ['redis-server', 'knotd', 'kdig'] },
   { kind: 'bind', binaries: ['redis-server', 'named', 'dig'] },
+  { kind: 'pdns', binaries: ['redis-server', ...serverBinaries('pdns')] },
 ];
 
 /** ACME-shaped values: 43 base64url characters. */

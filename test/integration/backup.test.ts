@@ -17,17 +17,23 @@ const UA = 'ddns-bridge-backup-tests/1.0 tests@example.test';
 const PASSWORDS = { ann: 'ann-Backup-secret-1', bob: 'bob-Backup-secret-2' };
 const SOURCE_PREFIX = 'ddns:';
 
-/** Fields of the host hash a backup leaves out: leases, repairs, frequency counts. */
+/**
+ * Fields of the host hash a backup leaves out: leases, repairs, frequency and TXT counts, and the
+ * "links changed" mark (a restored link sets it: the parent's next prefix update republishes its hosts).
+ */
 const TRANSIENT_HOST_FIELDS: readonly string[] = [
   ...LEASE_FIELDS,
   HOST_FIELDS.republishFailures,
   HOST_FIELDS.lastRequest,
   HOST_FIELDS.frequentCount,
   HOST_FIELDS.frequencySeq,
+  HOST_FIELDS.txtWindowStart,
+  HOST_FIELDS.txtCount,
+  HOST_FIELDS.linksChanged,
 ];
 
 /** Key families under a prefix that are records or their indexes (the rest expires or is bookkeeping). */
-const RECORD_KEY = /^(a:|h:|t:|tk:|ht:|d:|accounts$|ag$)/;
+const RECORD_KEY = /^(a:|h:|t:|tk:|ht:|hl:|d:|accounts$|ag$)/;
 
 /** Every record key under `prefix` and its value (hashes without transient host fields), prefix stripped. */
 async function dumpRecords(redis: Redis, prefix: string): Promise<Record<string, unknown>> {
@@ -138,6 +144,18 @@ describe('backups: export and import-all (knot)', function () {
     expect(r.body).to.equal('good 198.51.100.2\n');
     await env.cliOk(['host', 'block', hosts.banned]);
     await env.cliOk(['host', 'close', hosts.shut]);
+    // An IPv6 prefix link (nested follows live) and ACME TXT values: they must come back too.
+    await env.cliOk(['host', 'link', hosts.nested, '--to', hosts.live, '--iid', '::1234:5678:9abc:def0']);
+    r = await update(
+      `hostname=${hosts.live}&myip=192.0.2.8,2001:db8::8&wildcard=ON&mx=${mx}&backmx=YES&ipv6prefix=2001:db8:1200:3400::/56`,
+      ann,
+    );
+    expect(r.body).to.match(/^(good|nochg) /);
+    expect((await env.hostJson(hosts.nested)).ipv6).to.equal('2001:db8:1200:3400:1234:5678:9abc:def0');
+    for (const v of ['acme-value-one', 'acme-value-two']) {
+      r = await update(`hostname=${hosts.live}&txt=${v}`, ann);
+      expect(r.body).to.equal(`good ${v}\n`);
+    }
 
     const made = (await env.cliOk(['token', 'add', hosts.bobs, '--note', 'router', '--from', '127.0.0.0/8'])).trim();
     token = made.split('\n').at(-1)!;

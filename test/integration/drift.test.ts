@@ -260,6 +260,7 @@ for (const kind of LAB_KINDS) {
           kind === 'pdns'
             ? `ddns-bridge: reconcile: zone ${ZONE}: the primary refused the zone transfer (NOTAUTH, unsigned): grant ` +
                 'the key zone transfers (Knot: an acl with action transfer; BIND: allow-transfer { key NAME; }; ' +
+                'PowerDNS: the zone metadata TSIG-ALLOW-AXFR NAME; ' +
                 'docs/operators.md, "Drift")\n'
             : `ddns-bridge: reconcile: zone ${ZONE}: primary answered NOTAUTH, TSIG error BADSIG: key secret mismatch ` +
                 'between the bridge and the primary (on Knot also: the acl denies this key)\n',

@@ -8,11 +8,18 @@ import { expect } from 'chai';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort, makeTempDir, removeDir, requireBinariesOrSkip, type LabKind } from '../../src/lab/index.js';
+import {
+  freePort,
+  LAB_KINDS,
+  makeTempDir,
+  removeDir,
+  requireBinariesOrSkip,
+  serverBinaries,
+} from '../../src/lab/index.js';
 import { HOST_FIELDS, Keys } from '../../src/store/keys.js';
 import { BridgeEnv, ZONE } from '../support/bridge.js';
 
-const KINDS: LabKind[] = ['knot', 'bind'];
+const KINDS = LAB_KINDS;
 const TOKEN = 'p'.repeat(24) + '0123456789abcdef0123456789abcdef';
 const KEYS = new Keys('ddns:');
 const IID = '::1234:5678:9abc:def0';
@@ -32,7 +39,7 @@ for (const kind of KINDS) {
     const bob: [string, string] = ['pfx-bob', 'pfx-bob-secret'];
 
     before(async function () {
-      requireBinariesOrSkip(this, ['redis-server', kind === 'knot' ? 'knotd' : 'named', 'dig']);
+      requireBinariesOrSkip(this, ['redis-server', ...serverBinaries(kind)]);
       adminPort = await freePort();
       tokenDir = await makeTempDir('prefix-admin-');
       const tokenFile = path.join(tokenDir, 'admin.token');
