@@ -85,7 +85,10 @@ export class EchoService {
         const login = await this.login(req.credentials, req.clientIp, req.userAgent?.trim() ?? '');
         if (login !== undefined) {
           // Every name of the list the login may update is counted (per host name, as an update is).
-          const counted = login.only === undefined ? names : names.filter((n) => n === login.only);
+          // An ACME-only token updates no address: it counts nothing (its host's frequency rule is the
+          // address updates' alone, docs/security.md, "Update tokens").
+          const acmeOnly = 'token' in login.guard && login.guard.token.acmeOnly === true;
+          const counted = acmeOnly ? [] : login.only === undefined ? names : names.filter((n) => n === login.only);
           const { guard } = login;
           // A token for none of the names: its checks all the same, so a right token costs what a wrong one does.
           if (counted.length === 0 && 'token' in guard && (await this.deps.tokens.check(guard)) === 'stale') {

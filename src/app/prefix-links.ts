@@ -7,6 +7,7 @@
 import type { Logger } from '../core/log.js';
 import { addressInPrefix, type Ipv6Prefix } from '../core/prefix.js';
 import { familiesToLeave, pickDns, type TargetState } from '../core/types.js';
+import { storedTxt } from '../core/txt.js';
 import { releaseAfterFailure } from './operator-lease.js';
 import type { HostChange, HostGate, HostLinks, Lease, Publisher } from './ports.js';
 
@@ -59,7 +60,15 @@ export class PrefixFollowers {
         if (admission.kind === 'skipped') return { fqdn, skipped: admission.reason };
         const { host, lease, repairDue, families } = admission;
         const target: TargetState = { ...pickDns(host), ipv6, offline: false };
-        const change = { fqdn, zone, previous: host, target, leave: familiesToLeave(host, families) };
+        const change = {
+          fqdn,
+          zone,
+          previous: host,
+          target,
+          leave: familiesToLeave(host, families),
+          // Taking over a due repair (an interrupted change, maybe of TXT): the stored TXT set goes out too.
+          ...(repairDue ? storedTxt(host) : {}),
+        };
         const follower: Follower = { change, lease, repairDue };
         return follower;
       }),
@@ -81,7 +90,8 @@ export class PrefixFollowers {
     }
     const failed = settled.find((r) => r.status === 'rejected');
     if (failed !== undefined) {
-      await Promise.allSettled(followers.map((f) => deps.hosts.release(f.lease)));
+      // Nothing was sent: a repair that was due stays due.
+      await Promise.allSettled(followers.map((f) => deps.hosts.release(f.lease, dueAgain(f))));
       throw failed.reason;
     }
     return new PrefixFollowers(deps, prefix, followers, followedAll);
@@ -105,11 +115,6 @@ export class PrefixFollowers {
     return this.followedAll ? this.prefix.text : undefined;
   }
 
-  /** The parent's change does not go out: give the followers' leases back. */
-  async abandon(): Promise<void> {
-    await Promise.allSettled(this.followers.map((f) => this.deps.hosts.release(f.lease)));
-  }
-
   private async settle(f: Follower, published: PromiseSettledResult<void>): Promise<void> {
     const { hosts, logger, leaseMs } = this.deps;
     const host = f.change.fqdn;
@@ -131,4 +136,9 @@ export class PrefixFollowers {
       logger.warn('could not record a linked host’s new address', { host, error: (err as Error).message });
     }
   }
+}
+
+/** A follower's lease given back unsent: a repair that was due when it was taken stays due. */
+function dueAgain(f: Follower): { republishInMs?: number } {
+  return f.repairDue ? { republishInMs: 0 } : {};
 }

@@ -40,6 +40,7 @@ import type {
   TokenLogin,
 } from './ports.js';
 import { TxtFault, type TxtService } from './txt.js';
+import { storedTxt } from '../core/txt.js';
 
 export interface UpdateRequest {
   /** Parsed Basic credentials, or why there are none. */
@@ -372,9 +373,10 @@ export class UpdateService {
     // already): leave it. The store says which ones this change writes (admit).
     const previous = admission.host;
     const leave = familiesToLeave(previous, admission.families);
-    const followers = await this.prefixFollowers(fqdn, account.name, asked, admission.lease);
+    const followers = await this.prefixFollowers(fqdn, account.name, asked, admission.lease, admission.repairDue);
     try {
-      const change = { fqdn, zone, previous, target, leave };
+      // Taking over a due repair (an interrupted change, maybe of TXT): the stored TXT set goes out too.
+      const change = { fqdn, zone, previous, target, leave, ...(admission.repairDue ? storedTxt(previous) : {}) };
       await (followers ? followers.publishWith(change) : this.deps.publisher.publish(change));
     } catch (err) {
       // dnserr promises the stored state untouched: if the count and lease cannot be undone,
@@ -446,6 +448,7 @@ export class UpdateService {
     account: string,
     asked: AskedChange,
     lease: Lease,
+    repairDue: boolean,
   ): Promise<PrefixFollowers | undefined> {
     const prefix = this.prefixOf(asked);
     const { links, hosts, publisher, leaseMs, logger } = this.deps;
@@ -453,7 +456,8 @@ export class UpdateService {
     try {
       return await PrefixFollowers.admit({ links, hosts, publisher, leaseMs, logger }, fqdn, account, prefix);
     } catch (err) {
-      await hosts.release(lease).catch(() => undefined);
+      // Nothing was sent: a repair that was due stays due.
+      await hosts.release(lease, repairDue ? { republishInMs: 0 } : {}).catch(() => undefined);
       if (err instanceof StoreUnavailableError) throw err;
       throw new ServiceFault(`the hosts linked to ${fqdn}: ${(err as Error).message}`);
     }

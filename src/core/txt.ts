@@ -32,11 +32,13 @@ const YES = new Set(['true', 'yes', '1', 'on']);
 
 /**
  * The TXT part of an update request's parameters (first values): undefined when it names neither `txt` nor a `clear`
- * that means yes (an address update). `txt=V` sets V; `clear=true` removes every value, and with `txt=V` only V.
+ * that means yes (an address update). `txt=V` sets V; `clear=true` (also with an empty `txt=`) removes every value,
+ * and with `txt=V` only V.
  */
 export function parseTxtAsk(txt: string | undefined, clear: string | undefined): TxtAsk | undefined {
   const clearing = clear !== undefined && YES.has(clear.trim().toLowerCase());
-  if (txt === undefined) return clearing ? { op: 'clear' } : undefined;
+  // `txt=&clear=true` clears everything, as DuckDNS-style clients (acme.sh hooks) send it.
+  if (txt === undefined || (clearing && txt === '')) return clearing ? { op: 'clear' } : undefined;
   if (!isValidTxtValue(txt)) return { op: 'invalid' };
   return clearing ? { op: 'remove', value: txt } : { op: 'set', value: txt };
 }

@@ -110,6 +110,8 @@ function httpreqAsk(req: AcmeRequest): Ask {
   const domain = text(json?.domain);
   const keyAuth = text(json?.keyAuth);
   const credentials = parseBasicAuth(req.headers.authorization);
+  // One name: a comma would make a list of hosts, and one status cannot answer for several.
+  if ((fqdn ?? domain ?? '').includes(',')) return { invalid: plain(400, 'expected one host name\n') };
   if (fqdn !== undefined && value !== undefined) return { hostname: fqdn, value, credentials };
   if (domain !== undefined && keyAuth !== undefined)
     return { hostname: domain, value: txtValueOfKeyAuthorization(keyAuth), credentials };
@@ -143,6 +145,7 @@ function acmeDnsAsk(req: AcmeRequest): Ask {
   const txt = text(field(json, 'txt'));
   const subdomain = text(field(json, 'subdomain'));
   if (json === undefined || txt === undefined) return { invalid: jsonReply(400, { error: 'malformed_json_payload' }) };
+  if ((subdomain ?? '').includes(',')) return { invalid: jsonReply(400, { error: 'bad_subdomain' }) };
   // The subdomain names the host; left empty, the user does (a host name as the user).
   const hostname = subdomain !== undefined && subdomain.trim() !== '' ? subdomain : (user ?? '');
   return { hostname, value: txt, credentials };

@@ -88,7 +88,9 @@ export class HttpFrontend {
       this.routes.set(p, 'update');
     for (const p of [...ECHO_PATHS, ...ECHO_PATHS.map((e) => base + e)]) this.routes.set(p, 'echo');
     // The ACME client APIs (docs/protocol.md, "ACME client APIs").
-    for (const [p, route] of ACME_PATHS) for (const path of [p, base + p]) this.routes.set(path, route);
+    // Never over an update alias: with basePath `/nic`, `/nic/update` stays the update path.
+    for (const [p, route] of ACME_PATHS)
+      for (const path of [p, base + p]) if (!this.routes.has(path)) this.routes.set(path, route);
     this.clientAddress = new ClientAddressResolver(settings.trustedProxies);
   }
 

@@ -5,6 +5,7 @@
  * read back from the primary, the stored set from Redis.
  */
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { requireBinariesOrSkip, serverBinaries, type LabKind } from '../../src/lab/index.js';
 import { HOST_FIELDS, Keys } from '../../src/store/keys.js';
@@ -166,6 +167,19 @@ for (const { kind, binaries } of NAMESERVERS) {
       expect(await challenge(h)).to.deep.equal([]);
       const listed = JSON.parse(await env.cliOk(['token', 'list', h, '--json'])) as { acmeOnly: boolean }[];
       expect(listed.map((t) => t.acmeOnly)).to.deep.equal([true]);
+      // The address echo counts nothing for it: the host's frequency rule (3 frequent) is the address updates'.
+      const countedBefore = await raw.hget(KEYS.host(h), HOST_FIELDS.frequentCount);
+      for (let i = 0; i < 6; i++) {
+        const echoed = await env.get(`/checkip?hostname=${h}`, { auth: [h, token], ua: UA });
+        expect(echoed.status).to.equal(200);
+      }
+      expect((await env.hostJson(h)).state).to.equal('active');
+      expect(await raw.hget(KEYS.host(h), HOST_FIELDS.frequentCount)).to.equal(countedBefore);
+      expect((await update(`hostname=${h}&myip=192.0.2.56`)).body).to.equal('good 192.0.2.56\n');
+      // DuckDNS-style clear: an empty txt= with clear=true removes every value.
+      expect((await update(`hostname=${h}&txt=${V1}`, [h, token])).body).to.equal(`good ${V1}\n`);
+      expect((await update(`hostname=${h}&txt=&clear=true`, [h, token])).body).to.equal('good\n');
+      expect(await challenge(h)).to.deep.equal([]);
     });
 
     it('lego httpreq: /acme/present and /acme/cleanup (and RAW mode), exact replies; wrong credentials 401', async () => {
@@ -183,7 +197,13 @@ for (const { kind, binaries } of NAMESERVERS) {
         basic(auth),
       ]);
       expect(rawMode.status).to.equal(200);
-      expect(await challenge(h)).to.deep.equal([`"${rawMode.body.trim().split(' ')[1]}"`]);
+      const digest = createHash('sha256').update('token.thumbprint').digest('base64url');
+      expect(rawMode.body).to.equal(`good ${digest}\n`);
+      expect(await challenge(h)).to.deep.equal([`"${digest}"`]);
+      const listed = await post('/acme/present', { fqdn: `_acme-challenge.${h}.,other.${ZONE}`, value: V2 }, [
+        basic(auth),
+      ]);
+      expect(listed.status).to.equal(400);
       const wrong = await post('/acme/present', { fqdn: `_acme-challenge.${h}.`, value: V2 }, [
         basic([account, 'wrong']),
       ]);
