@@ -354,6 +354,16 @@ export type LinkedAdmission =
   /** Its lease is the caller's until commit() or release() (HostGate), as for an update's admission. */
   | { kind: 'change'; host: HostRecord; lease: Lease; repairDue: boolean; families: AddressFamilies };
 
+/** A host linked to `parent` to be given `ipv6` (HostLinks.admitLinked). */
+export interface LinkedAdmitRequest {
+  fqdn: string;
+  parent: string;
+  account: string;
+  iid: string;
+  ipv6: string;
+  leaseMs: number;
+}
+
 /** Hosts that follow another's IPv6 prefix (docs/protocol.md, "IPv6 prefixes"). */
 export interface HostLinks {
   /** The hosts linked to `parent`. */
@@ -363,14 +373,7 @@ export interface HostLinks {
    * frequency rule. Skipped when it is gone, no longer linked to `parent` with `iid`, not of `account`, not dynamic,
    * not active, or busy with a change of its own.
    */
-  admitLinked(req: {
-    fqdn: string;
-    parent: string;
-    account: string;
-    iid: string;
-    ipv6: string;
-    leaseMs: number;
-  }): Promise<LinkedAdmission>;
+  admitLinked(req: LinkedAdmitRequest): Promise<LinkedAdmission>;
   /**
    * Link `fqdn` to `parent` (or move it to another parent, or change its iid). NotFoundError: either host;
    * ConflictError: another account's, not dynamic, a chain (the parent follows one, or the host has followers), or
@@ -383,18 +386,21 @@ export interface HostLinks {
   forget(fqdn: string, parent: string | undefined): Promise<void>;
 }
 
+/** A new token as the store records it; the id and hash are made by the caller (auth). */
+export interface NewToken {
+  id: string;
+  hash: string;
+  fqdn: string;
+  expiresInMs?: number;
+  from: readonly string[];
+  note: string;
+  acmeOnly?: boolean;
+}
+
 /** Update tokens as the operator manages them (the login's lookup is TokenLookup). */
 export interface TokenAdmin {
   /** NotFoundError without such a host; ConflictError when the id is taken. */
-  add(token: {
-    id: string;
-    hash: string;
-    fqdn: string;
-    expiresInMs?: number;
-    from: readonly string[];
-    note: string;
-    acmeOnly?: boolean;
-  }): Promise<TokenRecord>;
+  add(token: NewToken): Promise<TokenRecord>;
   /** Every token, or one host's; sorted by host, then creation. */
   list(fqdn?: string): Promise<TokenRecord[]>;
   /** NotFoundError when there is no such token. */

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { HostLinks, LinkedAdmission, LinkedHost } from '../app/ports.js';
+import type { HostLinks, LinkedAdmission, LinkedAdmitRequest, LinkedHost } from '../app/ports.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import { normalizeHostname } from '../core/names.js';
 import { decodeFamilies, decodeHost } from './codec.js';
@@ -40,14 +40,7 @@ export class RedisLinkStore implements HostLinks {
       .sort((a, b) => (a.fqdn < b.fqdn ? -1 : a.fqdn > b.fqdn ? 1 : 0));
   }
 
-  async admitLinked(req: {
-    fqdn: string;
-    parent: string;
-    account: string;
-    iid: string;
-    ipv6: string;
-    leaseMs: number;
-  }): Promise<LinkedAdmission> {
+  async admitLinked(req: LinkedAdmitRequest): Promise<LinkedAdmission> {
     const token = randomUUID();
     const reply = await runScript(
       this.writes,

@@ -3,7 +3,7 @@
  * operator's add, list and remove. Only the token's keyed hash is stored.
  */
 import type { Redis } from 'ioredis';
-import type { GuardCheck, TokenAdmin, TokenGuard, TokenLogin, TokenLookup } from '../app/ports.js';
+import type { GuardCheck, NewToken, TokenAdmin, TokenGuard, TokenLogin, TokenLookup } from '../app/ports.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import type { TokenRecord } from '../core/update-tokens.js';
 import { tokenGuardKeys } from './host-store.js';
@@ -12,16 +12,7 @@ import { execPipeline, storeCall } from './redis.js';
 import { runScript } from './script.js';
 import { TOKEN_ADD, TOKEN_CHECK, TOKEN_FIND, TOKEN_REMOVE } from './scripts/tokens.js';
 
-/** A new token as the store records it; the id and hash are made by the caller (auth). */
-export interface NewToken {
-  id: string;
-  hash: string;
-  fqdn: string;
-  expiresInMs?: number;
-  from: readonly string[];
-  note: string;
-  acmeOnly?: boolean;
-}
+export type { NewToken } from '../app/ports.js';
 
 const SCAN_BATCH = 1000;
 
