@@ -113,6 +113,17 @@ for (const { kind, binaries } of NAMESERVERS) {
       expect((await update(`hostname=${h}&clear=true`)).body).to.equal('nochg\n');
     });
 
+    it('a value presented again is the newest: nochg, no DNS traffic, and the next new value pushes out the other', async () => {
+      const h = await newHost('again');
+      for (const v of [V1, V2]) expect((await update(`hostname=${h}&txt=${v}`)).body).to.equal(`good ${v}\n`);
+      const serial = await env.ns.serial();
+      expect((await update(`hostname=${h}&txt=${V1}`)).body).to.equal(`nochg ${V1}\n`);
+      expect(await stored(h)).to.equal(`${V2}\n${V1}`);
+      expect(await env.ns.serial()).to.equal(serial);
+      expect((await update(`hostname=${h}&txt=${V3}`)).body).to.equal(`good ${V3}\n`);
+      expect(await challenge(h)).to.deep.equal([`"${V1}"`, `"${V3}"`]);
+    });
+
     it('clear=true with txt= removes that value only', async () => {
       const h = await newHost('one');
       await update(`hostname=${h}&txt=${V1}`);

@@ -137,6 +137,13 @@ if A[2] == 'set' then
     nextValues[#nextValues + 1] = A[3]
     while #nextValues > tonumber(A[4]) do table.remove(nextValues, 1) end
     changed = true
+  elseif current[#current] ~= A[3] then
+    -- Presented again: it becomes the newest (the next new value evicts the other). The records
+    -- are the same set, so only Redis changes.
+    nextValues = {}
+    for _, v in ipairs(current) do if v ~= A[3] then nextValues[#nextValues + 1] = v end end
+    nextValues[#nextValues + 1] = A[3]
+    redis.call('HSET', key, '${HF.txt}', table.concat(nextValues, '\\n'))
   end
 elseif A[2] == 'remove' then
   for _, v in ipairs(current) do
