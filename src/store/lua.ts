@@ -192,6 +192,25 @@ end
 `;
 
 /**
+ * The host's checks at an admission, the address change's and the TXT change's alike (A[1]: the
+ * account): its fields read into `h` (at `key`); unknown, another account's, not dynamic, closed or
+ * blocked: rejected; a lease another request holds: busy. Leaves `key`, `h` and `state`.
+ */
+export const HOST_ADMISSION = `
+local key = KEYS[1]
+local flat = redis.call('HGETALL', key)
+local h = {}
+for i = 1, #flat, 2 do h[flat[i]] = flat[i + 1] end
+if h['${HF.owner}'] == nil then return {'rejected', 'unknown-host'} end
+if h['${HF.owner}'] ~= A[1] then return {'rejected', 'not-owner'} end
+if h['${HF.type}'] ~= 'dynamic' then return {'rejected', 'not-dynamic'} end
+local state = h['${HF.state}'] or 'active'
+if state == 'closed' then return {'rejected', 'closed'} end
+if state == 'blocked' then return {'rejected', 'abuse'} end
+if h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= '' and (tonumber(h['${HF.leaseUntil}']) or 0) > now then return {'busy'} end
+`;
+
+/**
  * What every lease script (admit, commit, release, reclaim, host claim) starts with: the Redis
  * clock, then the helpers in the order they depend on each other.
  */

@@ -8,7 +8,7 @@ import { ADMIT_REJECTIONS, type AdmitRejection, type Expectations, type GuardChe
 import { flag, type TargetState } from '../../core/types.js';
 import { encodeExpectations, encodeWrittenFamilies, type HashFields } from '../codec.js';
 import { HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
-import { GUARD, LEASE_PREAMBLE, NOW, TOKEN_CHECKS } from '../lua.js';
+import { GUARD, HOST_ADMISSION, LEASE_PREAMBLE, NOW, TOKEN_CHECKS } from '../lua.js';
 import {
   defineScript,
   presentFlag,
@@ -158,19 +158,7 @@ function admitReply(raw: unknown, script: string): AdmitReply {
  * '46', ''). la: those the change must write in full (kept with the lease: the lease record of FAMILIES); takenOver:
  * those of the expired lease it took over ('' when none). The body reads its arguments from `A` (see GUARD).
  */
-const ADMIT_BODY = `
-local key = KEYS[1]
-local flat = redis.call('HGETALL', key)
-local h = {}
-for i = 1, #flat, 2 do h[flat[i]] = flat[i + 1] end
-if h['${HF.owner}'] == nil then return {'rejected', 'unknown-host'} end
-if h['${HF.owner}'] ~= A[1] then return {'rejected', 'not-owner'} end
-if h['${HF.type}'] ~= 'dynamic' then return {'rejected', 'not-dynamic'} end
-local state = h['${HF.state}'] or 'active'
-if state == 'closed' then return {'rejected', 'closed'} end
-if state == 'blocked' then return {'rejected', 'abuse'} end
-if h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= '' and (tonumber(h['${HF.leaseUntil}']) or 0) > now then return {'busy'} end
--- An expired lease: its holder died between publishing and recording, so DNS may hold a
+const ADMIT_BODY = `${HOST_ADMISSION}-- An expired lease: its holder died between publishing and recording, so DNS may hold a
 -- change Redis does not know. Never nochg then: this request republishes it (FAMILIES).
 local stale = h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= ''
 

@@ -8,7 +8,7 @@ import { ADMIT_REJECTIONS, type AdmitRejection, type GuardCheck } from '../../ap
 import { flag } from '../../core/types.js';
 import type { HashFields } from '../codec.js';
 import { HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
-import { GUARD, LEASE_PREAMBLE, TOKEN_CHECKS } from '../lua.js';
+import { GUARD, HOST_ADMISSION, LEASE_PREAMBLE, TOKEN_CHECKS } from '../lua.js';
 import { defineScript, replyFields, replyKind, replyOneOf, replyString } from '../script.js';
 import {
   GUARD_CHECKS,
@@ -102,19 +102,7 @@ function txtAdmitReply(raw: unknown): TxtAdmitReply {
  * lease taken over had expired (a repair is due: the change republishes the stored state). A change marks the host as
  * managing its TXT set (HF.txt present) before anything is published, so a repair of it rewrites the set.
  */
-const TXT_ADMIT_BODY = `
-local key = KEYS[1]
-local flat = redis.call('HGETALL', key)
-local h = {}
-for i = 1, #flat, 2 do h[flat[i]] = flat[i + 1] end
-if h['${HF.owner}'] == nil then return {'rejected', 'unknown-host'} end
-if h['${HF.owner}'] ~= A[1] then return {'rejected', 'not-owner'} end
-if h['${HF.type}'] ~= 'dynamic' then return {'rejected', 'not-dynamic'} end
-local state = h['${HF.state}'] or 'active'
-if state == 'closed' then return {'rejected', 'closed'} end
-if state == 'blocked' then return {'rejected', 'abuse'} end
-if h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= '' and (tonumber(h['${HF.leaseUntil}']) or 0) > now then return {'busy'} end
-local stale = h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= ''
+const TXT_ADMIT_BODY = `${HOST_ADMISSION}local stale = h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= ''
 
 local start = tonumber(h['${HF.txtWindowStart}'])
 local count = tonumber(h['${HF.txtCount}']) or 0
