@@ -55,8 +55,12 @@ export const HOST_FIELDS = {
   linkIid: 'pi',
   /** A parent's last delegated prefix (`network/length`), recorded once every linked host that could follow it did. */
   lastPrefix: 'px',
-  /** '1': a host was linked to this one since its prefix was last published (its next prefix update is no nochg). */
+  /**
+   * Counts the links made to this host since its prefix was last published (its next prefix update is no nochg);
+   * its value when the lease was taken is `linksSeen`: the commit clears it only if no link came meanwhile.
+   */
   linksChanged: 'pd',
+  linksSeen: 'ps',
   /** The lease token `leaseFamilies` belongs to. */
   leaseFamiliesOf: 'lt',
   /** '1': a change that lost its lease may have landed while this holder was in flight. */
@@ -83,6 +87,7 @@ export const LEASE_FIELDS = [
   HOST_FIELDS.leaseFamilies,
   HOST_FIELDS.leaseFamiliesOf,
   HOST_FIELDS.leaseLate,
+  HOST_FIELDS.linksSeen,
   HOST_FIELDS.legacyLeaseRecord,
 ] as const;
 

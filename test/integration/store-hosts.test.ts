@@ -50,6 +50,33 @@ describe('store: hosts (real redis-server)', function () {
   });
 
   const hostKey = PREFIX + 'h:' + HOST;
+
+  describe("a host linked while its parent's prefix change is in flight", () => {
+    const PREFIX_TEXT = '2001:db8:1200:3400::/56';
+    const prefixRequest = () => request({ expect: { ...WANT, prefix: PREFIX_TEXT, linksChanged: '' } });
+    const marks = () => lab.raw.hmget(hostKey, 'pd', 'px');
+
+    it('keeps the "links changed" mark: the next update with the same prefix is a change, not nochg', async () => {
+      const child = 'nas.dyn.example.org';
+      await lab.store.hosts.add(child, 'alice', 'dynamic');
+      const admission = await lab.store.hosts.admit(prefixRequest());
+      if (admission.kind !== 'change') throw new Error(`expected a change, got ${admission.kind}`);
+      // The link lands after the parent's followers were read and before its commit.
+      await lab.store.links.link(child, HOST, '::1234', 40);
+      expect(await lab.store.hosts.commit(admission.lease, TARGET, { prefix: PREFIX_TEXT })).to.equal('committed');
+      const [pd, px] = await marks();
+      expect(px).to.equal(PREFIX_TEXT);
+      expect(pd, 'the mark of the link made meanwhile').to.equal('1');
+      const again = await lab.store.hosts.admit(prefixRequest());
+      expect(again.kind).to.equal('change');
+      if (again.kind !== 'change') return;
+      // That change publishes the new follower: the mark it saw goes with its commit.
+      expect(await lab.store.hosts.commit(again.lease, TARGET, { prefix: PREFIX_TEXT })).to.equal('committed');
+      expect((await marks())[0]).to.equal(null);
+      expect((await lab.store.hosts.admit(prefixRequest())).kind).to.equal('nochg');
+    });
+  });
+
   const redisNow = async (): Promise<number> => {
     const [s, us] = await lab.raw.time();
     return Number(s) * 1000 + Math.floor(Number(us) / 1000);

@@ -215,7 +215,7 @@ if stale then
   la = union(la, takenOver)
 end
 local leaseEnd = now + tonumber(A[4])
-redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.leaseToken}', A[5], '${HF.leaseUntil}', ms(leaseEnd))
+redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.leaseToken}', A[5], '${HF.leaseUntil}', ms(leaseEnd), '${HF.linksSeen}', h['${HF.linksChanged}'] or '')
 setLeaseRecord(la, A[5], false)
 redis.call('ZADD', KEYS[2], leaseEnd, key)
 return {'change', hostFlat(), prevFl, prevFc, h['${HF.frequencySeq}'], stale and '1' or '', la, takenOver}
@@ -312,10 +312,12 @@ if state ~= 'blocked' and state ~= 'closed' then
   if ARGV[7] == '1' then state = 'offline' else state = 'active' end
 end
 if ARGV[8] == '1' then redis.call('HSET', key, '${HF.state}', state) else redis.call('HSET', key, '${HF.state}', state, '${HF.updatedAt}', ms(now)) end
--- ARGV[14]: the prefix its linked hosts now follow (also those linked since: linksChanged goes).
+-- ARGV[14]: the prefix its linked hosts now follow. The links counted when the lease was taken
+-- followed it too; one made since did not (its host was not among them): its mark stays.
 if ARGV[14] and ARGV[14] ~= '' then
   redis.call('HSET', key, '${HF.lastPrefix}', ARGV[14])
-  redis.call('HDEL', key, '${HF.linksChanged}')
+  local marks = redis.call('HMGET', key, '${HF.linksChanged}', '${HF.linksSeen}')
+  if (marks[1] or '') == (marks[2] or '') then redis.call('HDEL', key, '${HF.linksChanged}') end
 end
 endLease(late)
 return 'ok'

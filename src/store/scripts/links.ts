@@ -62,7 +62,7 @@ if redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 0 and redis.call('SCARD', KEYS[3
 if ARGV[4] ~= '' and ARGV[4] ~= ARGV[2] then redis.call('SREM', KEYS[4], ARGV[1]) end
 redis.call('HSET', KEYS[1], '${HF.linkParent}', ARGV[2], '${HF.linkIid}', ARGV[3])
 redis.call('SADD', KEYS[3], ARGV[1])
-redis.call('HSET', KEYS[2], '${HF.linksChanged}', '1')
+redis.call('HINCRBY', KEYS[2], '${HF.linksChanged}', 1)
 return {'ok'}
 `,
   numberOfKeys: 5,
