@@ -421,6 +421,41 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       expect(primary.seen).to.have.length(7);
     });
 
+    it('sendGroup: a group goes in one message, whole even past the host cap, never split over two', async () => {
+      primary.script = (_r, i) => ({ delayMs: i === 0 ? 100 : 0 });
+      const s = sender({ maxInFlight: 1 }, { maxHostsPerMessage: 3 });
+      const first = s.send(plan('a'));
+      // While 'a' is out: a single host, a group of four (past the cap of 3), another single host.
+      const queued = [s.send(plan('b')), ...s.sendGroup(['p', 'q', 'r', 's'].map(plan)), s.send(plan('c'))];
+      await Promise.all([first, ...queued]);
+      expect(primary.seen.map((r) => r.hosts.map((h) => h.split('.')[0]).join(''))).to.deep.equal([
+        'a',
+        'b',
+        'pqrs',
+        'c',
+      ]);
+    });
+
+    it('sendGroup: a group that fits joins the message being filled; a refused member fails alone', async () => {
+      // YXRRSET whenever the message holds q (as if q had a CNAME).
+      primary.script = (r, i) => ({ delayMs: i === 0 ? 100 : 0, rcode: r.hosts.includes(`q.${ZONE}`) ? 7 : 0 });
+      const s = sender({ maxInFlight: 1 }, { maxHostsPerMessage: 5 });
+      const first = s.send(plan('a'));
+      const queued = [s.send(plan('b')), ...s.sendGroup(['p', 'q'].map(plan)), s.send(plan('c'))];
+      const results = await Promise.allSettled([first, ...queued]);
+      expect(results.map((r) => r.status)).to.deep.equal([
+        'fulfilled',
+        'fulfilled',
+        'fulfilled',
+        'rejected',
+        'fulfilled',
+      ]);
+      const messages = primary.seen.map((r) => r.hosts.map((h) => h.split('.')[0]).join(''));
+      expect(messages.slice(0, 2)).to.deep.equal(['a', 'bpqc']);
+      // Then each host of the refused message on its own.
+      expect([...messages.slice(2)].sort()).to.deep.equal(['b', 'c', 'p', 'q']);
+    });
+
     it('group commit respects the byte cap', async () => {
       primary.script = (_r, i) => ({ delayMs: i === 0 ? 100 : 0 });
       // Three records, each owner "x" and a pointer to the zone apex (1 + 1 + 2 bytes), 10
