@@ -70,11 +70,15 @@ export interface TokenGuardArgs {
 
 export type TokenAdmitArgs = AdmitArgs & TokenGuardArgs;
 
-export type AdmitReply =
+/** An admission that takes no lease: refused by the host or the login, busy, or nothing to change. */
+export type AdmitNoLease =
   | { kind: 'rejected'; outcome: AdmitRejection }
   | { kind: 'refused'; check: GuardCheck }
   | { kind: 'busy' }
-  | { kind: 'nochg' }
+  | { kind: 'nochg' };
+
+export type AdmitReply =
+  | AdmitNoLease
   | {
       kind: 'change';
       /** The host's fields with this request's frequency fields, without the lease ones. */

@@ -4,7 +4,7 @@
  * and ends the lease. The lease is the host's one lease, so a TXT change and an address change never cross; release
  * and the repair of an interrupted change are the lease scripts' (lease.ts).
  */
-import { ADMIT_REJECTIONS, type AdmitRejection, type GuardCheck } from '../../app/ports.js';
+import { ADMIT_REJECTIONS } from '../../app/ports.js';
 import { flag } from '../../core/types.js';
 import type { HashFields } from '../codec.js';
 import { HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
@@ -13,6 +13,7 @@ import { defineScript, replyFields, replyKind, replyOneOf, replyString } from '.
 import {
   GUARD_CHECKS,
   tokenGuardKeyList,
+  type AdmitNoLease,
   type GuardedAdmitKeys,
   type LeaseKeys,
   type TokenGuardArgs,
@@ -42,10 +43,7 @@ export interface GuardedTxtAdmitArgs extends TxtAdmitArgs {
 export type TokenTxtAdmitArgs = TxtAdmitArgs & TokenGuardArgs;
 
 export type TxtAdmitReply =
-  | { kind: 'rejected'; outcome: AdmitRejection }
-  | { kind: 'refused'; check: GuardCheck }
-  | { kind: 'busy' }
-  | { kind: 'nochg' }
+  | AdmitNoLease
   | {
       kind: 'change';
       /** The host's fields, without the lease ones. */
