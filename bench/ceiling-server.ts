@@ -45,6 +45,8 @@ async function main(): Promise<void> {
     const { port: bound } = await startCeilingServer(port);
     process.send?.({ listening: bound });
     process.on('disconnect', () => process.exit(0));
+    // An orderly exit on SIGTERM too, so that a `--cpu-prof` profile is written.
+    process.on('SIGTERM', () => process.exit(0));
     return;
   }
   if (workers === 1) {

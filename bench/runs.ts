@@ -130,7 +130,9 @@ export async function withCpu<M extends Measurement>(
       m.cpuMsPerRequest = round(((cpu1 - cpu0) * 1000) / n, 3);
       m.redisCpuMsPerRequest = round(((redis1 - redis0) * 1000) / n, 3);
     }
-    if (!target?.inProcess) m.clientCpuMsPerRequest = round((client.user + client.system) / 1000 / n, 3);
+    // wrk reports its own (wrk.ts); otherwise the load generator is this process.
+    if (!target?.inProcess && m.clientCpuMsPerRequest === undefined)
+      m.clientCpuMsPerRequest = round((client.user + client.system) / 1000 / n, 3);
     if (nsPid !== undefined) m.nameserverCpuMsPerRequest = round(((ns1 - ns0) * 1000) / n, 3);
   }
   return m;

@@ -50,6 +50,8 @@ export async function startBridgeTarget(
   config: Config,
   configPath: string,
   logger: Logger,
+  /** Node options for the serve process, which its workers inherit (e.g. `--cpu-prof`). */
+  nodeOptions: readonly string[] = [],
 ): Promise<Target> {
   if (mode === 'in-process') {
     const bridge = buildBridge(config, logger);
@@ -59,7 +61,7 @@ export async function startBridgeTarget(
   const child = track(
     spawn(
       process.execPath,
-      [CLI, 'serve', '--config', configPath, '--port', '0', '--workers', String(workersOf(mode))],
+      [...nodeOptions, CLI, 'serve', '--config', configPath, '--port', '0', '--workers', String(workersOf(mode))],
       {
         stdio: ['ignore', 'ignore', 'pipe'],
         env: { ...process.env, DDNS_BRIDGE_CONFIG: '' },
@@ -78,7 +80,7 @@ export async function startBridgeTarget(
   };
 }
 
-export async function startCeilingTarget(mode: BridgeMode): Promise<Target> {
+export async function startCeilingTarget(mode: BridgeMode, nodeOptions: readonly string[] = []): Promise<Target> {
   if (mode === 'in-process') {
     const { server, port } = await startCeilingServer(0);
     return {
@@ -95,7 +97,9 @@ export async function startCeilingTarget(mode: BridgeMode): Promise<Target> {
   }
   const workers = workersOf(mode);
   const child = track(
-    spawn(process.execPath, [CEILING_SCRIPT, '0', String(workers)], { stdio: ['ignore', 'pipe', 'inherit'] }),
+    spawn(process.execPath, [...nodeOptions, CEILING_SCRIPT, '0', String(workers)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    }),
   );
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';

@@ -44,6 +44,8 @@ export const DEBIAN_PACKAGES: Readonly<Record<string, string>> = {
   pebble: 'pebble',
   lego: 'lego',
   certbot: 'certbot',
+  // The bench's HTTP load generator (bench/wrk.ts): C, lighter per request than a Node one.
+  wrk: 'wrk',
 };
 
 /** Debian 12 package of each Perl module a client needs: ddclient's HTTPS (only recommended by ddclient). */
