@@ -231,7 +231,10 @@ export class HttpFrontend {
     connection.answering = req;
     this.inFlight++;
     const started = performance.now();
-    this.handle(req, connection.peer)
+    // The target is split once: the route serves the handler and the metrics.
+    const { path, query } = splitTarget(req.url ?? '/');
+    const route = this.routes.get(path);
+    this.handle(req, route, query, connection.peer)
       .catch((err: unknown) => {
         this.logger.error('request failed', { error: err instanceof Error ? err.message : String(err) });
         // The use cases answer every failure they know of: anything else is our fault (911).
@@ -239,19 +242,21 @@ export class HttpFrontend {
       })
       .then((reply) => {
         this.write(req, res, reply);
-        const route = this.routes.get(splitTarget(req.url ?? '/').path) ?? 'other';
-        this.telemetry.httpRequest(route, firstWord(reply.body), reply.status, (performance.now() - started) / 1000);
+        const seconds = (performance.now() - started) / 1000;
+        this.telemetry.httpRequest(route ?? 'other', firstWord(reply.body), reply.status, seconds);
       })
       .finally(() => {
         if (--this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
       });
   }
 
-  /** `peer`: the connection's peer address, read at accept. */
-  private async handle(req: http.IncomingMessage, peer: string): Promise<RawReply> {
-    const target = req.url ?? '/';
-    const { path, query } = splitTarget(target);
-    const route = this.routes.get(path);
+  /** `route` and `query`: of the request target; `peer`: the connection's peer address, read at accept. */
+  private async handle(
+    req: http.IncomingMessage,
+    route: Route | undefined,
+    query: string,
+    peer: string,
+  ): Promise<RawReply> {
     if (!route) return errorReply(404);
     if (req.method !== 'GET' && req.method !== 'POST') return errorReply(405);
     if (isAcmeRoute(route)) return this.acme(req, route, peer);

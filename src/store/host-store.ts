@@ -24,6 +24,7 @@ import { HOST_FIELDS, Keys, TOKEN_FIELDS } from './keys.js';
 import { execPipeline, storeCall } from './redis.js';
 import type { ReplicaWaiter } from './replica-wait.js';
 import { runScript } from './script.js';
+import { ScriptBatcher } from './batch.js';
 import { HOST_ADD, HOST_REMOVE, HOST_SET_STATE } from './scripts/hosts.js';
 import {
   ADMIT,
@@ -38,6 +39,11 @@ import {
   STALE,
   type AdmitArgs,
   type AdmitReply,
+  type CommitArgs,
+  type GuardedAdmitArgs,
+  type GuardedAdmitKeys,
+  type LeaseKeys,
+  type TokenAdmitArgs,
   type CountUndo,
   type TokenGuardKeys,
 } from './scripts/lease.js';
@@ -77,7 +83,17 @@ export class RedisHostStore implements HostGate, HostAdmin {
     private readonly replicas?: { writes: Redis; waiter: ReplicaWaiter },
   ) {
     this.writes = replicas?.writes ?? redis;
+    // The update path's scripts, batched per turn of the event loop (batch.ts).
+    this.admitPlain = new ScriptBatcher(this.writes, ADMIT, 'admit');
+    this.admitGuarded = new ScriptBatcher(this.writes, ADMIT_GUARDED, 'admit');
+    this.admitToken = new ScriptBatcher(this.writes, ADMIT_TOKEN, 'admit');
+    this.commits = new ScriptBatcher(this.writes, COMMIT, 'commit');
   }
+
+  private readonly admitPlain: ScriptBatcher<LeaseKeys, AdmitArgs, AdmitReply>;
+  private readonly admitGuarded: ScriptBatcher<GuardedAdmitKeys, GuardedAdmitArgs, AdmitReply>;
+  private readonly admitToken: ScriptBatcher<TokenGuardKeys, TokenAdmitArgs, AdmitReply>;
+  private readonly commits: ScriptBatcher<LeaseKeys, CommitArgs, 'ok' | 'lost' | 'gone'>;
 
   /** The connection of the writes a client is told about (admit, commit): WAIT covers only its own. */
   private readonly writes: Redis;
@@ -97,10 +113,10 @@ export class RedisHostStore implements HostGate, HostAdmin {
     const { guard } = req;
     let reply: AdmitReply;
     if (guard === undefined) {
-      reply = await runScript(this.writes, ADMIT, lease, args, 'admit');
+      reply = await this.admitPlain.run(lease, args);
     } else if ('token' in guard) {
       const tokenArgs = { ...args, tokenHash: guard.token.hash, donator: guard.token.account.donator };
-      reply = await runScript(this.writes, ADMIT_TOKEN, tokenGuardKeys(this.keys, guard, req.fqdn), tokenArgs, 'admit');
+      reply = await this.admitToken.run(tokenGuardKeys(this.keys, guard, req.fqdn), tokenArgs);
     } else {
       const { account, hashDigest } = guard.login;
       const guardKeys = {
@@ -110,13 +126,12 @@ export class RedisHostStore implements HostGate, HostAdmin {
         accountCooldown: this.keys.cooldownByAccount(account.name),
         account: this.keys.account(account.name),
       };
-      reply = await runScript(
-        this.writes,
-        ADMIT_GUARDED,
-        guardKeys,
-        { ...args, hashDigest, donator: account.donator, passwordOnly: guard.passwordOnly ?? false },
-        'admit',
-      );
+      reply = await this.admitGuarded.run(guardKeys, {
+        ...args,
+        hashDigest,
+        donator: account.donator,
+        passwordOnly: guard.passwordOnly ?? false,
+      });
     }
     // nochg says the state is stored: it may be a change whose WAIT failed (911) and is retried.
     // Not for the echo's counting (expect null), which acknowledges nothing.
@@ -135,9 +150,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
     opts: { republish?: boolean; prefix?: string } = {},
   ): Promise<CommitOutcome> {
     const own = asHostLease(lease);
-    const status = await runScript(
-      this.writes,
-      COMMIT,
+    const status = await this.commits.run(
       { host: this.keys.host(lease.fqdn), pending: this.keys.pendingChanges() },
       {
         token: lease.token,
@@ -147,7 +160,6 @@ export class RedisHostStore implements HostGate, HostAdmin {
         families: own?.families ?? '46',
         ...(opts.prefix === undefined ? {} : { prefix: opts.prefix }),
       },
-      'commit',
     );
     if (status === 'lost') {
       this.logger.warn(

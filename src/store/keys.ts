@@ -233,15 +233,25 @@ export class Keys {
 
 /** First 16 hex digits of sha1(User-Agent): bounded key length whatever the header holds. */
 export function agentDigest(userAgent: string): string {
-  return hash('sha1', userAgent, 'hex').slice(0, 16);
+  let digest = agentDigests.get(userAgent);
+  if (digest === undefined) {
+    // A few agents send almost every request (router firmware): each is hashed once, not per request.
+    if (agentDigests.size >= AGENT_DIGESTS_KEPT) agentDigests.clear();
+    agentDigests.set(userAgent, (digest = hash('sha1', userAgent, 'hex').slice(0, 16)));
+  }
+  return digest;
 }
+
+const AGENT_DIGESTS_KEPT = 1024;
+const agentDigests = new Map<string, string>();
 
 /**
  * The unit an address is counted in: IPv4 as is, IPv6 by its /64 (one customer site gets a
  * whole /64, so per-/128 counting would be trivially evaded with privacy addresses).
  */
 export function addressBucket(ip: string): string {
-  if (!isIPv6(ip)) return ip;
+  // No colon: not IPv6 (isIPv6's pattern is long, and most clients come over IPv4).
+  if (!ip.includes(':') || !isIPv6(ip)) return ip;
   const groups = expandIPv6(ip);
   return groups === undefined ? ip : `${groups.slice(0, 4).join(':')}::/64`;
 }

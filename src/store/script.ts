@@ -1,15 +1,15 @@
 /**
  * One typed definition per Redis script, after node-redis's defineScript: the Lua text, its
  * keys and named arguments (encoded to KEYS and ARGV here and nowhere else), and its decoded
- * reply. Loaded on a client with ioredis defineCommand: EVALSHA, falling back to EVAL after a
- * restart of Redis.
+ * reply. Run with EVALSHA, falling back to EVAL (which loads it again) after a restart of Redis.
  */
-import type { Redis } from 'ioredis';
+import { createHash } from 'node:crypto';
+import { Command, type Redis } from 'ioredis';
 import { fieldsFromFlat, type HashFields } from './codec.js';
 import { storeCall } from './redis.js';
 
 export interface ScriptDefinition<K, A, R> {
-  /** The command name on the client (unique). */
+  /** A name for errors and metrics (unique). */
   readonly name: string;
   readonly lua: string;
   /** Undefined: the number varies; it is sent first. */
@@ -26,14 +26,71 @@ export function defineScript<K, A, R>(definition: ScriptDefinition<K, A, R>): Sc
   return definition;
 }
 
-type Command = (...args: (string | number)[]) => Promise<unknown>;
+const shas = new WeakMap<object, string>();
 
-const defined = new WeakMap<Redis, Set<string>>();
+/** The SHA-1 EVALSHA names a script by, computed once per definition. */
+function shaOf(script: { readonly lua: string }): string {
+  let sha = shas.get(script);
+  if (sha === undefined) shas.set(script, (sha = createHash('sha1').update(script.lua).digest('hex')));
+  return sha;
+}
 
 /**
- * Run a script on a client (defining it there first); a Redis failure is StoreUnavailableError,
- * named after `operation` (default: the script's name). A reply of another shape than the
- * definition decodes throws a plain Error (a bug, never an outage).
+ * The scripts each connection has been sent with EVAL: the first call of a script on a connection
+ * is an EVAL (which loads it), later ones EVALSHA, as ioredis does. A new connection (a restart of
+ * Redis) starts empty; a NOSCRIPT (SCRIPT FLUSH) sends the EVAL again.
+ */
+const loaded = new WeakMap<object, Set<string>>();
+
+/**
+ * EVALSHA (EVAL when the connection has not loaded the script) of an encoded KEYS + ARGV list,
+ * replies as strings. One ioredis Command per call, built with its arguments already flat:
+ * ioredis's own script commands cost a closure, a promise chain and an array flattening on every
+ * call (docs/operators.md, "Performance").
+ */
+export async function evalScript(
+  redis: Redis,
+  script: { readonly lua: string },
+  keysAndArgs: string[],
+): Promise<unknown> {
+  const sha = shaOf(script);
+  const send = (name: 'evalsha' | 'eval'): Promise<unknown> => {
+    const command = new Command(name, [], { replyEncoding: 'utf8' });
+    keysAndArgs[0] = name === 'eval' ? script.lua : sha;
+    command.args = keysAndArgs;
+    void redis.sendCommand(command);
+    return command.promise;
+  };
+  const stream = redis.stream as object | undefined;
+  let scripts = stream && loaded.get(stream);
+  if (stream && !scripts) loaded.set(stream, (scripts = new Set()));
+  if (!scripts?.has(sha)) {
+    scripts?.add(sha);
+    return send('eval');
+  }
+  try {
+    return await send('evalsha');
+  } catch (err) {
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+    return send('eval');
+  }
+}
+
+/** [placeholder for the script, numkeys, ...keys, ...args] as EVALSHA takes them, every one a string. */
+export function encodeCall(keyList: readonly string[], argList: readonly (string | number)[]): string[] {
+  const out = new Array<string>(2 + keyList.length + argList.length);
+  out[0] = '';
+  out[1] = String(keyList.length);
+  let i = 2;
+  for (const k of keyList) out[i++] = k;
+  for (const a of argList) out[i++] = typeof a === 'string' ? a : String(a);
+  return out;
+}
+
+/**
+ * Run a script on a client; a Redis failure is StoreUnavailableError, named after `operation`
+ * (default: the script's name). A reply of another shape than the definition decodes throws a
+ * plain Error (a bug, never an outage).
  */
 export async function runScript<K, A, R>(
   redis: Redis,
@@ -42,23 +99,8 @@ export async function runScript<K, A, R>(
   args: A,
   operation: string = script.name,
 ): Promise<R> {
-  let names = defined.get(redis);
-  if (names === undefined) defined.set(redis, (names = new Set()));
-  if (!names.has(script.name)) {
-    redis.defineCommand(script.name, {
-      lua: script.lua,
-      ...(script.numberOfKeys === undefined ? {} : { numberOfKeys: script.numberOfKeys }),
-    });
-    names.add(script.name);
-  }
-  const command = (redis as unknown as Record<string, Command>)[script.name]!;
-  const keyList = script.keys(keys);
-  const argList = script.args(args);
-  const raw = await storeCall(operation, () =>
-    script.numberOfKeys === undefined
-      ? command.call(redis, keyList.length, ...keyList, ...argList)
-      : command.call(redis, ...keyList, ...argList),
-  );
+  const call = encodeCall(script.keys(keys), script.args(args));
+  const raw = await storeCall(operation, () => evalScript(redis, script, call));
   return script.reply(raw);
 }
 

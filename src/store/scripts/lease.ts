@@ -9,6 +9,7 @@ import { flag, type TargetState } from '../../core/types.js';
 import { encodeExpectations, encodeWrittenFamilies, type HashFields } from '../codec.js';
 import { HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
 import { GUARD, HOST_ADMISSION, LEASE_PREAMBLE, NOW, TOKEN_CHECKS } from '../lua.js';
+import { defineBatchableScript } from '../batch.js';
 import {
   defineScript,
   presentFlag,
@@ -226,9 +227,10 @@ return {'change', hostFlat(), prevFl, prevFc, h['${HF.frequencySeq}'], stale and
 `;
 
 /** admit without login checks (the echo with a hostname, the tests). */
-export const ADMIT = defineScript({
+export const ADMIT = defineBatchableScript({
   name: 'ddnsAdmit',
-  lua: `${LEASE_PREAMBLE}local A = ARGV${ADMIT_BODY}`,
+  preamble: LEASE_PREAMBLE,
+  body: `local A = ARGV${ADMIT_BODY}`,
   numberOfKeys: 2,
   keys: (k: LeaseKeys) => [k.host, k.pending],
   args: admitArgv,
@@ -236,9 +238,10 @@ export const ADMIT = defineScript({
 });
 
 /** admit after a password login's checks (GUARD in lua.ts), in the same atomic step. */
-export const ADMIT_GUARDED = defineScript({
+export const ADMIT_GUARDED = defineBatchableScript({
   name: 'ddnsAdmitGuarded',
-  lua: `${LEASE_PREAMBLE}${GUARD}${ADMIT_BODY}`,
+  preamble: LEASE_PREAMBLE,
+  body: `${GUARD}${ADMIT_BODY}`,
   numberOfKeys: 6,
   keys: (k: GuardedAdmitKeys) => [k.host, k.pending, k.junkBlock, k.sourceCooldown, k.accountCooldown, k.account],
   args: (a: GuardedAdmitArgs) => [a.hashDigest, flag(a.donator), a.passwordOnly ? '1' : '', ...admitArgv(a)],
@@ -246,9 +249,10 @@ export const ADMIT_GUARDED = defineScript({
 });
 
 /** admit for a token login: its checks (TOKEN_CHECKS in lua.ts), the time it was last used, then admit. */
-export const ADMIT_TOKEN = defineScript({
+export const ADMIT_TOKEN = defineBatchableScript({
   name: 'ddnsAdmitToken',
-  lua: `${LEASE_PREAMBLE}${TOKEN_CHECKS}
+  preamble: LEASE_PREAMBLE,
+  body: `${TOKEN_CHECKS}
 redis.call('HSET', KEYS[5], '${TF.lastUsedAt}', ms(now))
 local A = {unpack(ARGV, 3)}
 ${ADMIT_BODY}`,
@@ -291,9 +295,10 @@ export interface CommitArgs {
  * after the holder in flight). The request's count is undone (the caller answers 911, which
  * does not count).
  */
-export const COMMIT = defineScript({
+export const COMMIT = defineBatchableScript({
   name: 'ddnsCommit',
-  lua: `${LEASE_PREAMBLE}
+  preamble: LEASE_PREAMBLE,
+  body: `
 local key = KEYS[1]
 if redis.call('HEXISTS', key, '${HF.owner}') == 0 then
   redis.call('ZREM', KEYS[2], key)

@@ -1,0 +1,153 @@
+/**
+ * Scripts run for many hosts in one call. Admissions and commits issued in the same turn of the
+ * event loop (requests that arrived together; the hosts of one UPDATE message, answered by one
+ * reply) go to Redis as one script call that runs the script's body once per host, in order:
+ * one command for the client and for Redis instead of one each (docs/operators.md, "Performance").
+ *
+ * A batchable script is written as a preamble (helpers, the Redis clock) and a body that reads
+ * its host's KEYS and ARGV. The batch form runs the preamble once and the body as a function per
+ * item, with KEYS and ARGV bound to the item's own: the same Lua text, so the same semantics.
+ * One call is one atomic step for every item: none sees another's writes half done, exactly as if
+ * they had run one after another. An item whose body raises an error fails alone (what it wrote
+ * before stays, as with the script alone).
+ */
+import type { Redis } from 'ioredis';
+import { encodeCall, evalScript, runScript, type ScriptDefinition } from './script.js';
+import { asStoreError, storeCall } from './redis.js';
+
+export interface BatchableScript<K, A, R> extends ScriptDefinition<K, A, R> {
+  /** Run once per call: helpers and the clock; reads no KEYS or ARGV except inside its functions. */
+  readonly preamble: string;
+  /** One host's work: reads KEYS and ARGV, ends with a `return` of its reply (never nil). */
+  readonly body: string;
+  /** The batch form of the script (batchLua). */
+  readonly batch: { readonly lua: string };
+}
+
+/** A script whose Lua is `preamble + body`, runnable alone (runScript) or many at once (ScriptBatcher). */
+export function defineBatchableScript<K, A, R>(
+  definition: Omit<ScriptDefinition<K, A, R>, 'lua'> & { preamble: string; body: string },
+): BatchableScript<K, A, R> {
+  return {
+    ...definition,
+    lua: definition.preamble + definition.body,
+    batch: { lua: batchLua(definition.preamble, definition.body) },
+  };
+}
+
+/**
+ * ARGV: n, then for each item its key and argument counts, then every item's arguments; KEYS:
+ * every item's keys. Replies: one per item, in order (false when the body returned none; an error
+ * reply for an item whose body raised one).
+ */
+export function batchLua(preamble: string, body: string): string {
+  const bound = (text: string) => text.replace(/\bKEYS\b/g, 'KB').replace(/\bARGV\b/g, 'AB');
+  return `local KB, AB = {}, {}
+${bound(preamble)}
+local function one()
+${bound(body)}
+end
+local n = tonumber(ARGV[1])
+local out = {}
+local ki, ai = 0, 1 + 2 * n
+for i = 1, n do
+  local nk, na = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+  KB = {unpack(KEYS, ki + 1, ki + nk)}
+  AB = {unpack(ARGV, ai + 1, ai + na)}
+  ki, ai = ki + nk, ai + na
+  -- An item that fails fails alone, as the script alone would: its error is its reply.
+  local ok, reply = pcall(one)
+  if ok then out[i] = reply or false
+  elseif type(reply) == 'table' and reply.err then out[i] = reply
+  else out[i] = {err = tostring(reply)} end
+end
+return out
+`;
+}
+
+interface Pending<R> {
+  keys: readonly string[];
+  args: readonly (string | number)[];
+  resolve(value: R): void;
+  reject(error: unknown): void;
+}
+
+/** The most items one batch call carries: bounds how long Redis runs one script. */
+export const MAX_BATCH_ITEMS = 64;
+
+/**
+ * Queues calls of one script and sends what a turn of the event loop queued as one call (a lone
+ * call as the plain script). Each caller gets its own item's reply, decoded, or its own error; a
+ * failed call (connection lost, timeout) fails every item of it (StoreUnavailableError, named
+ * after `operation`).
+ */
+export class ScriptBatcher<K, A, R> {
+  private queue: Pending<R>[] = [];
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly script: BatchableScript<K, A, R>,
+    private readonly operation: string = script.name,
+  ) {}
+
+  run(keys: K, args: A): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      const item = { keys: this.script.keys(keys), args: this.script.args(args), resolve, reject };
+      if (this.queue.push(item) === 1) setImmediate(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    const queued = this.queue;
+    this.queue = [];
+    for (let i = 0; i < queued.length; i += MAX_BATCH_ITEMS) void this.send(queued.slice(i, i + MAX_BATCH_ITEMS));
+  }
+
+  private async send(items: Pending<R>[]): Promise<void> {
+    const { script, operation } = this;
+    let replies: unknown[];
+    try {
+      if (items.length === 1) {
+        const [only] = items as [Pending<R>];
+        const raw = await storeCall(operation, () => evalScript(this.redis, script, encodeCall(only.keys, only.args)));
+        replies = [raw];
+      } else {
+        const raw = await storeCall(operation, () => evalScript(this.redis, script.batch, encodeBatch(items)));
+        if (!Array.isArray(raw) || raw.length !== items.length)
+          throw new Error(`${script.name}: expected ${items.length} replies, got ${JSON.stringify(raw)}`);
+        replies = raw;
+      }
+    } catch (err) {
+      for (const item of items) item.reject(err);
+      return;
+    }
+    items.forEach((item, i) => {
+      try {
+        const reply = replies[i];
+        if (reply instanceof Error) throw asStoreError(operation, reply);
+        item.resolve(script.reply(reply));
+      } catch (err) {
+        item.reject(err);
+      }
+    });
+  }
+}
+
+function encodeBatch(items: readonly Pending<unknown>[]): string[] {
+  const keyList: string[] = [];
+  const argList: string[] = [String(items.length)];
+  for (const item of items) argList.push(String(item.keys.length), String(item.args.length));
+  for (const item of items) {
+    for (const k of item.keys) keyList.push(k);
+    for (const a of item.args) argList.push(typeof a === 'string' ? a : String(a));
+  }
+  return encodeCall(keyList, argList);
+}
+
+/** runScript's signature over a batcher: what the store calls either way. */
+export type ScriptRunner<K, A, R> = Pick<ScriptBatcher<K, A, R>, 'run'>;
+
+/** A runner that sends every call on its own (tests, the CLI). */
+export function unbatched<K, A, R>(redis: Redis, script: ScriptDefinition<K, A, R>, operation?: string) {
+  return { run: (keys: K, args: A) => runScript(redis, script, keys, args, operation) };
+}

@@ -1,0 +1,183 @@
+/**
+ * Admissions and commits issued in one turn of the event loop go to Redis as one script call
+ * (src/store/batch.ts), against a real redis-server: each caller gets exactly the reply the
+ * script alone would give it, in order, and what a batch writes is what the calls one after
+ * another would write.
+ */
+import { expect } from 'chai';
+import type { Admission, AdmitRequest, Expectations } from '../../src/app/ports.js';
+import { StoreUnavailableError } from '../../src/core/errors.js';
+import type { TargetState } from '../../src/core/types.js';
+import { batchLua, MAX_BATCH_ITEMS } from '../../src/store/batch.js';
+import type { StoreConfig } from '../../src/store/index.js';
+import { storeTestConfig, useRedisStore } from '../support/store-server.js';
+
+const PREFIX = 'b:';
+const storeConfig = (url: string): StoreConfig => storeTestConfig(url, { keyPrefix: PREFIX });
+
+const WANT: Expectations = { state: 'active', ipv4: '203.0.113.7', wildcard: '0', mx: '', backmx: '0' };
+const TARGET: TargetState = {
+  ipv4: '203.0.113.7',
+  ipv6: null,
+  wildcard: false,
+  mx: null,
+  backmx: false,
+  offline: false,
+};
+
+const request = (fqdn: string, over: Partial<AdmitRequest> = {}): AdmitRequest => ({
+  fqdn,
+  account: 'alice',
+  minIntervalMs: 60_000,
+  maxFrequent: 3,
+  expect: WANT,
+  leaseMs: 5000,
+  ...over,
+});
+
+const hostName = (i: number) => `h${i}.dyn.example.org`;
+
+describe('store: scripts batched per turn of the event loop (real redis-server)', function () {
+  const lab = useRedisStore('store-batch', storeConfig);
+
+  /** EVAL / EVALSHA calls Redis counted (INFO commandstats). */
+  async function scriptCalls(): Promise<number> {
+    const info = await lab.raw.info('commandstats');
+    let calls = 0;
+    for (const m of info.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(m[1]);
+    return calls;
+  }
+
+  beforeEach(async () => {
+    await lab.raw.flushdb();
+    await lab.store.accounts.create({ name: 'alice', passwordHash: '$scrypt$x', donator: false, createdAt: 1 });
+    for (let i = 0; i < 10; i++) await lab.store.hosts.add(hostName(i), 'alice', 'dynamic');
+    await lab.store.hosts.add('bob.dyn.example.org', 'alice', 'static');
+  });
+
+  it('10 admissions of one turn: one script call; each gets its own reply; 10 commits of one turn: one call', async () => {
+    const before = await scriptCalls();
+    const admissions = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => lab.store.hosts.admit(request(hostName(i)))),
+    );
+    // One call for the ten (not ten), and nothing else.
+    expect((await scriptCalls()) - before).to.equal(1);
+    expect(admissions.map((a) => a.kind)).to.deep.equal(Array(10).fill('change'));
+    const leases = admissions.map((a) => (a as Extract<Admission, { kind: 'change' }>).lease);
+    expect(new Set(leases.map((l) => l.token)).size).to.equal(10);
+    expect(leases.map((l) => l.fqdn)).to.deep.equal(Array.from({ length: 10 }, (_, i) => hostName(i)));
+    // Each host holds its own lease, and the pending set all ten.
+    for (const lease of leases) expect(await lab.raw.hget(`${PREFIX}h:${lease.fqdn}`, 'lk')).to.equal(lease.token);
+    expect(await lab.raw.zcard(`${PREFIX}pending`)).to.equal(10);
+
+    const mid = await scriptCalls();
+    const commits = await Promise.all(leases.map((lease) => lab.store.hosts.commit(lease, TARGET)));
+    expect((await scriptCalls()) - mid).to.equal(1);
+    expect(commits).to.deep.equal(Array(10).fill('committed'));
+    for (let i = 0; i < 10; i++) {
+      const fields = await lab.raw.hgetall(`${PREFIX}h:${hostName(i)}`);
+      expect(fields, hostName(i)).to.include({ '4': '203.0.113.7', s: 'active' });
+      expect(fields.lk, hostName(i)).to.equal(undefined);
+    }
+    expect(await lab.raw.zcard(`${PREFIX}pending`)).to.equal(0);
+    // And now every one is nochg, again in one call.
+    const again = await Promise.all(Array.from({ length: 10 }, (_, i) => lab.store.hosts.admit(request(hostName(i)))));
+    expect(again.map((a) => a.kind)).to.deep.equal(Array(10).fill('nochg'));
+  });
+
+  it('items of one call run in order, as one after another: the same host twice is change, then busy', async () => {
+    const [first, second] = await Promise.all([
+      lab.store.hosts.admit(request(hostName(0))),
+      lab.store.hosts.admit(request(hostName(0))),
+    ]);
+    expect(first!.kind).to.equal('change');
+    expect(second!.kind).to.equal('busy');
+  });
+
+  it('refusals and rejections stay per item: a static host, an unknown one and another account beside a change', async () => {
+    const replies = await Promise.all([
+      lab.store.hosts.admit(request('bob.dyn.example.org')),
+      lab.store.hosts.admit(request('nobody.dyn.example.org')),
+      lab.store.hosts.admit(request(hostName(1), { account: 'mallory' })),
+      lab.store.hosts.admit(request(hostName(2))),
+    ]);
+    expect(replies).to.deep.include.members([
+      { kind: 'rejected', outcome: 'not-dynamic' },
+      { kind: 'rejected', outcome: 'unknown-host' },
+      { kind: 'rejected', outcome: 'not-owner' },
+    ]);
+    expect(replies[3]!.kind).to.equal('change');
+    // Nothing was written for the refused ones.
+    expect(await lab.raw.hget(`${PREFIX}h:${hostName(1)}`, 'fl')).to.equal(null);
+  });
+
+  it(`more than ${MAX_BATCH_ITEMS} in one turn: split into calls of at most ${MAX_BATCH_ITEMS}`, async () => {
+    const count = MAX_BATCH_ITEMS + 6;
+    const before = await scriptCalls();
+    const replies = await Promise.all(
+      Array.from({ length: count }, () => lab.store.hosts.admit(request('nobody.dyn.example.org'))),
+    );
+    expect((await scriptCalls()) - before).to.equal(2);
+    expect(replies.every((r) => r.kind === 'rejected')).to.equal(true);
+  });
+
+  it('after SCRIPT FLUSH (Redis lost its scripts) a batch loads its script again and is answered', async () => {
+    await Promise.all([0, 1].map((i) => lab.store.hosts.admit(request(hostName(i)))));
+    await lab.raw.script('FLUSH');
+    const replies = await Promise.all([2, 3].map((i) => lab.store.hosts.admit(request(hostName(i)))));
+    expect(replies.map((r) => r.kind)).to.deep.equal(['change', 'change']);
+  });
+
+  it('an item whose script raises an error fails alone (StoreUnavailableError); the others get their replies', async () => {
+    // The host hash is a string: HGETALL fails (WRONGTYPE) inside the batch, for that item only.
+    await lab.raw.set(`${PREFIX}h:broken.dyn.example.org`, 'x');
+    const before = await scriptCalls();
+    const [good, broken, after] = await Promise.allSettled([
+      lab.store.hosts.admit(request(hostName(0))),
+      lab.store.hosts.admit(request('broken.dyn.example.org')),
+      lab.store.hosts.admit(request(hostName(1))),
+    ]);
+    expect((await scriptCalls()) - before).to.equal(1);
+    expect(broken!.status).to.equal('rejected');
+    const reason = (broken as PromiseRejectedResult).reason as Error;
+    expect(reason).to.be.instanceOf(StoreUnavailableError);
+    expect(reason.message).to.match(/^redis: admit failed: .*WRONGTYPE/);
+    for (const [r, i] of [
+      [good, 0],
+      [after, 1],
+    ] as const) {
+      expect(r!.status).to.equal('fulfilled');
+      const lease = ((r as PromiseFulfilledResult<Admission>).value as Extract<Admission, { kind: 'change' }>).lease;
+      expect(await lab.raw.hget(`${PREFIX}h:${hostName(i)}`, 'lk')).to.equal(lease.token);
+    }
+  });
+
+  it('a call that gets no answer fails every item of it; the next turn works', async () => {
+    const stalled = lab.raw.duplicate();
+    // A busy script holds the whole server for 2.5 s, past commandTimeoutMs (2 s): both items time out.
+    const busy = stalled
+      .eval(
+        "local t = redis.call('TIME'); local stop = t[1] * 1000000 + t[2] + 2500000; " +
+          "while true do local n = redis.call('TIME'); if n[1] * 1000000 + n[2] > stop then break end end; return 1",
+        0,
+      )
+      .catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 100));
+    const results = await Promise.allSettled([0, 1].map((i) => lab.store.hosts.admit(request(hostName(i)))));
+    for (const r of results) {
+      expect(r.status).to.equal('rejected');
+      expect((r as PromiseRejectedResult).reason).to.be.instanceOf(StoreUnavailableError);
+    }
+    await busy;
+    stalled.disconnect();
+    const next = await Promise.all([2, 3].map((i) => lab.store.hosts.admit(request(hostName(i)))));
+    expect(next.map((a) => a.kind)).to.deep.equal(['change', 'change']);
+  });
+
+  it('the batch Lua binds KEYS and ARGV to each item: no other reference to them is left in the body', () => {
+    const lua = batchLua('local x = KEYS[1]\n', "return {KEYS[2], ARGV[1], 'KEYSTONE'}\n");
+    const body = lua.slice(lua.indexOf('local function one()'), lua.indexOf('\nend\n'));
+    expect(body).to.not.match(/\bKEYS\b|\bARGV\b/);
+    expect(lua).to.include("return {KB[2], AB[1], 'KEYSTONE'}");
+  });
+});
