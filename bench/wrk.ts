@@ -34,6 +34,7 @@ export type WrkRequests =
 export interface WrkLoad {
   port: number;
   connections: number;
+  /** Rounded up to whole seconds, at least 1: wrk's -d takes no fraction (0.4s is a usage error). */
   seconds: number;
   /** wrk threads (default 1: one core's worth of generator on a 2-core machine). */
   threads?: number;
@@ -127,12 +128,13 @@ end
 export async function runWrk(load: WrkLoad): Promise<WrkMeasurement> {
   const wrk = requireBinary('wrk');
   const threads = load.threads ?? 1;
+  const duration = Math.max(1, Math.ceil(load.seconds));
   const script = path.join(load.dir, `wrk-${process.pid}-${Date.now()}.lua`);
   await writeFile(script, scriptOf(load.requests));
   const args = [
     `-t${threads}`,
     `-c${load.connections}`,
-    `-d${load.seconds}s`,
+    `-d${duration}s`,
     '--timeout',
     '10s',
     '-s',
@@ -146,7 +148,7 @@ export async function runWrk(load: WrkLoad): Promise<WrkMeasurement> {
     execFile(
       'bash',
       ['-c', '"$@"; times', 'bash', wrk, ...args],
-      { timeout: (load.seconds + 30) * 1000 },
+      { timeout: (duration + 30) * 1000 },
       (err, out, errOut) => (err ? reject(new Error(`wrk failed: ${err.message} ${errOut}`)) : resolve(out)),
     ),
   );
