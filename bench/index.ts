@@ -19,6 +19,8 @@ export interface BenchCommandOptions {
   markdown?: string;
   nameservers?: LabKind[];
   modes?: string[];
+  /** Profile the nochg and storm paths into this directory (`--cpu-prof DIR`). */
+  cpuProf?: string;
 }
 
 export async function benchCommand(
@@ -35,6 +37,7 @@ export async function benchCommand(
     quick: opts.quick,
     nameservers: opts.nameservers,
     modes,
+    cpuProf: opts.cpuProf,
     progress: (l) => err(`bench: ${l}`),
   });
   const markdown = renderMarkdown(report);

@@ -73,10 +73,15 @@ export function exchange(host: string, port: number, request: string, timeoutMs:
   });
 }
 
+/** The request target (path and query) of a dyndns2 update. */
+export function updatePath(hostname: string, ip: string): string {
+  return `/nic/update?hostname=${hostname}&myip=${ip}`;
+}
+
 /** A dyndns2 update request as a router sends it. */
 export function updateRequest(hostname: string, ip: string, authorization: string): string {
   return (
-    `GET /nic/update?hostname=${hostname}&myip=${ip} HTTP/1.0\r\n` +
+    `GET ${updatePath(hostname, ip)} HTTP/1.0\r\n` +
     'Host: 127.0.0.1\r\n' +
     `Authorization: ${authorization}\r\n` +
     'User-Agent: ddns-bridge-bench/1.0 bench@example.test\r\n' +

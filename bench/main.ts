@@ -31,6 +31,10 @@ const argv = await yargs(hideBin(process.argv))
     string: true,
     describe: 'bridge layouts: in-process, workers-N (default: in-process workers-2)',
   })
+  .option('cpu-prof', {
+    type: 'string',
+    describe: 'after the wrk rounds, profile the nochg and the storm path (first nameserver) into DIR/nochg, DIR/storm',
+  })
   .strict()
   .fail((msg, e, y) => {
     if (e) throw e;
@@ -50,6 +54,7 @@ try {
       markdown: argv.markdown,
       nameservers: argv.nameserver as LabKind[] | undefined,
       modes: argv.mode,
+      cpuProf: argv.cpuProf,
     },
     out,
     err,

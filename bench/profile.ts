@@ -26,8 +26,13 @@ export interface BenchProfile {
    */
   isolatedPauseMs: number;
   isolatedMessages: number;
-  /** Unrecorded requests per nameserver when a bridge starts (JIT, connections). */
+  /** Unrecorded requests per nameserver when a bridge starts (JIT, connections): the Node generator's… */
   warmupRequests: number;
+  /**
+   * …and wrk's, in seconds (0: none — the quick profile, whose smoke test asserts no speed,
+   * saves wrk's whole-second minimum on each).
+   */
+  warmUpSeconds: number;
   /**
    * Paired rounds (headline layout): each round measures a reference and the bridge right
    * after each other — HTTP ceiling then nochg at the top concurrency, raw UPDATE then change
@@ -42,6 +47,23 @@ export interface BenchProfile {
    */
   coldLogins: number;
   coldLoginSpacingMs: number;
+  /**
+   * The wrk rounds (wrk-rounds.ts, the ratio targets): this many rounds, each measurement this
+   * long (whole seconds: wrk's -d takes no fraction).
+   */
+  wrkRounds: number;
+  wrkSeconds: number;
+  /** nochg: the requests cycle over this many hosts, each set once before, at this concurrency. */
+  nochgHosts: number;
+  nochgConcurrency: number;
+  /** Change storm: every request a new address for the next of this many hosts, at this concurrency. */
+  stormHosts: number;
+  stormConcurrency: number;
+  /** The drain: this many hosts, each changed once, by this many concurrent clients. */
+  drainHosts: number;
+  drainConcurrency: number;
+  /** `--cpu-prof`: each profiled path runs this long. */
+  cpuProfSeconds: number;
 }
 
 export const FULL_PROFILE: BenchProfile = {
@@ -60,10 +82,20 @@ export const FULL_PROFILE: BenchProfile = {
   isolatedPauseMs: 2,
   isolatedMessages: 1_000,
   warmupRequests: 500,
+  warmUpSeconds: 1,
   pairedRounds: 3,
   pairedSeconds: 2,
   coldLogins: 4,
   coldLoginSpacingMs: 500,
+  wrkRounds: 3,
+  wrkSeconds: 3,
+  nochgHosts: 512,
+  nochgConcurrency: 64,
+  stormHosts: 20_000,
+  stormConcurrency: 256,
+  drainHosts: 100_000,
+  drainConcurrency: 1_024,
+  cpuProfSeconds: 8,
 };
 
 export const QUICK_PROFILE: BenchProfile = {
@@ -82,8 +114,18 @@ export const QUICK_PROFILE: BenchProfile = {
   isolatedPauseMs: 2,
   isolatedMessages: 50,
   warmupRequests: 64,
+  warmUpSeconds: 0,
   pairedRounds: 1,
   pairedSeconds: 0.3,
   coldLogins: 1,
   coldLoginSpacingMs: 10,
+  wrkRounds: 1,
+  wrkSeconds: 1,
+  nochgHosts: 512,
+  nochgConcurrency: 64,
+  stormHosts: 20_000,
+  stormConcurrency: 256,
+  drainHosts: 1_000,
+  drainConcurrency: 64,
+  cpuProfSeconds: 8,
 };

@@ -111,3 +111,14 @@ export function nextAddress(): string {
   const v = addressCounter++ % 0xffffff;
   return `10.${(v >> 16) & 255}.${(v >> 8) & 255}.${v & 255}`;
 }
+
+/**
+ * Reserve `n` addresses of the same sequence for a load that makes its own (wrk's change
+ * requests: address `start + s` for its request s): nextAddress never hands them out again.
+ * Returns the start.
+ */
+export function reserveAddresses(n: number): number {
+  const start = addressCounter % 0xffffff;
+  addressCounter += n;
+  return start;
+}

@@ -3,6 +3,7 @@ import type { LabKind } from '../src/lab/index.js';
 import type { BenchProfile } from './profile.js';
 import type { Measurement } from './stats.js';
 import type { BridgeMode } from './targets.js';
+import type { WrkMeasurement } from './wrk.js';
 
 /** Measurements keyed by concurrency. */
 export type ByConcurrency = Record<string, Measurement>;
@@ -32,9 +33,9 @@ export interface RssResult {
 }
 
 export interface Ratios {
-  /** Best change-path rps / best batched raw UPDATE rate (names/s). Target ≥ 0.8. */
+  /** Best change-path rps / best batched raw UPDATE rate (names/s). No longer a target (the storm ratio is). */
   changeVsRawBatched: number;
-  /** Best nochg rps / best bare node:http rps, same process layout. Target ≥ 0.8. */
+  /** Best nochg rps / best bare node:http rps, same process layout. No longer a target (the wrk rounds decide). */
   nochgVsHttpCeiling: number;
   /** Change-path p50 at concurrency 1 minus raw one-name UPDATE p50 at concurrency 1 (back to back), ms. Target ≤ 1. */
   p50C1MinusRawMs: number;
@@ -115,8 +116,100 @@ export interface RedisRoundTrips {
   isolated: Measurement;
 }
 
+/**
+ * One wrk round (wrk-rounds.ts): the bare ceiling and the bridge under the same load, back to
+ * back (odd rounds: the bridge first), nochg at one concurrency, the change storm at another.
+ */
+export interface WrkRound {
+  bridgeFirst: boolean;
+  ceilingNochg: WrkMeasurement;
+  nochg: WrkMeasurement;
+  ceilingStorm: WrkMeasurement;
+  storm: WrkMeasurement;
+}
+
+/** Hosts whose address Redis records, checked against the A record the primary serves. */
+export interface SampleCheck {
+  checked: number;
+  matched: number;
+  /** The first host that still disagreed after the settling time. */
+  firstMismatch?: string;
+}
+
+/**
+ * CPU per request of each party (ms, medians over the rounds) and the ratio it allows: with
+ * every core busy, requests/s = cores × 1000 / total ms per request.
+ */
+export interface CpuAccount {
+  ceiling: { server: number; wrk: number; total: number };
+  /** `nameserver` for the storm only: a nochg never reaches it. */
+  bridge: { server: number; redis: number; nameserver?: number; wrk: number; total: number };
+  /** Requests/s the machine's cores could carry at these costs. */
+  ceilingCapacity: number;
+  bridgeCapacity: number;
+  /** ceiling total / bridge total: the bridge/ceiling ratio CPU alone allows. */
+  ratio: number;
+}
+
+/** The wrk rounds of one nameserver: a fresh bridge and ceiling cluster (`serve --workers N` layout). */
+export interface WrkRoundsResult {
+  mode: BridgeMode;
+  /** Each measurement's length. */
+  seconds: number;
+  nochg: { concurrency: number; hosts: number };
+  storm: { concurrency: number; hosts: number };
+  rounds: WrkRound[];
+  /** Storm hosts after the rounds. */
+  sample: SampleCheck;
+  /** The bridge's resident memory during the rounds. */
+  rss: RssResult;
+  /** Medians over the rounds of bridge rps / ceiling rps (verdict.ts). */
+  nochgVsCeiling?: number;
+  stormVsCeiling?: number;
+  /** What bounds those ratios (verdict.ts). */
+  cpu?: { nochg: CpuAccount; storm: CpuAccount };
+}
+
+/**
+ * The drain: `hosts` registered hosts, each changed once (one request each, `concurrency`
+ * clients, the Node generator: wrk cannot send a fixed set of requests), until the last `good`.
+ */
+export interface DrainResult {
+  mode: BridgeMode;
+  hosts: number;
+  concurrency: number;
+  /** `seconds`: until the last reply; `rps`: good replies per second over it. */
+  measurement: Measurement;
+  sample: SampleCheck;
+  rss: RssResult;
+}
+
+/** `--cpu-prof`: one fresh bridge per path, profiled; the top self-time entries of its workers. */
+export interface CpuProfiles {
+  nameserver: LabKind;
+  mode: BridgeMode;
+  seconds: number;
+  paths: {
+    path: 'nochg' | 'storm';
+    concurrency: number;
+    dir: string;
+    /** Profile files written, and those of the workers (the primary's left out). */
+    files: number;
+    workerFiles: number;
+    /** The load while profiled (slower than unprofiled). */
+    measurement: WrkMeasurement;
+    top: { frame: string; ms: number; share: number }[];
+    /** What went wrong, when no worker profile appeared. */
+    problem?: string;
+  }[];
+}
+
 export interface NameserverResult {
   zone: string;
+  /** The wrk rounds: the nochg and storm ratio targets. */
+  wrk: WrkRoundsResult;
+  /** The drain figure. */
+  drain: DrainResult;
   rawSingle: ByConcurrency;
   rawBatched: ByConcurrency;
   /** One client, one name per message, `isolatedPauseMs` idle after each: the p50 reference. */
@@ -173,6 +266,8 @@ export interface BenchReport {
     rawSecondsMax: number;
     pairedRounds: number;
     pairedSecondsMax: number;
+    /** The wrk rounds (the nochg and storm ratio targets). */
+    wrkRounds: number;
     modes: BridgeMode[];
     headlineMode: BridgeMode;
     headlineReason: string;
@@ -186,5 +281,7 @@ export interface BenchReport {
     large: { hosts: number; bytesPerHost: number; importSeconds: number; importRate: number };
   };
   bridgeRss: Record<string, RssResult>;
+  /** With `--cpu-prof DIR`. */
+  cpuProfiles?: CpuProfiles;
   targets: { name: string; nameserver?: LabKind; value: number; target: string; met: boolean }[];
 }

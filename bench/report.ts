@@ -2,13 +2,15 @@
 import type { LabKind } from '../src/lab/index.js';
 import type { BenchReport, ByConcurrency } from './report-types.js';
 import type { Measurement } from './stats.js';
+import { cpuProfileSections, wrkBoundLines, wrkSections } from './report-wrk.js';
 
 const NAMES: Record<LabKind, string> = { knot: 'Knot', bind: 'BIND', pdns: 'PowerDNS' };
 
 export function renderMarkdown(r: BenchReport): string {
   const kinds = Object.keys(r.nameservers) as LabKind[];
   const mode = r.settings.headlineMode;
-  const out: string[] = [];
+  // The headline first: the wrk rounds, the drain, the sample checks.
+  const out: string[] = wrkSections(r);
   const m = r.machine;
   out.push(
     `Machine: ${m.nproc} × ${m.cpu}; Node ${m.node}; ${m.knot}; ${m.bind}; ${m.pdns ? `${m.pdns}; ` : ''}${m.redis}. ` +
@@ -70,7 +72,7 @@ export function renderMarkdown(r: BenchReport): string {
   if (paired.length > 0) {
     const c = r.nameservers[paired[0]!]!.paired.concurrency;
     out.push(
-      `Paired rounds (${mode}): each reference measured right beside the bridge (odd rounds: the bridge first), ${r.settings.pairedSecondsMax} s or ${r.settings.httpRequestsMax.toLocaleString('en')} requests each; the nochg/ceiling and p50 targets are their medians.`,
+      `Paired rounds (${mode}): each reference measured right beside the bridge (odd rounds: the bridge first), ${bounds(mode, r.settings.pairedSecondsMax, r.settings.httpRequestsMax)} each; the p50 target is their median.`,
       '',
       `| nameserver | round | HTTP ceiling /s (c=${c}) | nochg /s (c=${c}) | nochg / ceiling | raw UPDATE p50 c=1 ms | change p50 c=1 ms | difference ms |`,
       '|---|---:|---:|---:|---:|---:|---:|---:|',
@@ -127,7 +129,7 @@ export function renderMarkdown(r: BenchReport): string {
   out.push('|---|---:|---:|---|');
   for (const t of r.targets) {
     out.push(
-      `| ${t.name}${t.nameserver ? ` (${NAMES[t.nameserver]})` : ''} | ${fmt(t.value)} | ${t.target} | ${t.met ? 'yes' : '**no**'} |`,
+      `| ${t.name}${t.nameserver ? ` (${NAMES[t.nameserver]})` : ''} | ${Number.isInteger(t.value) ? String(t.value) : fmt(t.value)} | ${t.target} | ${t.met ? 'yes' : '**no**'} |`,
     );
   }
   out.push('');
@@ -136,8 +138,11 @@ export function renderMarkdown(r: BenchReport): string {
   const h1 = r.httpCeiling[mode]?.['1'];
   out.push(
     'What bounds the targets in this run:',
-    `- nochg / HTTP ceiling, from CPU alone: the ceiling's whole CPU per request (load generator + server) plus redis-server's own CPU per nochg request allows at most ${kinds.map((k) => `${NAMES[k]} ${fmt(ratio(k)?.nochgVsHttpCeilingCpuBound ?? NaN)}`).join(', ')} (paired-round medians), before the bridge's own work.`,
+    ...wrkBoundLines(r),
     `- p50 at c=1: a change adds to its UPDATE at least the HTTP ceiling's p50 at c=1 (${fmt(h1?.p50Ms ?? NaN)} ms) and two Redis round trips after idle time (${fmt(rt.isolated.p50Ms)} ms each at ${r.settings.isolatedPauseMs} ms idle, ${fmt(rt.backToBack.p50Ms)} ms back to back): ${fmt(ratio(kinds[0]!)?.p50C1OverheadFloorMs ?? NaN)} ms. A primary that answers at once (BIND) shows it whole; Knot's answer cycle hides it.`,
+    '',
+    'Earlier ratios, no longer targets:',
+    `- nochg / HTTP ceiling, from CPU alone: the ceiling's whole CPU per request (load generator + server) plus redis-server's own CPU per nochg request allows at most ${kinds.map((k) => `${NAMES[k]} ${fmt(ratio(k)?.nochgVsHttpCeilingCpuBound ?? NaN)}`).join(', ')} (paired-round medians), before the bridge's own work.`,
     `- change path / batched raw capacity: the HTTP ceiling itself is ${kinds.map((k) => `${NAMES[k]} ${fmt(ratio(k)?.httpCeilingVsRawBatched ?? NaN)}`).join(', ')} of it; from CPU alone (${r.machine.nproc} cores for a ceiling request's CPU, redis-server's per change and the nameserver's per name in a batched message) at most ${kinds.map((k) => `${NAMES[k]} ${fmt(ratio(k)?.changeVsRawBatchedCpuBound ?? NaN)}`).join(', ')}.`,
     '',
   );
@@ -159,9 +164,17 @@ export function renderMarkdown(r: BenchReport): string {
     '`cpu ms/req`: CPU time per request (per name for raw UPDATEs) of the server processes + of redis-server + of the nameserver (in-process: the server is the bench process, load generator included; the load generator alone is `clientCpuMsPerRequest` in the JSON).',
     '',
   );
+  out.push(...cpuProfileSections(r));
   out.push('Notes:');
   for (const n of r.settings.notes) out.push(`- ${n}`);
   return out.join('\n') + '\n';
+}
+
+/** How long each measurement ran: wrk whole seconds (servers in child processes), the Node generator in-process. */
+function bounds(mode: string, seconds: number, requests: number): string {
+  return mode === 'in-process'
+    ? `${seconds} s or ${requests.toLocaleString('en')} requests`
+    : `${Math.max(1, Math.ceil(seconds))} s of wrk (the HTTP loads; raw UPDATEs at most ${seconds} s)`;
 }
 
 function fmt(x: number): string {

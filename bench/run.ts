@@ -1,22 +1,23 @@
 /**
  * `npm run bench`: one run that starts private Redis, knotd and named (pdns_server on request), registers hosts
  * through the bulk path, and measures side by side per nameserver: the raw UPDATE capacity
- * (one name per message and batched), one nsupdate process per update, the HTTP ceiling,
- * the bridge's change and nochg paths, its RSS, Redis memory per host, and the same at a
- * large host count. Every measurement is bounded by a request count and a time limit.
+ * (one name per message and batched), one nsupdate process per update, the wrk rounds (nochg
+ * and change storm against a bare HTTP ceiling: the headline), the HTTP ceiling, the bridge's
+ * change and nochg paths, its RSS, Redis memory per host, the same at a large host count, and
+ * the drain. Every measurement is bounded by a time limit (and, with the Node generator, a
+ * request count), except the drain, which ends when every host is changed.
  *
  * This file runs the sections in order (runBench reads as the list of them); runs.ts holds the
- * measurement procedures, verdict.ts turns the measurements into ratios and targets,
- * report-types.ts is the JSON's shape and report.ts the markdown.
+ * measurement procedures, wrk-rounds.ts, drain.ts and cpu-prof-runs.ts the newer sections,
+ * verdict.ts turns the measurements into ratios and targets, report-types.ts is the JSON's
+ * shape and report.ts (report-wrk.ts) the markdown.
  */
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import type { LabKind } from '../src/lab/index.js';
 import { findBinary } from '../src/lab/index.js';
 import { JsonLogger } from '../src/cli/logger.js';
-import { CEILING_BODY } from './ceiling-server.js';
 import { redisCommandCalls, redisUsedMemory, startLab, versionOf, type BenchLab, type BenchRegistry } from './lab.js';
-import { runHttpLoad, updateRequest } from './load.js';
 import { runNsupdate } from './nsupdate.js';
 import { FULL_PROFILE, QUICK_PROFILE, type BenchProfile } from './profile.js';
 import { runRawUpdates } from './raw-dns.js';
@@ -30,6 +31,7 @@ import type {
   RssResult,
 } from './report-types.js';
 import {
+  ceilingRun,
   changeRun,
   importHosts,
   inOrder,
@@ -41,17 +43,23 @@ import {
   senderStats,
   withColdLogins,
   withCpu,
+  warmUp,
   type BridgeRun,
   type HostCursor,
 } from './runs.js';
 import { round, type Measurement } from './stats.js';
 import { startBridgeTarget, startCeilingTarget, workersOf, type BridgeMode, type Target } from './targets.js';
-import { mib, ratiosOf, targetsOf } from './verdict.js';
+import { mib, ratiosOf, targetsOf, wrkVerdictOf } from './verdict.js';
+import { profilePaths } from './cpu-prof-runs.js';
+import { measureDrains } from './drain.js';
+import { measureWrkRounds, registerWrkHosts, type WrkContext, type WrkLoads } from './wrk-rounds.js';
 
 export interface BenchOptions {
   quick?: boolean;
   nameservers?: LabKind[];
   modes?: BridgeMode[];
+  /** Profile each path (nochg, storm) into this directory, after the wrk rounds. */
+  cpuProf?: string;
   /** Progress lines (stderr). */
   progress?: (line: string) => void;
 }
@@ -72,6 +80,9 @@ interface Plan {
   largeStride: number;
   /** The layout the targets are judged on, and why. */
   headline: { mode: BridgeMode; reason: string };
+  /** The wrk rounds, the drain and the profiles: the headline layout when it is `workers-N`, else workers-2. */
+  wrkMode: BridgeMode;
+  cpuProf: string | undefined;
 }
 
 /** A plan and the lab it runs in: what every section below takes. */
@@ -100,12 +111,17 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
     for (const kind of b.kinds) nameservers[kind] = await measureReferences(b, kind);
     b.progress(`headline mode: ${b.headline.mode} (${b.headline.reason})`);
     const redisRoundTrips = await measureRedisLatency(b);
+    // The headline first, on zones no other section has grown yet.
+    const wrk: WrkContext = { lab, profile: b.profile, mode: b.wrkMode, progress: b.progress };
+    const cpuProfiles = await measureWrkRoundsAll(b, wrk, nameservers);
     const cursors: Cursors = new Map(b.kinds.map((k) => [k, { next: 0, from: 0, count: b.perZoneSmall }]));
     const httpCeiling: Record<string, ByConcurrency> = {};
     const bridgeRss: Record<string, RssResult> = {};
     for (const mode of b.modes) await measureMode(b, mode, { httpCeiling, bridgeRss, nameservers, cursors });
     const { registry: largeRegistry, large } = await registerLarge(b);
     await measureRegistrySize(b, largeRegistry, { small, large }, { bridgeRss, nameservers, cursors });
+    // Last: it adds the most names to the zones.
+    for (const [kind, drain] of await measureDrains(wrk, b.kinds)) nameservers[kind]!.drain = drain;
     const loadAverageAtEnd = os.loadavg();
     const report: BenchReport = {
       version: 1,
@@ -120,9 +136,13 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
       nameservers,
       redisMemory: { small, large },
       bridgeRss,
+      ...(cpuProfiles ? { cpuProfiles } : {}),
       targets: [],
     };
-    for (const kind of b.kinds) nameservers[kind]!.ratios = ratiosOf(report, kind);
+    for (const kind of b.kinds) {
+      nameservers[kind]!.ratios = ratiosOf(report, kind);
+      wrkVerdictOf(report, kind);
+    }
     report.targets = targetsOf(report, b.kinds);
     return report;
   } finally {
@@ -147,6 +167,8 @@ function planOf(opts: BenchOptions): Plan {
     perZoneLarge,
     largeStride: Math.floor((perZoneLarge - perZoneSmall) / perZoneSmall),
     headline: headlineOf(modes),
+    wrkMode: modes.filter((m) => m !== 'in-process').sort((a, b) => workersOf(b) - workersOf(a))[0] ?? 'workers-2',
+    cpuProf: opts.cpuProf,
   };
 }
 
@@ -162,6 +184,24 @@ function headlineOf(modes: BridgeMode[]): Plan['headline'] {
       ? 'the only layout measured'
       : `the deployable layout (\`serve --workers ${workersOf(mode)}\`); in-process shares its event loop with the load generator`;
   return { mode, reason };
+}
+
+// ---- The wrk rounds (wrk-rounds.ts) -----------------------------------------------------------
+
+/** The wrk rounds of every nameserver; then, with --cpu-prof, the first one's profiled runs. */
+async function measureWrkRoundsAll(
+  b: Bench,
+  wrk: WrkContext,
+  nameservers: Partial<Record<LabKind, NameserverResult>>,
+): Promise<BenchReport['cpuProfiles']> {
+  await registerWrkHosts(wrk, b.kinds, b.perZoneSmall);
+  let first: WrkLoads | undefined;
+  for (const kind of b.kinds) {
+    const { result, loads } = await measureWrkRounds(wrk, kind);
+    nameservers[kind]!.wrk = result;
+    first ??= loads;
+  }
+  return b.cpuProf && first ? profilePaths(wrk, b.kinds[0]!, first, b.cpuProf) : undefined;
 }
 
 // ---- Registration ---------------------------------------------------------------------------
@@ -221,6 +261,8 @@ async function measureReferences(b: Bench, kind: LabKind): Promise<NameserverRes
     rawIsolated,
     nsupdate,
     bridge: {},
+    wrk: undefined as unknown as NameserverResult['wrk'],
+    drain: undefined as unknown as NameserverResult['drain'],
     large: undefined as unknown as NameserverResult['large'],
     paired: undefined as unknown as NameserverResult['paired'],
     ratios: {},
@@ -334,28 +376,19 @@ async function measureMode(b: Bench, mode: BridgeMode, results: ModeResults): Pr
 
 /** The HTTP ceiling (a server that answers without doing anything) at each concurrency, into `into`. */
 async function measureCeiling(b: Bench, mode: BridgeMode, ceiling: Target, into: ByConcurrency): Promise<void> {
-  const request = updateRequest(`ceiling.${b.lab.zoneOf(b.kinds[0]!)}`, '192.0.2.1', b.lab.authorization);
-  await runHttpLoad({
-    host: '127.0.0.1',
-    port: ceiling.port,
-    concurrency: 16,
-    requests: b.profile.warmupRequests,
-    maxSeconds: 5,
-    request: () => request,
-    expect: () => true,
-  });
+  const hostname = `ceiling.${b.lab.zoneOf(b.kinds[0]!)}`;
+  // Unmeasured (JIT, connections): warmUpSeconds of wrk, or the warm-up count in-process.
+  if (ceiling.inProcess || b.profile.warmUpSeconds > 0) {
+    const seconds = ceiling.inProcess ? 5 : b.profile.warmUpSeconds;
+    await ceilingRun(b.lab, ceiling, { concurrency: 16, requests: b.profile.warmupRequests, seconds, hostname });
+  }
   for (const c of b.profile.concurrencies) {
-    const m = await withCpu(b.lab, ceiling, () =>
-      runHttpLoad({
-        host: '127.0.0.1',
-        port: ceiling.port,
-        concurrency: c,
-        requests: b.profile.httpRequests,
-        maxSeconds: b.profile.httpSeconds,
-        request: () => request,
-        expect: (_i, _s, body) => body === CEILING_BODY,
-      }),
-    );
+    const m = await ceilingRun(b.lab, ceiling, {
+      concurrency: c,
+      requests: b.profile.httpRequests,
+      seconds: b.profile.httpSeconds,
+      hostname,
+    });
     into[String(c)] = m;
     b.progress(`http ceiling (${mode}) c=${c}: ${line(m)}`);
   }
@@ -425,14 +458,7 @@ interface BridgeOn {
 /** Change and nochg at each concurrency, hosts per UPDATE message, Redis commands per request. */
 async function measureBridgeOn(b: Bench, on: BridgeOn): Promise<BridgeResult> {
   const result: BridgeResult = { change: {}, nochg: {} };
-  await changeRun(b.lab, {
-    target: on.target,
-    kind: on.kind,
-    concurrency: 16,
-    requests: b.profile.warmupRequests,
-    maxSeconds: 30,
-    hosts: on.cursor,
-  });
+  await warmUp(b.lab, on.target, on.kind, on.cursor, b.profile);
   const perRequest: Partial<NonNullable<BridgeResult['redisCommandsPerRequest']>> = {};
   for (const c of b.profile.concurrencies) await measureChangeAt(b, on, c, result, perRequest);
   for (const c of b.profile.concurrencies) await measureNochgAt(b, on, c, result, perRequest);
@@ -583,6 +609,7 @@ async function registryRounds(
     requests: b.perZoneSmall,
     maxSeconds: 60,
     hosts: largeCursor,
+    fixed: true,
   });
   // The measured load, the same on either registry.
   const onSmall: BridgeRun = {
@@ -595,9 +622,11 @@ async function registryRounds(
   };
   const onLarge = { ...onSmall, target: targets.large, hosts: largeCursor };
   // A freshly started bridge runs its first load ~25 % slower than later ones (JIT,
-  // both workers warming): one unmeasured run each.
-  await changeRun(b.lab, onSmall);
-  await changeRun(b.lab, onLarge);
+  // both workers warming): one unmeasured run each (wrk: unless warmUpSeconds is 0).
+  if (targets.small.inProcess || b.profile.warmUpSeconds > 0) {
+    await changeRun(b.lab, onSmall);
+    await changeRun(b.lab, onLarge);
+  }
   const rounds: RegistryRound[] = [];
   for (let i = 0; i < b.profile.pairedRounds; i++) {
     const largeFirst = i % 2 === 1;
@@ -635,6 +664,7 @@ function settingsOf(b: Bench): BenchReport['settings'] {
     rawSecondsMax: p.rawSeconds,
     pairedRounds: p.pairedRounds,
     pairedSecondsMax: p.pairedSeconds,
+    wrkRounds: p.wrkRounds,
     modes: b.modes,
     headlineMode: b.headline.mode,
     headlineReason: b.headline.reason,
@@ -646,11 +676,16 @@ function settingsOf(b: Bench): BenchReport['settings'] {
 function notesOf(b: Bench): string[] {
   const p = b.profile;
   return [
+    `wrk rounds (${b.wrkMode}): per nameserver a fresh bridge and a bare node:http cluster of as many workers (SCHED_NONE, as serve), ${p.wrkRounds} round(s), each measurement ${p.wrkSeconds} s of wrk (one thread), the order flipped each round (rounds 2, 4, …: the bridge first)${p.warmUpSeconds > 0 ? `, after ${p.warmUpSeconds} unmeasured second(s) of each` : ''}; the verdict is the median over the rounds of bridge rps / ceiling rps. nochg: c=${p.nochgConcurrency}, requests cycling over ${p.nochgHosts} hosts (h${p.stormHosts}…), each set once before, so every reply is nochg. Storm: c=${p.stormConcurrency}, every request a new address (never one the host had) for the next of ${p.stormHosts.toLocaleString('en')} registered hosts (h0…; each run starts again at h0, so later runs change names earlier ones created). The ceiling gets the same request targets without Authorization and answers a fixed nochg`,
+    "load generator: wrk for every time-bound load against servers in child processes; its CPU per request is its own (bash `times`). The Node generator (load.ts) stays where wrk cannot do the job: the drain (a fixed set of requests, each sent once: wrk runs for a time), setting the nochg hosts before a nochg load and the large registry's first pass over its pool (fixed sets too), the cold logins (single requests spaced in time beside the wrk load), and the in-process layout (a diagnostic whose server is the bench process, its load generator included by definition)",
+    `wrk runs whole seconds (its -d takes no fraction): a bound below 1 s (the quick profile's) runs 1 s; wrk's latency runs from a request's first byte on its new connection, the Node generator's from the connect`,
+    `drain: ${p.drainHosts.toLocaleString('en')} registered hosts (h2000000…) each get one new address, one request each, from ${p.drainConcurrency.toLocaleString('en')} concurrent clients (the Node generator), on a fresh bridge${p.warmUpSeconds > 0 ? ` after ${p.warmUpSeconds} unmeasured second(s) of storm changes` : ''}; seconds until the last reply (every one good when errors = 0)`,
+    "published as Redis says: after the storm rounds, 50 storm hosts that had a good reply; after the drain, 50 drain hosts: the address Redis records must be the A record the primary serves (dig), rechecked for up to 10 s while changes left in flight by wrk's stop settle",
     'frequency.minInterval is 1 µs for the bench (the frequency rule would block hosts updated this often); the admit script does the same work',
     'raw UPDATEs carry exactly the records the bridge sends for an address change (CNAME prerequisite, typed deletes, the new A)',
     `the isolated raw UPDATE row: one client, ${p.isolatedPauseMs} ms idle before each message (about the gap the bridge leaves the primary at c=1); the p50 target uses the back-to-back row, the JSON also has the difference to the isolated one (p50C1MinusIsolatedRawMs): BIND answers a woken-up request slower than a busy stream, Knot answers on a fixed cycle, so idle time before a request shortens its wait`,
     `change path: each request sets a new address on a host no other request in flight touches; the requests cycle through ${b.perZoneSmall} hosts per zone: with the small registry all of them, with the large one hosts spread over its whole range (every ${b.largeStride}th), each updated once before the measurement so that the primary changes existing names in both`,
-    `registry size: the large registry is database 1 of the same redis-server (its own keyspace); a bridge per registry, measured in alternation, ${p.pairedRounds} round(s) of ${p.httpSeconds} s`,
+    `registry size: the large registry is database 1 of the same redis-server (its own keyspace); a bridge per registry, measured in alternation, ${p.pairedRounds} round(s) of ${wrkSecondsOf(p.httpSeconds)} s of wrk each`,
     "nochg path: each client repeats one host and address (set once before the run), one of the last hosts of the change runs' pool (with either registry)",
     'the bridge sends at most 1 UPDATE message at a time to BIND (zones[].maxInFlight, as README recommends) and 4 to Knot (dns.maxInFlight default); the raw sender keeps c messages in flight',
     'every HTTP request is a new TCP connection with Connection: close; load generator and servers share the machine',
@@ -658,6 +693,9 @@ function notesOf(b: Bench): string[] {
     `password checks under load: the headline layout's change and nochg runs at c=${b.top} each carry ${p.coldLogins} login(s) of accounts not seen before, the first at once, then ${p.coldLoginSpacingMs} ms apart, each setting its own host's address (a worker runs scrypt, 32 MiB, on its loaded heap, as whenever a client's cached login has run out); the RSS figure includes them`,
   ];
 }
+
+/** What wrk runs for a time bound (whole seconds, at least 1). */
+const wrkSecondsOf = (seconds: number) => Math.max(1, Math.ceil(seconds));
 
 function line(m: Measurement): string {
   const cpu =

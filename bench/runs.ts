@@ -1,6 +1,11 @@
 /**
  * The bench's measurement procedures: a change run, a nochg run, the CPU of every party around
  * a run, the bulk registration, RSS sampling, the paired rounds and Redis round trips.
+ *
+ * Load generator: wrk (wrk-loads.ts) against servers in child processes (`workers-N`), for
+ * the time bound of the run; the Node generator (load.ts) for the in-process layout (a
+ * diagnostic whose server CPU is the bench process, its load generator included by
+ * definition) and wherever a fixed set of requests must each be sent once (see `fixed`).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hashPassword } from '../src/auth/index.js';
@@ -9,12 +14,13 @@ import { importLines, outcomeHandler, type ImportSummary, type Rejection } from 
 import { BulkHostImporter } from '../src/store/index.js';
 import { CEILING_BODY } from './ceiling-server.js';
 import { BENCH_ACCOUNT, redisCommandCalls, redisCpuSeconds, type BenchLab, type BenchRegistry } from './lab.js';
-import { exchange, runHttpLoad, updateRequest, type HttpLoad } from './load.js';
+import { exchange, runHttpLoad, updatePath, updateRequest, type HttpLoad } from './load.js';
 import type { BenchProfile } from './profile.js';
 import { nextAddress, runRawUpdates } from './raw-dns.js';
 import type { PairedRound, RssResult } from './report-types.js';
 import { round, summarize, type Measurement } from './stats.js';
 import { procCpu, type Target } from './targets.js';
+import { wrkChange, wrkCycle } from './wrk-loads.js';
 
 /** Which hosts a change run uses: `count` of them, indexes from, from + stride, from + 2·stride, … */
 export interface HostCursor {
@@ -32,13 +38,21 @@ export interface BridgeRun {
   target: Target;
   kind: LabKind;
   concurrency: number;
-  /** Stop after this many requests… */
+  /** Stop after this many requests (Node generator only: wrk runs for the time bound)… */
   requests: number;
   /** …or after this many seconds. */
   maxSeconds: number;
   /** The hosts: a change run takes the pool's next ones; a nochg run its last ones. */
   hosts: HostCursor;
+  /**
+   * Exactly `requests` requests, each host of the pool once (e.g. every name into the zone
+   * before a measurement): the Node generator, since wrk can only run for a time.
+   */
+  fixed?: boolean;
 }
+
+/** wrk for servers in child processes; in-process and fixed request sets keep the Node generator. */
+const byWrk = (run: { target: Target; fixed?: boolean }) => !run.target.inProcess && !run.fixed;
 
 /** HTTP requests to the run's target at the run's concurrency. */
 function loadOn(run: BridgeRun, load: Omit<HttpLoad, 'host' | 'port' | 'concurrency'>): Promise<Measurement> {
@@ -48,6 +62,23 @@ function loadOn(run: BridgeRun, load: Omit<HttpLoad, 'host' | 'port' | 'concurre
 /** Every request changes the address of a host no other request in flight touches. */
 export async function changeRun(lab: BenchLab, run: BridgeRun): Promise<Measurement> {
   const { target, kind, requests, maxSeconds, hosts: cursor } = run;
+  if (byWrk(run)) {
+    // wrk's pool starts at its first host every run (cursor.next is for the Node generator):
+    // every address is new all the same, so every request is a change.
+    const pool = { zone: lab.zoneOf(kind), from: cursor.from, count: cursor.count, stride: cursor.stride };
+    const load = () =>
+      wrkChange(
+        { port: target.port, dir: lab.dir },
+        {
+          pool,
+          concurrency: run.concurrency,
+          seconds: maxSeconds,
+          authorization: lab.authorization,
+          expect: 'good',
+        },
+      );
+    return withCpu(lab, target, load, kind);
+  }
   const addresses: string[] = [];
   const first = cursor.next;
   const load = () =>
@@ -75,30 +106,115 @@ export async function nochgRun(
   const { target, kind, concurrency, requests, maxSeconds, hosts: pool } = run;
   const requestOf: string[] = [];
   const addressOf: string[] = [];
+  const hosts: string[] = [];
   for (let s = 0; s < concurrency; s++) {
     addressOf[s] = nextAddress();
     // The last hosts of the change runs' pool: with either registry, hosts the change runs touch too.
-    const host = pool.from + (pool.count - 1 - s) * (pool.stride ?? 1);
-    requestOf[s] = updateRequest(hostName(lab, kind, host), addressOf[s]!, lab.authorization);
+    hosts[s] = hostName(lab, kind, pool.from + (pool.count - 1 - s) * (pool.stride ?? 1));
+    requestOf[s] = updateRequest(hosts[s]!, addressOf[s]!, lab.authorization);
   }
-  const primed = await loadOn(run, {
-    requests: concurrency,
-    maxSeconds: 30,
-    request: (_i, s) => requestOf[s]!,
-    expect: (_i, s, body) => body === `good ${addressOf[s]}\n`,
-  });
-  if (primed.errors > 0) throw new Error(`bench: setting up the nochg hosts failed: ${primed.firstError}`);
+  await primeHosts(lab, target, hosts, addressOf);
   const before = onCommandCalls ? await redisCommandCalls(lab.store) : undefined;
   const m = await withCpu(lab, target, () =>
-    loadOn(run, {
-      requests,
-      maxSeconds,
-      request: (_i, s) => requestOf[s]!,
-      expect: (_i, s, body) => body === `nochg ${addressOf[s]}\n`,
-    }),
+    byWrk(run)
+      ? wrkCycle(
+          { port: target.port, dir: lab.dir },
+          {
+            targets: hosts.map((h, s) => updatePath(h, addressOf[s]!)),
+            concurrency,
+            seconds: maxSeconds,
+            authorization: lab.authorization,
+            expect: 'nochg',
+          },
+        )
+      : loadOn(run, {
+          requests,
+          maxSeconds,
+          request: (_i, s) => requestOf[s]!,
+          expect: (_i, s, body) => body === `nochg ${addressOf[s]}\n`,
+        }),
   );
   if (onCommandCalls && before) onCommandCalls({ before, after: await redisCommandCalls(lab.store) }, m.ok + m.errors);
   return m;
+}
+
+/**
+ * Set each host's address once (answered `good`), so that the same request after it is a
+ * nochg. The Node generator: a fixed set of requests, each sent once (wrk runs for a time).
+ */
+export async function primeHosts(
+  lab: BenchLab,
+  target: Target,
+  hosts: readonly string[],
+  addresses: readonly string[],
+): Promise<void> {
+  const primed = await runHttpLoad({
+    host: '127.0.0.1',
+    port: target.port,
+    concurrency: Math.min(64, hosts.length),
+    requests: hosts.length,
+    maxSeconds: 60,
+    request: (i) => updateRequest(hosts[i]!, addresses[i]!, lab.authorization),
+    expect: (i, _s, body) => body === `good ${addresses[i]}\n`,
+  });
+  if (primed.errors > 0 || primed.ok < hosts.length)
+    throw new Error(`bench: setting up the nochg hosts failed: ${primed.firstError ?? 'out of time'}`);
+}
+
+/**
+ * An unmeasured change load before the measurements (JIT, connections): wrk for
+ * `warmUpSeconds` against child processes (none when 0), `warmupRequests` requests with the
+ * Node generator in-process.
+ */
+export async function warmUp(
+  lab: BenchLab,
+  target: Target,
+  kind: LabKind,
+  cursor: HostCursor,
+  profile: BenchProfile,
+): Promise<void> {
+  if (!target.inProcess && profile.warmUpSeconds === 0) return;
+  await changeRun(lab, {
+    target,
+    kind,
+    concurrency: 16,
+    requests: profile.warmupRequests,
+    maxSeconds: target.inProcess ? 30 : profile.warmUpSeconds,
+    hosts: cursor,
+  });
+}
+
+/**
+ * The HTTP ceiling at `concurrency`: wrk for `seconds` against child processes, the Node
+ * generator in-process (at most `requests` requests).
+ */
+export function ceilingRun(
+  lab: BenchLab,
+  ceiling: Target,
+  load: { concurrency: number; requests: number; seconds: number; hostname: string },
+): Promise<Measurement> {
+  return withCpu(lab, ceiling, () =>
+    byWrk({ target: ceiling })
+      ? wrkCycle(
+          { port: ceiling.port, dir: lab.dir },
+          {
+            targets: [updatePath(load.hostname, '192.0.2.1')],
+            concurrency: load.concurrency,
+            seconds: load.seconds,
+            authorization: lab.authorization,
+            expect: 'nochg',
+          },
+        )
+      : runHttpLoad({
+          host: '127.0.0.1',
+          port: ceiling.port,
+          concurrency: load.concurrency,
+          requests: load.requests,
+          maxSeconds: load.seconds,
+          request: () => updateRequest(load.hostname, '192.0.2.1', lab.authorization),
+          expect: (_i, _s, body) => body === CEILING_BODY,
+        }),
+  );
 }
 
 /**
@@ -287,22 +403,16 @@ export async function pairedRounds(
   progress: (line: string) => void,
 ): Promise<PairedRound[]> {
   const zone = lab.config.zones.find((z) => z.name === lab.zoneOf(kind))!;
-  const ceilingRequest = updateRequest(`ceiling.${lab.zoneOf(kind)}`, '192.0.2.1', lab.authorization);
   const seconds = profile.pairedSeconds;
   const rounds: PairedRound[] = [];
   for (let i = 0; i < profile.pairedRounds; i++) {
     const measureCeiling = () =>
-      withCpu(lab, ceiling, () =>
-        runHttpLoad({
-          host: '127.0.0.1',
-          port: ceiling.port,
-          concurrency,
-          requests: profile.httpRequests,
-          maxSeconds: seconds,
-          request: () => ceilingRequest,
-          expect: (_i, _s, body) => body === CEILING_BODY,
-        }),
-      );
+      ceilingRun(lab, ceiling, {
+        concurrency,
+        requests: profile.httpRequests,
+        seconds,
+        hostname: `ceiling.${lab.zoneOf(kind)}`,
+      });
     const measureNochg = () =>
       nochgRun(lab, { target, kind, concurrency, requests: profile.httpRequests, maxSeconds: seconds, hosts: cursor });
     const measureRaw = () =>

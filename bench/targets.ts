@@ -24,6 +24,8 @@ export interface Target {
   inProcess: boolean;
   /** The in-process bridge (for sender statistics); undefined for child processes. */
   bridge?: Bridge;
+  /** Child processes: the primary's pid (its workers are the others; `--cpu-prof` names files by pid). */
+  primaryPid?: number;
   stop(): Promise<void>;
 }
 
@@ -76,6 +78,7 @@ export async function startBridgeTarget(
     rss: () => procRss(pids),
     cpuSeconds: () => procCpu(pids),
     inProcess: false,
+    primaryPid: child.pid!,
     stop: () => stopChild(child),
   };
 }
@@ -124,6 +127,7 @@ export async function startCeilingTarget(mode: BridgeMode, nodeOptions: readonly
     rss: async () => procRss(await pids()),
     cpuSeconds: async () => procCpu(await pids()),
     inProcess: false,
+    primaryPid: child.pid!,
     stop: () => stopChild(child),
   };
 }

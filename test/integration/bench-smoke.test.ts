@@ -45,6 +45,22 @@ function medianOf(xs: number[]): number {
 /** A paired or registry round of the JSON report: named measurements. */
 type Round = Record<string, M>;
 
+/** A wrk measurement: replies by kind and wrk's own socket errors beside the figures. */
+type W = M & { replies: { good: number; nochg: number; other: number }; socketErrors: number };
+
+/** No reply but the expected kind, no socket error, and every party's CPU per request. */
+function expectWrk(m: W, where: string, expected: 'good' | 'nochg', nameserver: boolean): void {
+  expectMeasurement(m, where);
+  expect(m.replies, where).to.include({ other: 0, [expected === 'good' ? 'nochg' : 'good']: 0 });
+  expect(m.replies[expected], where).to.equal(m.ok);
+  expect(m.socketErrors, where).to.equal(0);
+  expect(m.cpuMsPerRequest, `${where} server cpu`).to.be.a('number').above(0);
+  expect(m.redisCpuMsPerRequest, `${where} redis cpu`).to.be.a('number').and.at.least(0);
+  expect(m.clientCpuMsPerRequest, `${where} wrk cpu`).to.be.a('number').above(0);
+  if (nameserver) expect(m.nameserverCpuMsPerRequest, `${where} nameserver cpu`).to.be.a('number').and.at.least(0);
+  else expect(m.nameserverCpuMsPerRequest, `${where} nameserver cpu`).to.equal(undefined);
+}
+
 function expectByConcurrency(by: Record<string, M> | undefined, where: string, concurrencies: number[]): void {
   expect(Object.keys(by ?? {}).sort(), where).to.deep.equal(concurrencies.map(String).sort());
   for (const c of concurrencies) expectMeasurement(by![String(c)], `${where}[c=${c}]`);
@@ -176,9 +192,59 @@ describe('bench --quick (CI smoke)', function () {
         report.targets.find(
           (t: { name: string; nameserver?: string }) => t.nameserver === kind && t.name.startsWith(prefix),
         );
-      expect(target('nochg path / HTTP ceiling').value).to.equal(headline.nochgVsHttpCeilingPaired);
       expect(target('p50 at c=1 minus raw UPDATE p50').value).to.equal(headline.p50C1MinusRawMsPaired);
+
+      // The wrk rounds: the bridge and the bare ceiling under the same wrk load, nochg and storm.
+      const w = ns.wrk;
+      expect(w.mode).to.equal('workers-2');
+      expect(w.nochg).to.deep.equal({ concurrency: 64, hosts: 512 });
+      expect(w.storm).to.deep.equal({ concurrency: 256, hosts: 20000 });
+      expect(w.rounds).to.have.length(report.settings.wrkRounds).and.length.above(0);
+      for (const [i, r] of (w.rounds as Record<string, W>[]).entries()) {
+        expectWrk(r.ceilingNochg!, `${kind}.wrk.rounds[${i}].ceilingNochg`, 'nochg', false);
+        expectWrk(r.nochg!, `${kind}.wrk.rounds[${i}].nochg`, 'nochg', false);
+        expectWrk(r.ceilingStorm!, `${kind}.wrk.rounds[${i}].ceilingStorm`, 'nochg', false);
+        expectWrk(r.storm!, `${kind}.wrk.rounds[${i}].storm`, 'good', true);
+      }
+      const wrkRounds = w.rounds as Round[];
+      expect(w.nochgVsCeiling).to.be.closeTo(
+        ofRounds(wrkRounds, (r) => r.nochg!.rps / r.ceilingNochg!.rps),
+        0.001,
+      );
+      expect(w.stormVsCeiling).to.be.closeTo(
+        ofRounds(wrkRounds, (r) => r.storm!.rps / r.ceilingStorm!.rps),
+        0.001,
+      );
+      for (const path of ['nochg', 'storm'] as const) {
+        const a = w.cpu[path];
+        expect(a.ceiling.total, `${kind} ${path} ceiling cpu`).to.be.above(0);
+        expect(a.bridge.total, `${kind} ${path} bridge cpu`).to.be.above(0);
+        expect(a.ratio, `${kind} ${path} cpu ratio`).to.be.closeTo(a.ceiling.total / a.bridge.total, 0.001);
+        expect(a.bridge.nameserver === undefined, `${kind} ${path}: the nameserver counts for the storm`).to.equal(
+          path === 'nochg',
+        );
+      }
+      expect(w.sample, `${kind} storm sample`).to.deep.equal({ checked: 50, matched: 50 });
+      expect(w.rss.maxProcessBytes).to.be.above(0);
+      // The drain: every host once, each answered good, all published.
+      const d = ns.drain;
+      expect(d).to.include({ mode: 'workers-2', hosts: 1000, concurrency: 64 });
+      expectMeasurement(d.measurement, `${kind}.drain`);
+      expect(d.measurement.ok).to.equal(d.hosts);
+      expect(d.sample, `${kind} drain sample`).to.deep.equal({ checked: 50, matched: 50 });
+      expect(d.rss.maxProcessBytes).to.be.above(0);
+
+      expect(target('nochg / ceiling (wrk, c=64)').value).to.equal(w.nochgVsCeiling);
+      expect(target('storm / ceiling (wrk, c=256)').value).to.equal(w.stormVsCeiling);
+      expect(target('replies other than good/nochg')).to.include({ value: 0, met: true });
+      expect(target('sample published as Redis says')).to.include({ value: 100, met: true });
+      expect(target('change rps at 10000 / 1000 hosts').value).to.equal(headline.changeLargeVsSmall);
+      expect(target('nochg rps at 10000 / 1000 hosts').value).to.equal(headline.nochgLargeVsSmall);
     }
+    // Where the Node generator stays, and why: in the notes.
+    expect(report.settings.notes.join('\n')).to.match(
+      /The Node generator \(load\.ts\) stays where wrk cannot do the job/,
+    );
     expect(report.redisMemory.small).to.include({ hosts: 1000 });
     expect(report.redisMemory.large).to.include({ hosts: 10000 });
     expect(report.redisMemory.small.bytesPerHost).to.be.above(0);
@@ -196,11 +262,39 @@ describe('bench --quick (CI smoke)', function () {
       2 * Object.keys(report.nameservers).length,
     );
     expect(report.bridgeRss['in-process'].coldLogins).to.equal(0);
-    // 5 per nameserver + RSS + Redis bytes per host
-    expect(report.targets).to.have.length(12);
+    // 7 per nameserver + RSS + Redis bytes per host
+    expect(report.targets).to.have.length(16);
+    expect(report.targets.some((t: { name: string }) => t.name.startsWith('change path / batched raw'))).to.equal(
+      false,
+    );
     for (const t of report.targets) expect(t.value, t.name).to.be.a('number').and.satisfy(Number.isFinite);
 
     const md = await readFile(markdown, 'utf8');
+    // The headline opens the report: the wrk rounds, their medians, CPU per party, the drain, the samples.
+    expect(md.startsWith('wrk rounds (`serve --workers 2`'), md.slice(0, 200)).to.equal(true);
+    expect(md).to.include(
+      '| nameserver | round | ceiling /s (c=64) | nochg /s | ratio | ceiling /s (c=256) | storm /s | ratio |',
+    );
+    expect(md).to.match(/\| Knot \| median \| [\d,.]+ \| [\d,.]+ \| \*\*[\d.]+\*\* \|/);
+    expect(md).to.match(/\| BIND \| median \| [\d,.]+ \| [\d,.]+ \| \*\*[\d.]+\*\* \|/);
+    expect(md).to.include(
+      '| nameserver | round | load | /s | good / nochg / errors | server | redis-server | nameserver | wrk | total |',
+    );
+    expect(md).to.match(/\| Knot \| 1 \| bridge storm, c=256 \| [\d,.]+ \| \d+ \/ 0 \/ 0 \|/);
+    expect(md).to.match(/\| BIND \| 1,000 \| 64 \| [\d,.]+ \| [\d,.]+ \| [\d,.]+ \| [\d,.]+ \| 0 \|/);
+    expect(md).to.include(
+      'Knot: storm hosts 50 of 50, drain hosts 50 of 50; BIND: storm hosts 50 of 50, drain hosts 50 of 50.',
+    );
+    for (const k of ['Knot', 'BIND'])
+      for (const [path, c] of [
+        ['nochg', 64],
+        ['storm', 256],
+      ])
+        expect(md).to.match(
+          new RegExp(
+            `- ${path} / ceiling \\(wrk, c=${c}\\), ${k}: measured [\\d.]+ .*the ceiling [\\d.]+ ms .*CPU alone allows [\\d.]+\\.`,
+          ),
+        );
     expect(md).to.include(
       '| path | c | Knot /s | p50 ms | p99 ms | cpu ms/req | BIND /s | p50 ms | p99 ms | cpu ms/req |',
     );
