@@ -122,10 +122,11 @@ describe('bench --quick (CI smoke)', function () {
           const m = ns.bridge[mode][path]['64'];
           expect(m.cpuMsPerRequest, `${kind}.${mode}.${path} cpu`).to.be.a('number').and.at.least(0);
           expect(m.redisCpuMsPerRequest, `${kind}.${mode}.${path} redis cpu`).to.be.a('number').and.at.least(0);
+          // Above 0, not 1: the admissions of one event-loop turn share one script call (store/batch.ts).
           expect(
             ns.bridge[mode].redisCommandsPerRequest[path].evalsha,
             `${kind}.${mode}.${path} evalsha/request`,
-          ).to.be.at.least(1);
+          ).to.be.above(0);
         }
       }
       expect(ns.bridge['in-process'].hostsPerMessage['1'], 'hosts per message').to.be.at.least(1);
