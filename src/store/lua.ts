@@ -29,22 +29,31 @@ local function ms(n) return string.format('%.0f', n) end
  * its families were added, and the holder's commit or release leaves a repair due. Versions before kept all three in
  * one field, `<families>[r]:<token>` (legacyLeaseRecord): still read, deleted by the next write.
  */
+/** The fields of a lease record, in the order recordOf (FAMILIES) reads them. */
+export const LEASE_RECORD_FIELDS = [HF.leaseFamilies, HF.leaseFamiliesOf, HF.leaseLate, HF.legacyLeaseRecord]
+  .map((f) => `'${f}'`)
+  .join(', ');
+
 export const FAMILIES = `
 local function union(a, b)
   local has4 = a:find('4', 1, true) or b:find('4', 1, true)
   local has6 = a:find('6', 1, true) or b:find('6', 1, true)
   return (has4 and '4' or '') .. (has6 and '6' or '')
 end
--- The families and late mark recorded for the lease \`token\`: nil, false when none are.
-local function leaseRecord(token)
+-- The families and late mark recorded for the lease \`token\`, from the record's fields (LEASE_RECORD_FIELDS, as
+-- HMGET returns them): nil, false when none are.
+local function recordOf(r, token)
   if not token or token == '' then return nil, false end
-  local r = redis.call('HMGET', KEYS[1], '${HF.leaseFamilies}', '${HF.leaseFamiliesOf}', '${HF.leaseLate}', '${HF.legacyLeaseRecord}')
   if r[2] == token then return r[1] or '', r[3] == '1' end
   if r[4] then
     local f, late, t = string.match(r[4], '^([46]*)(r?):(.*)$')
     if t == token then return f, late == 'r' end
   end
   return nil, false
+end
+local function leaseRecord(token)
+  if not token or token == '' then return nil, false end
+  return recordOf(redis.call('HMGET', KEYS[1], ${LEASE_RECORD_FIELDS}), token)
 end
 local function familiesOf(token)
   return leaseRecord(token) or '46'
@@ -54,9 +63,13 @@ local function lateFor(token)
   return late
 end
 local function setLeaseRecord(families, token, late)
-  redis.call('HSET', KEYS[1], '${HF.leaseFamilies}', families, '${HF.leaseFamiliesOf}', token)
-  if late then redis.call('HSET', KEYS[1], '${HF.leaseLate}', '1') else redis.call('HDEL', KEYS[1], '${HF.leaseLate}') end
-  redis.call('HDEL', KEYS[1], '${HF.legacyLeaseRecord}')
+  if late then
+    redis.call('HSET', KEYS[1], '${HF.leaseFamilies}', families, '${HF.leaseFamiliesOf}', token, '${HF.leaseLate}', '1')
+    redis.call('HDEL', KEYS[1], '${HF.legacyLeaseRecord}')
+  else
+    redis.call('HSET', KEYS[1], '${HF.leaseFamilies}', families, '${HF.leaseFamiliesOf}', token)
+    redis.call('HDEL', KEYS[1], '${HF.leaseLate}', '${HF.legacyLeaseRecord}')
+  end
 end
 local function widen(lk, families)
   setLeaseRecord(union(familiesOf(lk), families), lk, true)
@@ -78,9 +91,9 @@ end
  * (the account changed since the verification).
  */
 export const GUARD = `
-if ARGV[3] ~= '1' then
+if ARGV[3] ~= '1' and redis.call('EXISTS', KEYS[3], KEYS[4], KEYS[5]) > 0 then
   if redis.call('EXISTS', KEYS[3]) > 0 then return {'refused', 'agent'} end
-  if redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then return {'refused', 'login'} end
+  return {'refused', 'login'}
 end
 local login = redis.call('HMGET', KEYS[6], '${AF.passwordHash}', '${AF.donator}')
 local donator = '0'
@@ -146,12 +159,14 @@ local function lostChange(lk, inMs, families)
 end
 -- The holder is done with its lease: it goes, unless a change that lost the lease may have
 -- landed meanwhile (late): then a repair is due now.
-local function endLease(late)
+-- \`also\`: more fields of the host to delete in the same HDEL (a commit's emptied ones), or nil.
+local function endLease(late, also)
+  also = also or {}
   if late then
-    redis.call('HDEL', KEYS[1], '${HF.republishFailures}')
+    redis.call('HDEL', KEYS[1], '${HF.republishFailures}', unpack(also))
     repairDue(0)
   else
-    redis.call('HDEL', KEYS[1], '${HF.republishFailures}', ${LEASE_FIELDS.map((f) => `'${f}'`).join(', ')})
+    redis.call('HDEL', KEYS[1], '${HF.republishFailures}', ${LEASE_FIELDS.map((f) => `'${f}'`).join(', ')}, unpack(also))
     redis.call('ZREM', KEYS[2], KEYS[1])
   end
 end

@@ -8,7 +8,7 @@ import { ADMIT_REJECTIONS, type AdmitRejection, type Expectations, type GuardChe
 import { flag, type TargetState } from '../../core/types.js';
 import { encodeExpectations, encodeWrittenFamilies, type HashFields } from '../codec.js';
 import { HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
-import { GUARD, HOST_ADMISSION, LEASE_PREAMBLE, NOW, TOKEN_CHECKS } from '../lua.js';
+import { GUARD, HOST_ADMISSION, LEASE_PREAMBLE, LEASE_RECORD_FIELDS, NOW, TOKEN_CHECKS } from '../lua.js';
 import { defineBatchableScript } from '../batch.js';
 import {
   defineScript,
@@ -220,8 +220,9 @@ if stale then
   la = union(la, takenOver)
 end
 local leaseEnd = now + tonumber(A[4])
-redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.leaseToken}', A[5], '${HF.leaseUntil}', ms(leaseEnd), '${HF.linksSeen}', h['${HF.linksChanged}'] or '')
-setLeaseRecord(la, A[5], false)
+-- The lease and its record (setLeaseRecord's fields) in one HSET.
+redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.leaseToken}', A[5], '${HF.leaseUntil}', ms(leaseEnd), '${HF.linksSeen}', h['${HF.linksChanged}'] or '', '${HF.leaseFamilies}', la, '${HF.leaseFamiliesOf}', A[5])
+if h['${HF.leaseLate}'] or h['${HF.legacyLeaseRecord}'] then redis.call('HDEL', key, '${HF.leaseLate}', '${HF.legacyLeaseRecord}') end
 redis.call('ZADD', KEYS[2], leaseEnd, key)
 return {'change', hostFlat(), prevFl, prevFc, h['${HF.frequencySeq}'], stale and '1' or '', la, takenOver}
 `;
@@ -300,27 +301,32 @@ export const COMMIT = defineBatchableScript({
   preamble: LEASE_PREAMBLE,
   body: `
 local key = KEYS[1]
-if redis.call('HEXISTS', key, '${HF.owner}') == 0 then
+-- What the commit reads, in one call: owner, lease token, state, then the lease record (recordOf).
+local r = redis.call('HMGET', key, '${HF.owner}', '${HF.leaseToken}', '${HF.state}', ${LEASE_RECORD_FIELDS})
+if not r[1] then
   redis.call('ZREM', KEYS[2], key)
   return 'gone'
 end
-local lk = redis.call('HGET', key, '${HF.leaseToken}')
+local lk = r[2]
 if lk ~= ARGV[1] then
   lostChange(lk, 0, ARGV[13])
   undoCount(ARGV[9], ARGV[10], ARGV[11], ARGV[12])
   return 'lost'
 end
-local late = lateFor(lk)
-local fields = {'${HF.ipv4}', '${HF.ipv6}', '${HF.wildcard}', '${HF.mx}', '${HF.backmx}'}
-for i, f in ipairs(fields) do
-  local v = ARGV[i + 1]
-  if v == '' then redis.call('HDEL', key, f) else redis.call('HSET', key, f, v) end
-end
-local state = redis.call('HGET', key, '${HF.state}')
+local _, late = recordOf({r[4], r[5], r[6], r[7]}, lk)
+local state = r[3]
 if state ~= 'blocked' and state ~= 'closed' then
   if ARGV[7] == '1' then state = 'offline' else state = 'active' end
 end
-if ARGV[8] == '1' then redis.call('HSET', key, '${HF.state}', state) else redis.call('HSET', key, '${HF.state}', state, '${HF.updatedAt}', ms(now)) end
+-- One HSET for the whole record; the emptied fields go with the lease's (endLease).
+local sets, dels = {'${HF.state}', state}, {}
+if ARGV[8] ~= '1' then sets[3] = '${HF.updatedAt}'; sets[4] = ms(now) end
+local fields = {'${HF.ipv4}', '${HF.ipv6}', '${HF.wildcard}', '${HF.mx}', '${HF.backmx}'}
+for i, f in ipairs(fields) do
+  local v = ARGV[i + 1]
+  if v == '' then dels[#dels + 1] = f else sets[#sets + 1] = f; sets[#sets + 1] = v end
+end
+redis.call('HSET', key, unpack(sets))
 -- ARGV[14]: the prefix its linked hosts now follow. The links counted when the lease was taken
 -- followed it too; one made since did not (its host was not among them): its mark stays.
 if ARGV[14] and ARGV[14] ~= '' then
@@ -328,7 +334,7 @@ if ARGV[14] and ARGV[14] ~= '' then
   local marks = redis.call('HMGET', key, '${HF.linksChanged}', '${HF.linksSeen}')
   if (marks[1] or '') == (marks[2] or '') then redis.call('HDEL', key, '${HF.linksChanged}') end
 end
-endLease(late)
+endLease(late, dels)
 return 'ok'
 `,
   numberOfKeys: 2,
