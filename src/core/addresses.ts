@@ -12,6 +12,9 @@ export function canonicalIPv6(addr: string): string {
   return new URL(`http://[${addr}]/`).hostname.slice(1, -1);
 }
 
+/** An octet of more than one digit that starts with 0 (of a text isIPv4 accepted). */
+const LEADING_ZERO_OCTET = /(?:^|\.)0\d/;
+
 /**
  * Parse one address. `::ffff:a.b.c.d` is unmapped to IPv4. Anything else that is not
  * a plain address (a prefix like `2001:db8::/56`, a zone index, garbage) is `undefined`.
@@ -20,7 +23,7 @@ export function parseAddress(raw: string): { family: 4 | 6; address: string } | 
   const text = raw.trim();
   if (isIPv4(text)) {
     // Reject leading-zero octets (ambiguous octal in some parsers).
-    if (text.split('.').some((o) => o.length > 1 && o.startsWith('0'))) return undefined;
+    if (LEADING_ZERO_OCTET.test(text)) return undefined;
     return { family: 4, address: text };
   }
   if (text.includes('%') || !isIPv6(text)) return undefined;
@@ -42,13 +45,21 @@ export function parseAddress(raw: string): { family: 4 | 6; address: string } | 
  * item that does not parse. The first valid address of each family wins, `mixed` first.
  */
 export function parseAddressList(mixed: readonly string[], ipv6Only: readonly string[] = []): AddressPair {
-  const items = (values: readonly string[]) =>
-    values.flatMap((value) => value.split(',').map(parseAddress)).filter((a) => a !== undefined);
   const out: AddressPair = {};
-  for (const { family, address } of [...items(mixed), ...items(ipv6Only).filter((a) => a.family === 6)]) {
-    if (family === 4) out.ipv4 ??= address;
-    else out.ipv6 ??= address;
-  }
+  // Loops, not split/map/filter chains: this runs on every request (docs/operators.md, "Performance").
+  const take = (values: readonly string[], onlyIPv6: boolean): void => {
+    for (const value of values) {
+      for (const item of value.includes(',') ? value.split(',') : [value]) {
+        const parsed = parseAddress(item);
+        if (parsed === undefined) continue;
+        if (parsed.family === 4) {
+          if (!onlyIPv6) out.ipv4 ??= parsed.address;
+        } else out.ipv6 ??= parsed.address;
+      }
+    }
+  };
+  take(mixed, false);
+  take(ipv6Only, true);
   return out;
 }
 

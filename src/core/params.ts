@@ -55,10 +55,11 @@ function yesNo(value: string | undefined): boolean {
 
 /** The names of a `hostname` value (trimmed, empty items dropped); undefined past MAX_HOSTS_PER_REQUEST. */
 export function hostnameList(value: string): string[] | undefined {
-  const names = value
-    .split(',')
-    .map((h) => h.trim())
-    .filter((h) => h.length > 0);
+  const names: string[] = [];
+  for (const item of value.includes(',') ? value.split(',') : [value]) {
+    const name = item.trim();
+    if (name.length > 0) names.push(name);
+  }
   return names.length > MAX_HOSTS_PER_REQUEST ? undefined : names;
 }
 
@@ -70,10 +71,9 @@ export function parseUpdateParams(params: ParamMap): UpdateParams {
   const hostOf = txt === undefined ? normalizeHostname : txtHostname;
   const hosts = (rawHosts ?? []).map((raw) => ({ raw, fqdn: hostOf(raw) }));
 
-  const addresses = parseAddressList(
-    params.get('myip') ?? [],
-    IPV6_ALIASES.flatMap((n) => params.get(n) ?? []),
-  );
+  const ipv6Only: string[] = [];
+  for (const name of IPV6_ALIASES) for (const value of params.get(name) ?? []) ipv6Only.push(value);
+  const addresses = parseAddressList(params.get('myip') ?? [], ipv6Only);
 
   const wildcardValue = first(params, 'wildcard')?.trim().toUpperCase();
   const wildcard = wildcardValue === 'ON' ? true : wildcardValue === 'NOCHG' ? 'keep' : false;
