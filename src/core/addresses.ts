@@ -12,7 +12,7 @@ export function canonicalIPv6(addr: string): string {
   return new URL(`http://[${addr}]/`).hostname.slice(1, -1);
 }
 
-/** An octet of more than one digit that starts with 0 (of a text isIPv4 accepted). */
+/** An octet of more than one digit that starts with 0 (node 20's isIPv4 refuses these already; older ones did not). */
 const LEADING_ZERO_OCTET = /(?:^|\.)0\d/;
 
 /**

@@ -12,7 +12,8 @@
  * before stays, as with the script alone).
  */
 import type { Redis } from 'ioredis';
-import { encodeCall, evalScript, runScript, type ScriptDefinition } from './script.js';
+import { encodeCall, evalScript, type ScriptDefinition } from './script.js';
+import { storeCallDone, storeCallStart } from './observe.js';
 import { asStoreError, storeCall } from './redis.js';
 
 export interface BatchableScript<K, A, R> extends ScriptDefinition<K, A, R> {
@@ -55,11 +56,17 @@ for i = 1, n do
   KB = {unpack(KEYS, ki + 1, ki + nk)}
   AB = {unpack(ARGV, ai + 1, ai + na)}
   ki, ai = ki + nk, ai + na
-  -- An item that fails fails alone, as the script alone would: its error is its reply.
+  -- An item that fails fails alone, as the script alone would: its error is its reply. Except a
+  -- demoted primary's (READONLY) or a lost master's (MASTERDOWN): the whole call answers it, at the
+  -- top, where the client sees it and asks the Sentinels again (docs/operators.md, "Redis failover").
   local ok, reply = pcall(one)
   if ok then out[i] = reply or false
-  elseif type(reply) == 'table' and reply.err then out[i] = reply
-  else out[i] = {err = tostring(reply)} end
+  else
+    local e = reply
+    if type(e) ~= 'table' or not e.err then e = {err = tostring(e)} end
+    if e.err:find('READONLY', 1, true) or e.err:find('MASTERDOWN', 1, true) then return e end
+    out[i] = e
+  end
 end
 return out
 `;
@@ -105,6 +112,7 @@ export class ScriptBatcher<K, A, R> {
 
   private async send(items: Pending<R>[]): Promise<void> {
     const { script, operation } = this;
+    const started = storeCallStart();
     let replies: unknown[];
     try {
       if (items.length === 1) {
@@ -124,7 +132,11 @@ export class ScriptBatcher<K, A, R> {
     items.forEach((item, i) => {
       try {
         const reply = replies[i];
-        if (reply instanceof Error) throw asStoreError(operation, reply);
+        if (reply instanceof Error) {
+          // The call succeeded, this item did not: counted as a failed store call of its own (the metrics).
+          storeCallDone(operation, started, true);
+          throw asStoreError(operation, reply);
+        }
         item.resolve(script.reply(reply));
       } catch (err) {
         item.reject(err);
@@ -142,12 +154,4 @@ function encodeBatch(items: readonly Pending<unknown>[]): string[] {
     for (const a of item.args) argList.push(typeof a === 'string' ? a : String(a));
   }
   return encodeCall(keyList, argList);
-}
-
-/** runScript's signature over a batcher: what the store calls either way. */
-export type ScriptRunner<K, A, R> = Pick<ScriptBatcher<K, A, R>, 'run'>;
-
-/** A runner that sends every call on its own (tests, the CLI). */
-export function unbatched<K, A, R>(redis: Redis, script: ScriptDefinition<K, A, R>, operation?: string) {
-  return { run: (keys: K, args: A) => runScript(redis, script, keys, args, operation) };
 }

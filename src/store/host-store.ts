@@ -1,5 +1,6 @@
 /**
- * Hosts in Redis: the update path's gate (admit → commit | release, each one Lua call)
+ * Hosts in Redis: the update path's gate (admit → commit | release, each one Lua script run; admissions
+ * and commits of one event-loop turn share one call, batch.ts)
  * and the operator's view (add, remove, list, state changes).
  */
 import { randomUUID } from 'node:crypto';

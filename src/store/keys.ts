@@ -235,14 +235,19 @@ export class Keys {
 export function agentDigest(userAgent: string): string {
   let digest = agentDigests.get(userAgent);
   if (digest === undefined) {
+    digest = hash('sha1', userAgent, 'hex').slice(0, 16);
     // A few agents send almost every request (router firmware): each is hashed once, not per request.
-    if (agentDigests.size >= AGENT_DIGESTS_KEPT) agentDigests.clear();
-    agentDigests.set(userAgent, (digest = hash('sha1', userAgent, 'hex').slice(0, 16)));
+    // Only agents of a router's length are kept, so that the memo stays small whatever clients send.
+    if (userAgent.length <= AGENT_DIGEST_KEPT_LENGTH) {
+      if (agentDigests.size >= AGENT_DIGESTS_KEPT) agentDigests.clear();
+      agentDigests.set(userAgent, digest);
+    }
   }
   return digest;
 }
 
 const AGENT_DIGESTS_KEPT = 1024;
+const AGENT_DIGEST_KEPT_LENGTH = 256;
 const agentDigests = new Map<string, string>();
 
 /**

@@ -20,6 +20,11 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local function ms(n) return string.format('%.0f', n) end
 `;
 
+/** The fields of a lease record, in the order recordOf (FAMILIES) reads them. */
+export const LEASE_RECORD_FIELDS = [HF.leaseFamilies, HF.leaseFamiliesOf, HF.leaseLate, HF.legacyLeaseRecord]
+  .map((f) => `'${f}'`)
+  .join(', ');
+
 /**
  * The lease record of the host at KEYS[1]: the address families ('4', '6', '46', '') the holder of a lease writes,
  * the lease token they belong to, and the late mark, kept until its commit. A repair of an interrupted change
@@ -29,11 +34,6 @@ local function ms(n) return string.format('%.0f', n) end
  * its families were added, and the holder's commit or release leaves a repair due. Versions before kept all three in
  * one field, `<families>[r]:<token>` (legacyLeaseRecord): still read, deleted by the next write.
  */
-/** The fields of a lease record, in the order recordOf (FAMILIES) reads them. */
-export const LEASE_RECORD_FIELDS = [HF.leaseFamilies, HF.leaseFamiliesOf, HF.leaseLate, HF.legacyLeaseRecord]
-  .map((f) => `'${f}'`)
-  .join(', ');
-
 export const FAMILIES = `
 local function union(a, b)
   local has4 = a:find('4', 1, true) or b:find('4', 1, true)

@@ -1,7 +1,8 @@
 /**
  * One typed definition per Redis script, after node-redis's defineScript: the Lua text, its
  * keys and named arguments (encoded to KEYS and ARGV here and nowhere else), and its decoded
- * reply. Run with EVALSHA, falling back to EVAL (which loads it again) after a restart of Redis.
+ * reply. Sent as EVAL the first time on a connection (which loads it), EVALSHA after, and EVAL
+ * again on NOSCRIPT (SCRIPT FLUSH).
  */
 import { createHash } from 'node:crypto';
 import { Command, type Redis } from 'ioredis';
@@ -12,7 +13,7 @@ export interface ScriptDefinition<K, A, R> {
   /** A name for errors and metrics (unique). */
   readonly name: string;
   readonly lua: string;
-  /** Undefined: the number varies; it is sent first. */
+  /** How many keys the Lua reads (undefined: it varies); what is sent is keys()'s length. */
   readonly numberOfKeys?: number;
   /** The keys in the order the Lua reads them as KEYS. */
   keys(keys: K): readonly string[];

@@ -8,7 +8,11 @@ import { expect } from 'chai';
 import type { Admission, AdmitRequest, Expectations } from '../../src/app/ports.js';
 import { StoreUnavailableError } from '../../src/core/errors.js';
 import type { TargetState } from '../../src/core/types.js';
-import { batchLua, MAX_BATCH_ITEMS } from '../../src/store/batch.js';
+import { Redis } from 'ioredis';
+import { makeTempDir, removeDir } from '../../src/lab/index.js';
+import { startReplica } from '../../src/lab/sentinel.js';
+import { batchLua, MAX_BATCH_ITEMS, ScriptBatcher } from '../../src/store/batch.js';
+import { ADMIT } from '../../src/store/scripts/lease.js';
 import type { StoreConfig } from '../../src/store/index.js';
 import { storeTestConfig, useRedisStore } from '../support/store-server.js';
 
@@ -172,6 +176,39 @@ describe('store: scripts batched per turn of the event loop (real redis-server)'
     stalled.disconnect();
     const next = await Promise.all([2, 3].map((i) => lab.store.hosts.admit(request(hostName(i)))));
     expect(next.map((a) => a.kind)).to.deep.equal(['change', 'change']);
+  });
+
+  it('a demoted primary (READONLY) fails the whole call at the top, where the client sees it and can reconnect', async () => {
+    const dir = await makeTempDir('store-batch-replica-');
+    const replica = await startReplica({ dir, primary: lab.server });
+    const seen: string[] = [];
+    // reconnectOnError hears only errors at the top of a reply (an item's error inside the array is not).
+    const client = new Redis(`redis://${replica.host}:${replica.port}`, {
+      reconnectOnError: (err) => {
+        seen.push(err.message);
+        return false;
+      },
+    });
+    try {
+      await lab.raw.wait(1, 2000);
+      const batcher = new ScriptBatcher(client, ADMIT, 'admit');
+      const keys = (i: number) => ({ host: `${PREFIX}h:${hostName(i)}`, pending: `${PREFIX}pending` });
+      const args = { ...request(hostName(0)), leaseToken: 'token' };
+      const results = await Promise.allSettled([batcher.run(keys(0), args), batcher.run(keys(1), args)]);
+      for (const r of results) {
+        expect(r.status).to.equal('rejected');
+        expect((r as PromiseRejectedResult).reason).to.be.instanceOf(StoreUnavailableError);
+        expect(((r as PromiseRejectedResult).reason as Error).message).to.match(/READONLY/);
+      }
+      expect(
+        seen.some((m) => m.startsWith('READONLY')),
+        JSON.stringify(seen),
+      ).to.equal(true);
+    } finally {
+      client.disconnect();
+      await replica.stop();
+      await removeDir(dir);
+    }
   });
 
   it('the batch Lua binds KEYS and ARGV to each item: no other reference to them is left in the body', () => {
