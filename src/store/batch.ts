@@ -146,12 +146,13 @@ export class ScriptBatcher<K, A, R> {
 }
 
 function encodeBatch(items: readonly Pending<unknown>[]): string[] {
+  // The items' keys and arguments, after the header; encodeCall makes every one a string.
   const keyList: string[] = [];
-  const argList: string[] = [String(items.length)];
-  for (const item of items) argList.push(String(item.keys.length), String(item.args.length));
+  const argList: (string | number)[] = [items.length];
+  for (const item of items) argList.push(item.keys.length, item.args.length);
   for (const item of items) {
-    for (const k of item.keys) keyList.push(k);
-    for (const a of item.args) argList.push(typeof a === 'string' ? a : String(a));
+    keyList.push(...item.keys);
+    argList.push(...item.args);
   }
   return encodeCall(keyList, argList);
 }
