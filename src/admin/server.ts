@@ -93,7 +93,12 @@ export class AdminListener {
   /** Listen on host:port (0: any free port); resolves with the bound port. */
   listen(host: string, port: number): Promise<number> {
     const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, (req, res) => {
-      void this.answer(req, res);
+      // answer() catches what a request can raise; this is the last net, so that nothing a
+      // client sends becomes an unhandled rejection (which ends the process on node 20).
+      this.answer(req, res).catch((err: unknown) => {
+        this.deps.logger.error('admin request failed', { error: err instanceof Error ? err.message : String(err) });
+        res.destroy();
+      });
     });
     this.servers.push(server);
     return new Promise((resolve, reject) => {
@@ -122,21 +127,24 @@ export class AdminListener {
   private async answer(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const started = performance.now();
     const method = req.method ?? 'GET';
-    const url = new URL(req.url ?? '/', 'http://admin.invalid');
+    let path = '';
     let reply: Reply;
     try {
+      // Inside the try: node's parser passes targets that URL refuses (`//[/`, `http://a:99999999/`).
+      const url = requestUrl(req.url);
+      path = url.pathname;
       reply = await this.route(method, url, req);
     } catch (err) {
       reply = errorReply(err);
       if (reply.status >= 500 && !(err instanceof BridgeError))
-        this.deps.logger.error('admin request failed', { method, path: url.pathname, error: (err as Error).message });
+        this.deps.logger.error('admin request failed', { method, path, error: (err as Error).message });
     }
     // A body nobody read (a refused request) is drained, so the connection stays usable.
     if (!req.readableEnded) req.resume();
     this.write(res, reply);
-    const fields = { method, path: url.pathname, status: reply.status, ms: Math.round(performance.now() - started) };
+    const fields = { method, path, status: reply.status, ms: Math.round(performance.now() - started) };
     // Scrapes and probes come every few seconds: only the API's requests are worth a line each.
-    if (url.pathname.startsWith('/v1')) this.deps.logger.info('admin request', fields);
+    if (path.startsWith('/v1')) this.deps.logger.info('admin request', fields);
     else this.deps.logger.debug('admin request', fields);
   }
 
@@ -211,6 +219,15 @@ class NotFound extends BridgeError {
 function notAllowed(methods: readonly string[]): AdminHttpError {
   const allow = [...new Set(methods)].join(', ');
   return new AdminHttpError('ERR_METHOD_NOT_ALLOWED', `method not allowed here; use ${allow}`, { Allow: allow });
+}
+
+/** The request target as a URL; a target URL cannot read is the client's error (400), never a throw upward. */
+function requestUrl(target: string | undefined): URL {
+  try {
+    return new URL(target ?? '/', 'http://admin.invalid');
+  } catch {
+    throw new InvalidInputError('the request target is not a valid URL');
+  }
 }
 
 function digest(text: string): Buffer {

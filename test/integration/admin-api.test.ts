@@ -119,6 +119,23 @@ describe('admin listener: health, metrics, provisioning API (knot)', function ()
     expect(bytes.toString().endsWith(`\r\n\r\n${expected}`)).to.equal(true);
   });
 
+  it('request targets URL cannot read (`//[/`, a bad port, %-junk): 400 JSON, and the process stays up', async () => {
+    const expected = '{"error":"ERR_INVALID_INPUT","message":"the request target is not a valid URL"}\n';
+    for (const target of ['//[/', 'http://a:99999999/', 'http://%zz/', '//[::1', 'http://[/v1/accounts']) {
+      const bytes = await rawRequest(
+        '127.0.0.1',
+        adminPort,
+        `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      );
+      const text = bytes.toString();
+      expect(text, target).to.match(/^HTTP\/1\.1 400 Bad Request\r\n/);
+      expect(text.endsWith(`\r\n\r\n${expected}`), text).to.equal(true);
+    }
+    // Still serving, on both listeners.
+    expect((await call('GET', '/healthz', undefined, null)).status).to.equal(200);
+    expect((await env.get('/nic/checkip')).status).to.equal(200);
+  });
+
   it('a whole sign-up over HTTP (account, host, token), then an update with the token: good, in DNS', async () => {
     const account = `signup${SUFFIX}`;
     const fqdn = `signup-${SUFFIX}.${ZONE}`;
@@ -445,6 +462,14 @@ describe('admin listener under serve --workers 2: one endpoint for all workers',
     expect(series, metrics.slice(0, 2000)).to.equal(
       'ddns_bridge_http_requests_total{route="update",token="good",status="200"} 12',
     );
+    // A target URL cannot read ended the primary (and every worker with it): now a 400.
+    const bad = await rawRequest('127.0.0.1', adminPort, 'GET //[/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(bad.toString()).to.match(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    const after = await env.get(`/nic/update?hostname=${fqdn}&myip=192.0.2.101`, {
+      auth: ['workers', 'workers-pw'],
+      port: serve.port,
+    });
+    expect(after.body).to.equal('nochg 192.0.2.101\n');
     let ready = await fetch(`${base}/readyz`);
     for (let i = 0; i < 50 && ready.status !== 200; i++) {
       await new Promise((res) => setTimeout(res, 100));
