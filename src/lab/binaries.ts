@@ -6,7 +6,7 @@
  * that same installer. A test may only require a binary or Perl module named here.
  */
 import { execFile, execFileSync, spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, appendFileSync, constants, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** Debian 12 package that ships each binary the project (lab, demo, tests) uses. */
@@ -192,6 +192,10 @@ function recordSkip(ctx: SkipContext, missing: Missing): void {
   const suite = runnable?.type === 'hook' ? runnable.parent : undefined;
   const title = suite?.fullTitle() ?? runnable?.fullTitle() ?? '(outside mocha)';
   const tests = suite ? suite.total() : 1;
+  // Test files may run in other processes (mocha --parallel): the runner reads this file for its summary.
+  const log = process.env.DDNS_BRIDGE_SKIP_LOG;
+  if (log)
+    appendFileSync(log, JSON.stringify({ title, tests, names: missing.names, packages: missing.packages }) + '\n');
   const seen = skips.get(title);
   if (!seen) {
     skips.set(title, { title, tests, names: missing.names, packages: missing.packages });

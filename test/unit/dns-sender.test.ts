@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 /**
  * Transport and zone-sender behaviour that real servers cannot be made to show on demand
  * (out-of-order answers, silence, dropped connections, SERVFAIL once): a scripted TCP
@@ -13,7 +14,6 @@ import { TcpTransport } from '../../src/dns/transport.js';
 import { encodeTsigRecord, extractTsig, signMessage, TSIG_ERRORS, verifyMessage } from '../../src/dns/tsig.js';
 import { readName } from '../../src/dns/wire.js';
 import { ZoneSender } from '../../src/dns/zone-sender.js';
-import { generateTsigKey } from '../../src/lab/index.js';
 
 interface SeenRequest {
   id: number;
@@ -50,8 +50,7 @@ interface Action {
   flags?: number;
 }
 
-const labKey = generateTsigKey('sender-key');
-const key = { ...labKey, secret: Buffer.from(labKey.secret, 'base64') };
+const key = { name: 'sender-key', algorithm: 'hmac-sha256' as const, secret: randomBytes(32) };
 
 function prerequisiteOwners(msg: Buffer): string[] {
   let pos = readName(msg, 12).next + 4;

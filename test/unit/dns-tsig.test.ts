@@ -1,7 +1,5 @@
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
-import { createSocket } from 'node:dgram';
-import path from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { TSIG_ALGORITHMS, type TsigAlgorithm, type TsigKeyConfig } from '../../src/config/schema.js';
 import {
   encodeTsigRecord,
@@ -12,7 +10,6 @@ import {
   verifyMessage,
 } from '../../src/dns/tsig.js';
 import { encodeUpdate, type UpdateMessage } from '../../src/dns/wire.js';
-import { generateTsigKey, makeTempDir, removeDir, requireBinariesOrSkip, writeKeyFile } from '../../src/lab/index.js';
 
 const hex = (text: string): string => text.replace(/[\s|]/g, '');
 
@@ -36,8 +33,7 @@ const update: UpdateMessage = {
 };
 
 function keyFor(algorithm: TsigAlgorithm, name = 'ddns-key'): TsigKeyConfig {
-  const k = generateTsigKey(name, algorithm);
-  return { name: k.name, algorithm: k.algorithm, secret: Buffer.from(k.secret, 'base64') };
+  return { name, algorithm, secret: randomBytes(64) };
 }
 
 /** A server's answer to `request`: same ID, QR set, opcode UPDATE, the given rcode. */
@@ -100,53 +96,6 @@ describe('dns tsig (RFC 8945)', () => {
       const late = verifyMessage(captured, goldenKey, { now: extracted.tsig.timeSigned + 301 });
       expect(late).to.include({ ok: false, reason: 'bad-time' });
     });
-  });
-
-  describe('live cross-check with nsupdate', function () {
-    let dir: string;
-    before(async function () {
-      requireBinariesOrSkip(this, ['nsupdate']);
-      dir = await makeTempDir('dns-tsig-');
-    });
-    after(async () => {
-      if (dir) await removeDir(dir);
-    });
-
-    /** Run nsupdate with a key file against a UDP socket of ours; resolve with the first datagram. */
-    async function captureNsupdate(keyFile: string): Promise<Buffer> {
-      const socket = createSocket('udp4');
-      await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-      const port = socket.address().port;
-      const child = spawn('nsupdate', ['-t', '5', '-k', keyFile], { stdio: ['pipe', 'ignore', 'ignore'] });
-      child.on('error', () => {});
-      try {
-        const datagram = new Promise<Buffer>((resolve, reject) => {
-          socket.once('message', (m) => resolve(m));
-          setTimeout(() => reject(new Error('nsupdate sent nothing within 5 s')), 5000).unref();
-        });
-        child.stdin.end(`server 127.0.0.1 ${port}\nzone ex.org\nupdate add h.ex.org 60 A 192.0.2.9\nsend\n`);
-        return await datagram;
-      } finally {
-        child.kill();
-        socket.close();
-      }
-    }
-
-    for (const algorithm of TSIG_ALGORITHMS) {
-      it(`accepts nsupdate's ${algorithm} MAC with our own clock, and reproduces it`, async () => {
-        const labKey = generateTsigKey(`live-${algorithm}`, algorithm);
-        const key: TsigKeyConfig = { ...labKey, secret: Buffer.from(labKey.secret, 'base64') };
-        const request = await captureNsupdate(await writeKeyFile(path.join(dir, `${algorithm}.key`), labKey));
-        const verdict = verifyMessage(request, key, { now: Date.now() / 1000 });
-        expect(verdict, JSON.stringify(verdict)).to.include({ ok: true });
-        const { tsig, unsigned } = extractTsig(request)!;
-        const ours = signRequest(unsigned, key, { timeSigned: tsig.timeSigned, fudge: tsig.fudge });
-        expect(ours.mac.toString('hex')).to.equal(tsig.mac.toString('hex'));
-        // A different secret of the same name does not verify.
-        const other = { ...key, secret: Buffer.from(generateTsigKey('x', algorithm).secret, 'base64') };
-        expect(verifyMessage(request, other, { now: Date.now() / 1000 })).to.include({ ok: false, reason: 'bad-mac' });
-      });
-    }
   });
 
   describe('request/response round trip', () => {

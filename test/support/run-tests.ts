@@ -1,0 +1,135 @@
+/**
+ * The test runner behind `npm test` and the tier scripts (CONTRIBUTING.md, "Tests"):
+ *
+ *   node dist/test/support/run-tests.js [unit] [integration] [interop]   (none: all three)
+ *
+ * The unit tier runs in one mocha with the purity guard (unit-guard.ts). The integration and
+ * interop files run in mocha's parallel mode (two files at a time: most of their time is spent
+ * waiting on the servers they start), except the files in EXCLUSIVE, which measure time or load
+ * and run alone afterwards. Each mocha is a child process; its output is passed through and its
+ * counts added up into one closing line `N passed, N failed` (.ci/run reads it).
+ */
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { skipSummary, type RecordedSkip } from './packages.js';
+
+/** dist/test: the compiled tests. */
+const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(DIST, '..', '..');
+const MOCHA = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js');
+
+export const TIERS = ['unit', 'integration', 'interop'] as const;
+export type Tier = (typeof TIERS)[number];
+
+/**
+ * Files that must not share the machine with another test file: they measure throughput or
+ * latency, hold a server under load, or wait on timers that a loaded machine stretches. Paths
+ * relative to test/, without the extension.
+ */
+export const EXCLUSIVE: readonly string[] = [
+  'integration/bench-smoke.test',
+  'integration/redis-failover.test',
+  'integration/reload.test',
+  'integration/slow-clients.test',
+  'integration/password-oracle.test',
+];
+
+/** Files of one tier, relative to dist/test, sorted. */
+export function filesOf(tier: Tier): string[] {
+  const dir = path.join(DIST, tier);
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.test.js'))
+    .map((f) => path.join(tier, f))
+    .sort();
+}
+
+interface Counts {
+  passing: number;
+  failing: number;
+  pending: number;
+  code: number;
+}
+
+/** Run one mocha over `files`, passing its output through; resolve with its counts. */
+function mocha(label: string, args: string[], files: string[], env: NodeJS.ProcessEnv): Promise<Counts> {
+  if (files.length === 0) return Promise.resolve({ passing: 0, failing: 0, pending: 0, code: 0 });
+  console.log(`\n=== ${label}: ${files.length} file${files.length === 1 ? '' : 's'}`);
+  const child = spawn(process.execPath, [MOCHA, ...args, ...files.map((f) => path.join(DIST, f))], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let tail = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    process.stdout.write(chunk);
+    tail = (tail + chunk.toString('utf8')).slice(-4000);
+  });
+  return new Promise((resolve) => {
+    child.on('close', (code) => {
+      const count = (word: string): number => Number(new RegExp(`^ *(\\d+) ${word}`, 'm').exec(tail)?.[1] ?? 0);
+      resolve({ passing: count('passing'), failing: count('failing'), pending: count('pending'), code: code ?? 1 });
+    });
+  });
+}
+
+export async function runTiers(tiers: readonly Tier[]): Promise<number> {
+  const skipLog = path.join(os.tmpdir(), `ddns-bridge-skips-${process.pid}.jsonl`);
+  const env = { ...process.env, DDNS_BRIDGE_SKIP_LOG: skipLog };
+  const runs: Counts[] = [];
+  if (tiers.includes('unit')) {
+    const guard = path.join(DIST, 'support', 'unit-guard.js');
+    runs.push(await mocha('unit', ['--require', guard], filesOf('unit'), env));
+  }
+  const others = tiers.filter((t) => t !== 'unit').flatMap(filesOf);
+  const exclusive = new Set(EXCLUSIVE.map((f) => `${f}.js`));
+  const shared = others.filter((f) => !exclusive.has(f));
+  const alone = others.filter((f) => exclusive.has(f));
+  const jobs = process.env.TEST_JOBS ?? '2';
+  runs.push(
+    await mocha(
+      `${tiers.filter((t) => t !== 'unit').join(' + ')}, ${jobs} at a time`,
+      ['--parallel', '--jobs', jobs],
+      shared,
+      env,
+    ),
+  );
+  runs.push(await mocha('one at a time (EXCLUSIVE in test/support/run-tests.ts)', [], alone, env));
+
+  const total = runs.reduce(
+    (a, r) => ({ passing: a.passing + r.passing, failing: a.failing + r.failing, pending: a.pending + r.pending }),
+    { passing: 0, failing: 0, pending: 0 },
+  );
+  let skips: RecordedSkip[] = [];
+  try {
+    skips = readFileSync(skipLog, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as RecordedSkip);
+    rmSync(skipLog, { force: true });
+  } catch {
+    // no skips recorded
+  }
+  for (const line of skipSummary(skips)) console.log(line);
+  // A mocha that ended without its counts (a crash, a file that does not load) counts as a failure.
+  const broken = runs.filter((r) => r.code !== 0 && r.failing === 0).length;
+  if (broken > 0)
+    console.log(`\n${broken} mocha run${broken === 1 ? '' : 's'} ended with an error before counting a failure`);
+  const failedRun = broken > 0 || runs.some((r) => r.code !== 0);
+  console.log(`\n${total.passing} passing, ${total.failing} failing, ${total.pending} pending`);
+  console.log(`${total.passing} passed, ${total.failing + broken} failed`);
+  return failedRun || total.failing > 0 ? 1 : 0;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const asked = process.argv.slice(2);
+  const unknown = asked.filter((a) => !(TIERS as readonly string[]).includes(a));
+  if (unknown.length > 0) {
+    console.error(`run-tests: unknown tier ${unknown.join(', ')}; tiers: ${TIERS.join(', ')}`);
+    process.exit(2);
+  }
+  const tiers = asked.length === 0 ? TIERS : (asked as Tier[]);
+  void runTiers(tiers).then((code) => (process.exitCode = code));
+}
