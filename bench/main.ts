@@ -4,8 +4,7 @@
  * Not part of the product: the package ships dist/src only, and src/ never imports bench/.
  * See BENCHMARKS.md.
  */
-import yargs from 'yargs';
-import { hideBin } from 'yargs/helpers';
+import { hideBin, yargs } from '../src/cli/yargs.js';
 import type { LabKind } from '../src/lab/index.js';
 import { benchCommand } from './index.js';
 

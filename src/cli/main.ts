@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 /** The command-line entry point: the yargs command tree. The only place that reads `process`. */
-import yargs, { type Argv } from 'yargs';
-import { hideBin } from 'yargs/helpers';
+import { helpWidth, hideBin, yargs, type Argv } from './yargs.js';
 import { BridgeError, ConfigError, InvalidInputError } from '../core/errors.js';
 import { configPathFrom, loadContext, UsageError } from './context.js';
 
@@ -372,7 +371,8 @@ const cli = yargs(hideBin(process.argv))
     err(msg);
     process.exit(2);
   })
-  .help();
+  .help()
+  .wrap(helpWidth());
 
 try {
   await cli.parseAsync();
