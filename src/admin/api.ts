@@ -6,6 +6,7 @@
  */
 import type { AdminService, HostStateChange } from '../app/admin.js';
 import { tokenView } from '../app/admin.js';
+import { ACCOUNT_NAME_PATTERN, ACCOUNT_NAME_RULE } from '../core/accounts.js';
 
 export type JsonSchema = Record<string, unknown>;
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -173,10 +174,14 @@ export const OPERATIONS: readonly Operation[] = [
     path: '/v1/accounts',
     operationId: 'createAccount',
     summary: 'Create an account (the login of updates)',
-    body: object({ name: str('1-64 of letters, digits and . _ @ + -'), password, donator: { type: 'boolean' } }, [
-      'name',
-      'password',
-    ]),
+    body: object(
+      {
+        name: str(ACCOUNT_NAME_RULE, { pattern: ACCOUNT_NAME_PATTERN.source }),
+        password,
+        donator: { type: 'boolean' },
+      },
+      ['name', 'password'],
+    ),
     success: { status: 201, schema: ref('Account'), description: 'the account' },
     errors: [409],
     handle: async (admin, req) => ({

@@ -4,6 +4,7 @@
  * (`/v1/…` on the admin listener). It returns plain views; the callers print or serialise
  * them. Errors are the core's: InvalidInputError (400), NotFoundError (404), ConflictError (409).
  */
+import { ACCOUNT_NAME_RULE, isAccountName } from '../core/accounts.js';
 import { ConflictError, HostStateConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import { MAX_PASSWORD_LENGTH } from '../core/limits.js';
 import { normalizeHostname } from '../core/names.js';
@@ -116,15 +117,10 @@ export type HostStateChange = keyof typeof HOST_STATE_CHANGES;
 
 export type AgentBlockResult = 'blocked' | 'already blocked';
 
-const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$/;
-
 export function accountName(raw: string): string {
   const name = typeof raw === 'string' ? raw.trim() : '';
-  if (!ACCOUNT_NAME.test(name)) {
-    throw new InvalidInputError(
-      `invalid account name ${JSON.stringify(raw)}: 1-64 of letters, digits and . _ @ + - (not first)`,
-    );
-  }
+  if (!isAccountName(name))
+    throw new InvalidInputError(`invalid account name ${JSON.stringify(raw)}: ${ACCOUNT_NAME_RULE}`);
   return name;
 }
 

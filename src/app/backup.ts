@@ -6,10 +6,11 @@
  * The file: a header line, the accounts, the hosts, the tokens, the agent blocks, and an end line
  * with the counts (a file cut short has none). Each line is one JSON object with a `kind`.
  */
+import { ACCOUNT_NAME_RULE, isAccountName, scryptCostProblem } from '../core/accounts.js';
 import { ConflictError, InvalidInputError } from '../core/errors.js';
 import { parseAddress } from '../core/addresses.js';
 import { namesBetween, normalizeHostname, zoneOf } from '../core/names.js';
-import { checkInterfaceId, checkIpv6Prefix } from '../core/prefix.js';
+import { checkInterfaceId, checkIpv6Prefix, MAX_LINKS_PER_PARENT } from '../core/prefix.js';
 import { isValidTxtValue, TXT_VALUES_KEPT as MAX_TXT_VALUES } from '../core/txt.js';
 import { HOST_STATES, HOST_TYPES, type Account, type HostLink, type HostRecord } from '../core/types.js';
 import { noteProblem, parseSourceList, TOKEN_ID_PATTERN } from '../core/update-tokens.js';
@@ -133,8 +134,6 @@ const tokenLine = (t: StoredToken) => ({
 export interface RecordChecks {
   /** A password hash in the format the authenticator verifies. */
   isPasswordHash(hash: string): boolean;
-  /** A name the account store accepts. */
-  isAccountName(name: string): boolean;
   /** A token hash in the format the token login looks up. */
   isTokenHash(hash: string): boolean;
 }
@@ -250,7 +249,9 @@ async function restore(
       const h = record.host;
       const zone = zoneOf(h.fqdn, opts.zones);
       const between = zone === undefined ? [] : namesBetween(h.fqdn, zone);
-      const reply = await target.restoreHost(h, between, opts.merge);
+      // Checked with or without --merge: the file's own hosts were checked in the validation
+      // pass, this keeps a host added meanwhile by `host add` from being shadowed.
+      const reply = await target.restoreHost(h, between, true);
       switch (reply.kind) {
         case 'ok':
           return 'ok';
@@ -329,15 +330,18 @@ class BoundedWriter {
 
 /** The first pass: every line valid, the header first, the end line last with the right counts. */
 async function validateFile(lines: AsyncIterable<string>, opts: ImportOptions): Promise<void> {
-  const problems: string[] = [];
+  const problems: { line: number; message: string }[] = [];
   let more = 0;
   const problem = (line: number, message: string) => {
-    if (problems.length < MAX_REPORTED) problems.push(`line ${line}: ${message}`);
+    if (problems.length < MAX_REPORTED) problems.push({ line, message });
     else more++;
   };
   const counts = noCounts();
   const accounts = new Set<string>();
   const hosts = new Map<string, string>();
+  // The rules of `host add` and `host link` among the file's own hosts (the store checks the rest).
+  const nesting = new FileNesting(opts.zones);
+  const linked = new Map<string, { type: string; owner: string; link?: HostLink; line: number }>();
   const tokenIds = new Set<string>();
   const tokenHashes = new Set<string>();
   const patterns = new Set<string>();
@@ -393,9 +397,21 @@ async function validateFile(lines: AsyncIterable<string>, opts: ImportOptions): 
         break;
       case 'host': {
         const h = parsed.host;
-        if (hosts.has(h.fqdn)) problem(lineNo, `host ${h.fqdn} a second time`);
+        if (hosts.has(h.fqdn)) {
+          problem(lineNo, `host ${h.fqdn} a second time`);
+          break;
+        }
         if (!accounts.has(h.account) && !opts.merge) problem(lineNo, `host ${h.fqdn}: account ${unknown(h.account)}`);
         hosts.set(h.fqdn, h.account);
+        const clash = nesting.add(h.fqdn, h.account, lineNo);
+        if (clash !== undefined) {
+          problem(
+            lineNo,
+            `host ${h.fqdn} would lie ${clash.kind} ${clash.name} (line ${clash.line}) of account ${clash.owner} ` +
+              '(docs/security.md, "No shadowing across accounts")',
+          );
+        }
+        linked.set(h.fqdn, { type: h.type, owner: h.account, ...(h.link ? { link: h.link } : {}), line: lineNo });
         break;
       }
       case 'token': {
@@ -417,17 +433,92 @@ async function validateFile(lines: AsyncIterable<string>, opts: ImportOptions): 
         break;
     }
   }
+  for (const p of linkProblems(linked, opts.merge)) problem(p.line, p.message);
   if (!sawHeader && problems.length === 0) problem(Math.max(lineNo, 1), 'the file is empty');
   else if (sawHeader && end === undefined)
     problem(lineNo, 'the file ends without its end line ({"kind":"end",…}): it was cut short');
   else if (end !== undefined && problems.length === 0 && JSON.stringify(end.counts) !== JSON.stringify(counts))
     problem(end.line, `the end line counts ${JSON.stringify(end.counts)}, the file holds ${JSON.stringify(counts)}`);
   if (problems.length > 0) {
+    const lines = problems.sort((a, b) => a.line - b.line).map((p) => `line ${p.line}: ${p.message}`);
     throw new InvalidInputError(
-      `import-all: nothing written, the file is not a valid export:\n${problems.join('\n')}` +
+      `import-all: nothing written, the file is not a valid export:\n${lines.join('\n')}` +
         (more > 0 ? `\n… and ${more} more` : ''),
     );
   }
+}
+
+/**
+ * The file's hosts as the nest index would hold them: a host must not lie below or above a host
+ * of another account (docs/security.md, "No shadowing across accounts"), as `host add` refuses.
+ */
+class FileNesting {
+  private readonly hosts = new Map<string, { owner: string; line: number }>();
+  /** A name → the hosts below it, one per owner, at most two owners (one that differs is all a check needs). */
+  private readonly below = new Map<string, Map<string, { fqdn: string; line: number }>>();
+
+  constructor(private readonly zones: readonly string[]) {}
+
+  /** Adds the host, or returns the host of another account it would lie below or above (and adds nothing). */
+  add(
+    fqdn: string,
+    owner: string,
+    line: number,
+  ): { kind: 'below' | 'above'; name: string; owner: string; line: number } | undefined {
+    const zone = zoneOf(fqdn, this.zones);
+    const between = zone === undefined ? [] : namesBetween(fqdn, zone);
+    for (const name of between) {
+      const above = this.hosts.get(name);
+      if (above !== undefined && above.owner !== owner) return { kind: 'below', name, ...above };
+    }
+    for (const [other, under] of this.below.get(fqdn) ?? []) {
+      if (other !== owner) return { kind: 'above', name: under.fqdn, owner: other, line: under.line };
+    }
+    this.hosts.set(fqdn, { owner, line });
+    for (const name of between) {
+      let owners = this.below.get(name);
+      if (owners === undefined) this.below.set(name, (owners = new Map()));
+      if (!owners.has(owner) && owners.size < 2) owners.set(owner, { fqdn, line });
+    }
+    return undefined;
+  }
+}
+
+/**
+ * The rules of `host link` (store/link-store.ts) among the file's hosts: the parent exists (with
+ * --merge it may be in the keyspace: the restore's link script decides), has the same owner, both
+ * are dynamic, the parent follows nobody, at most MAX_LINKS_PER_PARENT follow one parent.
+ */
+function linkProblems(
+  hosts: ReadonlyMap<string, { type: string; owner: string; link?: HostLink; line: number }>,
+  merge: boolean,
+): { line: number; message: string }[] {
+  const problems: { line: number; message: string }[] = [];
+  const followers = new Map<string, number>();
+  for (const [fqdn, h] of hosts) {
+    if (h.link === undefined) continue;
+    const to = h.link.parent;
+    const parent = hosts.get(to);
+    const says = (message: string) =>
+      problems.push({ line: h.line, message: `host ${fqdn}: link to ${to}: ${message}` });
+    if (parent === undefined) {
+      if (!merge) says(`no host ${to} is defined in the file`);
+      continue;
+    }
+    if (parent.owner !== h.owner)
+      says(`${to} belongs to ${parent.owner}, ${fqdn} to ${h.owner}: only hosts of one account link`);
+    else if (h.type !== 'dynamic') says(`${fqdn} is ${h.type}: only dynamic hosts link`);
+    else if (parent.type !== 'dynamic') says(`${to} is ${parent.type}: only dynamic hosts link`);
+    else if (parent.link !== undefined)
+      says(`${to} follows ${parent.link.parent} itself (line ${parent.line}): links do not chain`);
+    else {
+      const count = (followers.get(to) ?? 0) + 1;
+      followers.set(to, count);
+      if (count > MAX_LINKS_PER_PARENT)
+        says(`${to} has ${MAX_LINKS_PER_PARENT} linked hosts already, the most one host may have`);
+    }
+  }
+  return problems;
 }
 
 type ParsedLine = ParsedRecord | { header: true } | { end: BackupCounts } | undefined;
@@ -470,7 +561,7 @@ function parseLine(raw: string, checks: RecordChecks): ParsedLine {
       parsed = { kind, account: parseAccount(line, checks) };
       break;
     case 'host':
-      parsed = { kind, host: parseHost(line, checks) };
+      parsed = { kind, host: parseHost(line) };
       break;
     case 'token':
       parsed = { kind, token: parseToken(line, checks) };
@@ -490,18 +581,21 @@ function parseLine(raw: string, checks: RecordChecks): ParsedLine {
 
 function parseAccount(line: Fields, checks: RecordChecks): Account {
   const name = line.string('name');
-  if (!checks.isAccountName(name)) throw new Error(`account ${JSON.stringify(name)}: not a valid account name`);
+  if (!isAccountName(name))
+    throw new Error(`account ${JSON.stringify(name)}: not a valid account name (${ACCOUNT_NAME_RULE})`);
   const passwordHash = line.string('passwordHash');
   if (!checks.isPasswordHash(passwordHash)) throw new Error(`account ${name}: passwordHash is not a password hash`);
+  const costly = scryptCostProblem(passwordHash);
+  if (costly !== undefined) throw new Error(`account ${name}: passwordHash: ${costly}`);
   return { name, passwordHash, donator: line.boolean('donator'), createdAt: line.time('createdAt') };
 }
 
-function parseHost(line: Fields, checks: RecordChecks): HostRecord {
+function parseHost(line: Fields): HostRecord {
   const fqdn = line.string('fqdn');
   if (normalizeHostname(fqdn) !== fqdn) throw new Error(`host ${JSON.stringify(fqdn)}: not a host name`);
   const account = line.string('owner');
-  if (!checks.isAccountName(account))
-    throw new Error(`host ${fqdn}: owner ${JSON.stringify(account)} is not an account name`);
+  if (!isAccountName(account))
+    throw new Error(`host ${fqdn}: owner ${JSON.stringify(account)} is not an account name (${ACCOUNT_NAME_RULE})`);
   const address = (field: string, family: 4 | 6) => {
     const text = line.nullable(field, () => line.string(field));
     if (text === null) return null;
@@ -511,8 +605,8 @@ function parseHost(line: Fields, checks: RecordChecks): HostRecord {
     return text;
   };
   const mx = line.nullable('mx', () => line.string('mx'));
-  // eslint-disable-next-line no-control-regex
-  if (mx !== null && (mx === '' || mx.length > 255 || /[\s\u0000-\u001f\u007f]/.test(mx)))
+  // As an update stores it (normalised): anything else fails every republish of the host.
+  if (mx !== null && normalizeHostname(mx) !== mx)
     throw new Error(`host ${fqdn}: mx ${JSON.stringify(mx)} is not a host name`);
   const txt = line.optional('txt', () => line.stringList('txt'));
   if (txt !== undefined && (txt.length > MAX_TXT_VALUES || !txt.every(isValidTxtValue)))
@@ -524,6 +618,7 @@ function parseHost(line: Fields, checks: RecordChecks): HostRecord {
     const iid = typeof link.iid === 'string' ? checkInterfaceId(link.iid) : undefined;
     if (!parent || parent !== link.parent || iid === undefined || 'problem' in iid || iid.iid !== link.iid)
       throw new Error(`host ${fqdn}: link must be {"parent": a host name, "iid": an interface identifier}`);
+    if (parent === fqdn) throw new Error(`host ${fqdn}: link: a host cannot follow itself`);
     hostLink = { parent, iid: iid.iid };
   }
   const prefix = line.optional('prefix', () => line.string('prefix'));
@@ -554,7 +649,8 @@ function parseToken(line: Fields, checks: RecordChecks): StoredToken {
   const fqdn = line.string('host');
   if (normalizeHostname(fqdn) !== fqdn) throw new Error(`token ${id}: host ${JSON.stringify(fqdn)} is not a host name`);
   const account = line.string('account');
-  if (!checks.isAccountName(account)) throw new Error(`token ${id}: ${JSON.stringify(account)} is not an account name`);
+  if (!isAccountName(account))
+    throw new Error(`token ${id}: ${JSON.stringify(account)} is not an account name (${ACCOUNT_NAME_RULE})`);
   const from = line.stringList('from');
   if (from.length > 0) {
     const sources = parseSourceList(from.join(','));

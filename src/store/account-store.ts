@@ -1,6 +1,7 @@
 /** Accounts in Redis: one hash per account plus the set of names (for listing). */
 import type { Redis } from 'ioredis';
 import type { AccountStore } from '../app/ports.js';
+import { ACCOUNT_NAME_RULE, isAccountName } from '../core/accounts.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import type { Account } from '../core/types.js';
 import { decodeAccount } from './codec.js';
@@ -14,14 +15,6 @@ export interface LoginRecord {
   account: Account | undefined;
   /** The source address or the account is in its failed-login cool-down. */
   throttled: boolean;
-}
-
-/** Account names: printable, no spaces or colons (Basic auth splits at the first colon). */
-const ACCOUNT_NAME = /^[\x21-\x39\x3b-\x7e]{1,64}$/;
-
-/** Whether `name` may name an account (create refuses any other). */
-export function isAccountName(name: string): boolean {
-  return ACCOUNT_NAME.test(name);
 }
 
 export class RedisAccountStore implements AccountStore {
@@ -55,9 +48,7 @@ export class RedisAccountStore implements AccountStore {
 
   async create(account: Account): Promise<void> {
     if (!isAccountName(account.name)) {
-      throw new InvalidInputError(
-        `invalid account name ${JSON.stringify(account.name)}: 1–64 printable characters, no spaces or ':'`,
-      );
+      throw new InvalidInputError(`invalid account name ${JSON.stringify(account.name)}: ${ACCOUNT_NAME_RULE}`);
     }
     const created = await runScript(
       this.redis,

@@ -14,7 +14,7 @@ import { RedisTxtStore } from './txt-store.js';
 import { ReplicaWaiter } from './replica-wait.js';
 import { closeRedis, createRedis, replicaWaitOf, storeCall } from './redis.js';
 
-export { RedisAccountStore, isAccountName, type LoginRecord } from './account-store.js';
+export { RedisAccountStore, type LoginRecord } from './account-store.js';
 export { AgentAdmin, RedisClientPolicy, AGENT_LIST_CACHE_MS, type ClientPolicyOptions } from './client-policy.js';
 export { RedisEchoGate } from './echo-gate.js';
 export { RedisFailureCounter } from './failure-counter.js';

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { HostLinks, LinkedAdmission, LinkedAdmitRequest, LinkedHost } from '../app/ports.js';
-import { ConflictError, NotFoundError } from '../core/errors.js';
+import { ConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import { normalizeHostname } from '../core/names.js';
 import { decodeFamilies, decodeHost } from './codec.js';
 import { HostLease } from './host-store.js';
@@ -83,6 +83,8 @@ export class RedisLinkStore implements HostLinks {
           return;
         case 'moved':
           continue;
+        case 'self':
+          throw new InvalidInputError(`host ${host} cannot follow itself`, 'to');
         case 'nohost':
           throw new NotFoundError(`no host ${reply.name}`);
         case 'owner':

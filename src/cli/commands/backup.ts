@@ -18,7 +18,7 @@ import {
 import type { BackupTarget } from '../../app/ports.js';
 import { isPasswordHash, tokenHash } from '../../auth/index.js';
 import { InvalidInputError } from '../../core/errors.js';
-import { isAccountName, openStore, RedisBackupStore, type Store } from '../../store/index.js';
+import { openStore, RedisBackupStore, type Store } from '../../store/index.js';
 import type { CommandContext } from '../context.js';
 
 type Out = (line: string) => void;
@@ -31,7 +31,6 @@ const TOKEN_HASH = new RegExp(`^[A-Za-z0-9_-]{${tokenHash('').length}}$`);
 
 const CHECKS: RecordChecks = {
   isPasswordHash,
-  isAccountName,
   isTokenHash: (hash) => TOKEN_HASH.test(hash),
 };
 

@@ -29,7 +29,8 @@ export interface LinkArgs {
 }
 
 export type LinkReply =
-  | { kind: 'ok' | 'moved' | 'full' }
+  /** self: the host is its own parent (its prefix updates would find its own lease busy). */
+  | { kind: 'ok' | 'moved' | 'full' | 'self' }
   | { kind: 'nohost'; name: string }
   | { kind: 'owner'; hostOwner: string; parentOwner: string }
   | { kind: 'type'; name: string; type: string }
@@ -40,15 +41,17 @@ export type LinkReply =
 
 /**
  * link(KEYS: host, parent, parentLinks, formerParentLinks, hostLinks; ARGV: fqdn, parent, iid, formerParent, maxLinks)
- * → {'ok'} | {'moved'} | {'full'} | {'nohost', name} | {'owner', hostOwner, parentOwner} | {'type', name, type} |
- * {'chain-up', name} | {'chain-down', count}. No chains: a parent follows nobody, a linked host has no followers. The
- * parent's linksChanged mark makes its next prefix update publish the new follower (no nochg).
+ * → {'ok'} | {'moved'} | {'full'} | {'self'} | {'nohost', name} | {'owner', hostOwner, parentOwner} |
+ * {'type', name, type} | {'chain-up', name} | {'chain-down', count}. No self-links, no chains: a parent follows
+ * nobody, a linked host has no followers. The parent's linksChanged mark makes its next prefix update publish the
+ * new follower (no nochg).
  */
 export const LINK = defineScript({
   name: 'ddnsHostLink',
   lua: `
 local h = redis.call('HMGET', KEYS[1], '${HF.owner}', '${HF.type}', '${HF.linkParent}')
 if not h[1] then return {'nohost', ARGV[1]} end
+if ARGV[1] == ARGV[2] then return {'self'} end
 local p = redis.call('HMGET', KEYS[2], '${HF.owner}', '${HF.type}', '${HF.linkParent}')
 if not p[1] then return {'nohost', ARGV[2]} end
 if (h[3] or '') ~= ARGV[4] then return {'moved'} end
@@ -69,7 +72,7 @@ return {'ok'}
   keys: (k: LinkKeys) => [k.host, k.parent, k.parentLinks, k.formerParentLinks, k.hostLinks],
   args: (a: LinkArgs) => [a.fqdn, a.parent, a.iid, a.formerParent, a.maxLinks],
   reply: (raw): LinkReply => {
-    const kinds = ['ok', 'moved', 'full', 'nohost', 'owner', 'type', 'chain-up', 'chain-down'] as const;
+    const kinds = ['ok', 'moved', 'full', 'self', 'nohost', 'owner', 'type', 'chain-up', 'chain-down'] as const;
     const { kind, rest } = replyKind(raw, kinds, 'host link');
     const s = (i: number) => replyString(rest[i], 'host link');
     switch (kind) {
