@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { isIPv6 } from 'node:net';
-import { parseAddress, parseCidr } from '../core/addresses.js';
+import { checkCidr, parseAddress } from '../core/addresses.js';
 import { ConfigError } from '../core/errors.js';
 import {
   TSIG_ALGORITHMS,
@@ -205,8 +205,15 @@ function readBasePath(top: Section): string {
 function readTrustedProxies(top: Section): string[] {
   return top.array('trustedProxies', []).map((item, i) => {
     const key = top.itemPath('trustedProxies', i);
-    if (typeof item !== 'string' || !parseCidr(item))
-      throw new ConfigError(key, 'expected an address or CIDR block such as "10.0.0.0/8"');
+    if (typeof item !== 'string') throw new ConfigError(key, 'expected an address or CIDR block such as "10.0.0.0/8"');
+    const cidr = checkCidr(item);
+    // A zone index gets its own message (a zoned address used to throw here: issue 27).
+    if ('problem' in cidr) {
+      throw new ConfigError(
+        key,
+        item.includes('%') ? cidr.problem : 'expected an address or CIDR block such as "10.0.0.0/8"',
+      );
+    }
     return item.trim();
   });
 }

@@ -95,13 +95,34 @@ export function addressBytes(address: string): Uint8Array {
 
 /** Parse `a.b.c.d/n`, `x::/n` or a bare address. `undefined` when invalid. */
 export function parseCidr(text: string): Cidr | undefined {
-  const [addr, len, extra] = text.trim().split('/');
-  if (addr === undefined || extra !== undefined) return undefined;
+  const parsed = checkCidr(text);
+  return 'problem' in parsed ? undefined : parsed;
+}
+
+/**
+ * Parse `a.b.c.d/n`, `x::/n` or a bare address; or say, in one line, why `text` is none. A zone
+ * index (`fe80::1%eth0`, also with `/64`) is refused by name: node's isIPv6 accepts it, but it
+ * names an interface of one host, not addresses a peer can have (the peer's is read without it).
+ */
+export function checkCidr(text: string): Cidr | { problem: string } {
+  const trimmed = text.trim();
+  const invalid = { problem: `not a CIDR block: ${JSON.stringify(trimmed)}` };
+  const [addr, len, extra] = trimmed.split('/');
+  if (addr === undefined || extra !== undefined) return invalid;
+  const zone = addr.indexOf('%');
+  if (zone >= 0) {
+    const index = addr.slice(zone);
+    return {
+      problem:
+        `${JSON.stringify(trimmed)} has a zone index (${index}): a CIDR block names addresses, ` +
+        `not an interface; leave out ${index}`,
+    };
+  }
   const family = isIPv4(addr) ? 4 : isIPv6(addr) ? 6 : undefined;
-  if (!family) return undefined;
+  if (!family) return invalid;
   const max = family === 4 ? 32 : 128;
   const prefix = len === undefined ? max : /^\d{1,3}$/.test(len) ? Number(len) : NaN;
-  if (!(prefix >= 0 && prefix <= max)) return undefined;
+  if (!(prefix >= 0 && prefix <= max)) return invalid;
   return { family, bytes: addressBytes(addr), prefix };
 }
 

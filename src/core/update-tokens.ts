@@ -3,7 +3,7 @@
  * checks made against the request that uses it. A token updates one host; it is stored only
  * as a hash (see docs/security.md, "Update tokens").
  */
-import { cidrContains, parseCidr } from './addresses.js';
+import { checkCidr, cidrContains, parseCidr } from './addresses.js';
 
 /** A token as handed out: 24 random bytes in base64url (192 bits, 32 URL-safe characters). */
 export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{32}$/;
@@ -74,8 +74,8 @@ export function parseSourceList(text: string): { from: string[] } | { problem: s
   if (items.length > MAX_TOKEN_SOURCES) return { problem: `at most ${MAX_TOKEN_SOURCES} CIDR blocks` };
   const from: string[] = [];
   for (const item of items) {
-    const cidr = parseCidr(item);
-    if (cidr === undefined) return { problem: `not a CIDR block: ${JSON.stringify(item)}` };
+    const cidr = checkCidr(item);
+    if ('problem' in cidr) return cidr;
     from.push(item.includes('/') ? item : `${item}/${cidr.family === 4 ? 32 : 128}`);
   }
   return { from };

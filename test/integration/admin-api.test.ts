@@ -292,6 +292,43 @@ describe('admin listener: health, metrics, provisioning API (knot)', function ()
     expect(await raw.hgetall(KEYS.account(name))).to.deep.equal(hash);
   });
 
+  it('a zoned address in from, an account name outside the rule: 400 naming the field, exact body, nothing written', async () => {
+    const account = `zoned${SUFFIX}`;
+    const fqdn = `zoned-${SUFFIX}.${ZONE}`;
+    expect((await call('POST', '/v1/accounts', { name: account, password: 'zoned-password-1' })).status).to.equal(201);
+    expect((await call('POST', '/v1/hosts', { fqdn, account })).status).to.equal(201);
+    const before = await raw.dbsize();
+    const zoned = (text: string) =>
+      JSON.stringify({
+        error: 'ERR_INVALID_INPUT',
+        message: `from: "${text}" has a zone index (%eth0): a CIDR block names addresses, not an interface; leave out %eth0`,
+        field: 'from',
+      }) + '\n';
+    for (const [from, text] of [
+      ['fe80::1%eth0', 'fe80::1%eth0'],
+      ['fe80::1%eth0/64', 'fe80::1%eth0/64'],
+      [['192.0.2.0/24', 'fe80::1%eth0'], 'fe80::1%eth0'],
+    ] as const) {
+      const r = await call('POST', `/v1/hosts/${fqdn}/tokens`, { from });
+      expect(r.status, JSON.stringify(from)).to.equal(400);
+      expect(r.text, JSON.stringify(from)).to.equal(zoned(text));
+    }
+    // The one account-name rule (core/accounts.ts), in the schema the OpenAPI document publishes.
+    for (const name of ['*x', '{a}', 'a:b']) {
+      const r = await call('POST', '/v1/accounts', { name, password: 'p' });
+      expect(r.status, name).to.equal(400);
+      expect(r.text, name).to.equal(
+        JSON.stringify({
+          error: 'ERR_INVALID_INPUT',
+          message: 'name: must match pattern "^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$"',
+          field: 'name',
+        }) + '\n',
+      );
+    }
+    expect(await raw.dbsize()).to.equal(before);
+    expect((await call('GET', `/v1/hosts/${fqdn}/tokens`)).json).to.deep.equal([]);
+  });
+
   it('secrets stay out of the log: no password, no admin token', async () => {
     await call('POST', '/v1/accounts', { name: `logged${SUFFIX}`, password: 'never-in-the-log-42' });
     await call('GET', '/v1/accounts', undefined, 'never-in-the-log-token');

@@ -3,7 +3,8 @@
  * add`, `host add` and `host link` enforce (docs/operators.md, "Restore"): a file that breaks one
  * of their rules is refused in the validation pass, the line named, with or without --merge, and
  * Redis is left exactly as it was (every key DUMPed before and after); the link script itself
- * refuses a host as its own parent.
+ * refuses a host as its own parent. A zoned IPv6 address in `token add --from` and in
+ * `trustedProxies` is one line and an exit code, no stack.
  * The real CLI and a real redis-server (none of it needs a primary: the config's is 127.0.0.1:1).
  */
 import { expect } from 'chai';
@@ -68,7 +69,7 @@ async function dumpAll(redis: Redis): Promise<Record<string, string>> {
   return out;
 }
 
-describe('operator input: import-all holds the rules of account add, host add and host link (real redis-server)', function () {
+describe('operator input: import-all holds the rules of account add, host add and host link; CIDR lists (real redis-server)', function () {
   this.timeout(60000);
   let dir: string;
   let server: RedisServer;
@@ -238,6 +239,34 @@ describe('operator input: import-all holds the rules of account add, host add an
     expect(r.code, r.stderr).to.equal(0);
     expect(r.stdout).to.match(/^restored 1 account, 2 hosts, 0 tokens, 0 agent blocks;/);
     expect(await raw.hmget(`ddns:h:d.c.${ZONE}`, 'o', 'pp')).to.deep.equal(['carol.w@example+1', `c.${ZONE}`]);
+  });
+
+  describe('zoned addresses and trustedProxies (CLI)', () => {
+    const ZONED = (text: string) =>
+      `"${text}" has a zone index (%eth0): a CIDR block names addresses, not an interface; leave out %eth0`;
+
+    it('token add --from with a zoned address: exit 2, one line naming it, nothing written', async () => {
+      for (const from of ['fe80::1%eth0', 'fe80::1%eth0/64', '192.0.2.0/24,fe80::1%eth0']) {
+        const before = await dumpAll(raw);
+        const r = await runCli(['token', 'add', `anns.${ZONE}`, '--from', from, '--config', filled]);
+        const text = from.split(',').at(-1)!;
+        expect(r.stderr, from).to.equal(`ddns-bridge: --from: ${ZONED(text)}\n`);
+        expect(r.code, from).to.equal(2);
+        expect(r.stdout, from).to.equal('');
+        expect(await dumpAll(raw), from).to.deep.equal(before);
+      }
+    });
+
+    it('serve with a zoned address in trustedProxies: exit 2, the key named, before anything starts', async () => {
+      const config = await writeRedisOnlyConfig(
+        dir,
+        { url: server.url },
+        { name: 'zoned', extra: { trustedProxies: ['10.0.0.1', 'fe80::1%eth0/64'] } },
+      );
+      const r = await runCli(['serve', '--config', config]);
+      expect(r.stderr).to.equal(`ddns-bridge: config: trustedProxies[1]: ${ZONED('fe80::1%eth0/64')}\n`);
+      expect(r.code).to.equal(2);
+    });
   });
 
   it('the link script refuses a host as its own parent: nothing written', async () => {
