@@ -137,3 +137,14 @@ export function cidrContains(cidr: Cidr, address: string): boolean {
   }
   return true;
 }
+
+/** Whether two blocks share an address (one holds the other, CIDR blocks being nested or apart). */
+export function cidrOverlaps(a: Cidr, b: Cidr): boolean {
+  if (a.family !== b.family) return false;
+  let bits = Math.min(a.prefix, b.prefix);
+  for (let i = 0; bits > 0; i++, bits -= 8) {
+    const mask = bits >= 8 ? 0xff : (0xff << (8 - bits)) & 0xff;
+    if ((a.bytes[i]! & mask) !== (b.bytes[i]! & mask)) return false;
+  }
+  return true;
+}

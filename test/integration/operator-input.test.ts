@@ -4,7 +4,7 @@
  * of their rules is refused in the validation pass, the line named, with or without --merge, and
  * Redis is left exactly as it was (every key DUMPed before and after); the link script itself
  * refuses a host as its own parent. A zoned IPv6 address in `token add --from` and in
- * `trustedProxies` is one line and an exit code, no stack.
+ * `trustedProxies` is one line and an exit code, no stack; `check` warns about trustedProxies.
  * The real CLI and a real redis-server (none of it needs a primary: the config's is 127.0.0.1:1).
  */
 import { expect } from 'chai';
@@ -266,6 +266,30 @@ describe('operator input: import-all holds the rules of account add, host add an
       const r = await runCli(['serve', '--config', config]);
       expect(r.stderr).to.equal(`ddns-bridge: config: trustedProxies[1]: ${ZONED('fe80::1%eth0/64')}\n`);
       expect(r.code).to.equal(2);
+    });
+
+    it('check warns about a block wider than /24 and about loopback behind a plain loopback listener', async () => {
+      const config = await writeRedisOnlyConfig(
+        dir,
+        { url: server.url },
+        { name: 'proxies', extra: { listen: ['127.0.0.1:0'], trustedProxies: ['10.0.0.0/8', '127.0.0.1'] } },
+      );
+      const r = await runCli(['check', '--config', config]);
+      const warnings = r.stderr.split('\n').filter((l) => l.includes('trustedProxies'));
+      expect(warnings).to.have.length(2);
+      expect(warnings[0]).to.match(
+        /^warning: trustedProxies\[0\]: 10\.0\.0\.0\/8 is wider than one proxy network \(\/24 for IPv4\)/,
+      );
+      expect(warnings[1]).to.match(
+        /^warning: trustedProxies\[1\]: 127\.0\.0\.1 holds loopback and listen\[0\] \(127\.0\.0\.1:0\) is plain HTTP .*any local process, of any user, can connect there and send X-Forwarded-For/,
+      );
+      // Proxies only: no warning.
+      const quiet = await writeRedisOnlyConfig(
+        dir,
+        { url: server.url },
+        { name: 'quiet', extra: { listen: ['127.0.0.1:0'], trustedProxies: ['192.0.2.7', '2001:db8::/64'] } },
+      );
+      expect((await runCli(['check', '--config', quiet])).stderr).not.to.include('trustedProxies');
     });
   });
 

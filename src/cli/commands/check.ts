@@ -1,9 +1,11 @@
 /**
  * `ddns-bridge check`: config valid, each HTTPS certificate usable and not about to expire,
- * Redis reachable, no host below a host of another account, each zone's key accepted by its primary.
+ * Redis reachable, no host below a host of another account, each zone's key accepted by its primary;
+ * warnings for secrets readable by others and for trustedProxies wider than proxies (config/trusted-proxies.ts).
  */
 import { configWarnings } from '../../config/load.js';
 import type { Config } from '../../config/schema.js';
+import { trustedProxyWarnings } from '../../config/trusted-proxies.js';
 import { probeZone } from '../../dns/index.js';
 import { daysLeft, readTlsPair, summarize } from '../../http/tls.js';
 import { openStore } from '../../store/index.js';
@@ -20,6 +22,7 @@ export async function check(
   let ok = true;
   out(`config ${configPath}: ok`);
   for (const w of await configWarnings(configPath, env)) err(`warning: ${w}`);
+  for (const w of trustedProxyWarnings(ctx.config)) err(`warning: ${w}`);
   if (!(await checkCertificates(ctx.config, new Date(), out, err))) ok = false;
 
   const store = openStore(ctx.config, ctx.logger);
