@@ -21,6 +21,8 @@ export interface RedisServer {
   start(): Promise<void>;
   /** SIGKILL: a crash. Only what the AOF (appendonly, fsync always) holds survives. */
   kill(): Promise<void>;
+  /** The process id while it runs (SIGSTOP and SIGCONT: a stalled Redis). */
+  readonly pid: number | undefined;
 }
 
 export interface RedisOptions {
@@ -60,6 +62,9 @@ export async function startRedis(opts: RedisOptions): Promise<RedisServer> {
       },
       start,
       kill: () => proc.kill(),
+      get pid() {
+        return proc.running ? proc.pid : undefined;
+      },
     };
   });
 }
