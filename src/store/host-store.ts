@@ -26,6 +26,7 @@ import { execPipeline, storeCall } from './redis.js';
 import type { ReplicaWaiter } from './replica-wait.js';
 import { runScript } from './script.js';
 import { ScriptBatcher } from './batch.js';
+import { abandonerOf, takingLease, type LeaseAbandoner } from './abandon.js';
 import { HOST_ADD, HOST_REMOVE, HOST_SET_STATE } from './scripts/hosts.js';
 import {
   ADMIT,
@@ -89,7 +90,11 @@ export class RedisHostStore implements HostGate, HostAdmin {
     this.admitGuarded = new ScriptBatcher(this.writes, ADMIT_GUARDED, 'admit');
     this.admitToken = new ScriptBatcher(this.writes, ADMIT_TOKEN, 'admit');
     this.commits = new ScriptBatcher(this.writes, COMMIT, 'commit');
+    this.abandoner = abandonerOf(this.writes);
   }
+
+  /** Ends the leases of admissions and commits that failed (abandon.ts), on the connection they went out on. */
+  private readonly abandoner: LeaseAbandoner;
 
   private readonly admitPlain: ScriptBatcher<LeaseKeys, AdmitArgs, AdmitReply>;
   private readonly admitGuarded: ScriptBatcher<GuardedAdmitKeys, GuardedAdmitArgs, AdmitReply>;
@@ -113,26 +118,33 @@ export class RedisHostStore implements HostGate, HostAdmin {
     const lease = { host: this.keys.host(req.fqdn), pending: this.keys.pendingChanges() };
     const { guard } = req;
     let reply: AdmitReply;
-    if (guard === undefined) {
-      reply = await this.admitPlain.run(lease, args);
-    } else if ('token' in guard) {
-      const tokenArgs = { ...args, tokenHash: guard.token.hash, donator: guard.token.account.donator };
-      reply = await this.admitToken.run(tokenGuardKeys(this.keys, guard, req.fqdn), tokenArgs);
-    } else {
-      const { account, hashDigest } = guard.login;
-      const guardKeys = {
-        ...lease,
-        junkBlock: this.keys.junkBlock(guard.sourceIp, guard.userAgent),
-        sourceCooldown: this.keys.cooldownBySource(guard.sourceIp),
-        accountCooldown: this.keys.cooldownByAccount(account.name),
-        account: this.keys.account(account.name),
-      };
-      reply = await this.admitGuarded.run(guardKeys, {
-        ...args,
-        hashDigest,
-        donator: account.donator,
-        passwordOnly: guard.passwordOnly ?? false,
-      });
+    const sentOn = this.abandoner.connection();
+    try {
+      if (guard === undefined) {
+        reply = await this.admitPlain.run(lease, args);
+      } else if ('token' in guard) {
+        const tokenArgs = { ...args, tokenHash: guard.token.hash, donator: guard.token.account.donator };
+        reply = await this.admitToken.run(tokenGuardKeys(this.keys, guard, req.fqdn), tokenArgs);
+      } else {
+        const { account, hashDigest } = guard.login;
+        const guardKeys = {
+          ...lease,
+          junkBlock: this.keys.junkBlock(guard.sourceIp, guard.userAgent),
+          sourceCooldown: this.keys.cooldownBySource(guard.sourceIp),
+          accountCooldown: this.keys.cooldownByAccount(account.name),
+          account: this.keys.account(account.name),
+        };
+        reply = await this.admitGuarded.run(guardKeys, {
+          ...args,
+          hashDigest,
+          donator: account.donator,
+          passwordOnly: guard.passwordOnly ?? false,
+        });
+      }
+    } catch (err) {
+      // It may still run once Redis answers (a stall): the lease it would take ends at once (abandon.ts).
+      this.abandoner.abandon({ ...lease, token: args.leaseToken }, sentOn, true, err);
+      throw err;
     }
     // nochg says the state is stored: it may be a change whose WAIT failed (911) and is retried.
     // Not for the echo's counting (expect null), which acknowledges nothing.
@@ -151,17 +163,24 @@ export class RedisHostStore implements HostGate, HostAdmin {
     opts: { republish?: boolean; prefix?: string } = {},
   ): Promise<CommitOutcome> {
     const own = asHostLease(lease);
-    const status = await this.commits.run(
-      { host: this.keys.host(lease.fqdn), pending: this.keys.pendingChanges() },
-      {
+    const keys = { host: this.keys.host(lease.fqdn), pending: this.keys.pendingChanges() };
+    const sentOn = this.abandoner.connection();
+    let status: 'ok' | 'lost' | 'gone';
+    try {
+      status = await this.commits.run(keys, {
         token: lease.token,
         target,
         republish: opts.republish ?? false,
         undo: own?.undo ?? NO_COUNT_UNDO,
         families: own?.families ?? '46',
         ...(opts.prefix === undefined ? {} : { prefix: opts.prefix }),
-      },
-    );
+      });
+    } catch (err) {
+      // Not recorded, as far as we know: the lease ends now (abandon.ts), not at its end, unless the commit ran
+      // first; the reconciler republishes the record, the client's retry (911) makes the change again.
+      this.abandoner.abandon({ ...keys, token: lease.token }, sentOn, false, err);
+      throw err;
+    }
     if (status === 'lost') {
       this.logger.warn(
         'host lease ended before the commit: the change is not recorded, the stored state is published again',
@@ -220,12 +239,9 @@ export class RedisHostStore implements HostGate, HostAdmin {
 
   async reclaim(fqdn: string, leaseMs: number): Promise<Reclaimed | undefined> {
     const token = REPAIR_TOKEN_PREFIX + randomUUID();
-    const reply = await runScript(
-      this.redis,
-      RECLAIM,
-      { host: this.keys.host(fqdn), pending: this.keys.pendingChanges() },
-      { token, leaseMs },
-      'reclaim',
+    const keys = { host: this.keys.host(fqdn), pending: this.keys.pendingChanges() };
+    const reply = await takingLease(abandonerOf(this.redis), keys, token, () =>
+      runScript(this.redis, RECLAIM, keys, { token, leaseMs }, 'reclaim'),
     );
     if (reply.kind !== 'reclaimed') return undefined;
     const { host: fields, families } = reply;
@@ -365,12 +381,9 @@ export class RedisHostStore implements HostGate, HostAdmin {
   ): Promise<{ host: HostRecord; lease: Lease; repairDue: boolean } | 'busy' | undefined> {
     const name = lookupName(fqdn);
     const token = ADMIN_TOKEN_PREFIX + randomUUID();
-    const reply = await runScript(
-      this.redis,
-      HOST_CLAIM,
-      { host: this.keys.host(name), pending: this.keys.pendingChanges() },
-      { token, leaseMs },
-      'host claim',
+    const keys = { host: this.keys.host(name), pending: this.keys.pendingChanges() };
+    const reply = await takingLease(abandonerOf(this.redis), keys, token, () =>
+      runScript(this.redis, HOST_CLAIM, keys, { token, leaseMs }, 'host claim'),
     );
     if (reply.kind === 'gone') return undefined;
     if (reply.kind === 'busy') return 'busy';

@@ -78,6 +78,11 @@ export const HOST_FIELDS = {
    * read (a running deployment upgrades in place), deleted by the next write of the lease.
    */
   legacyLeaseRecord: 'la',
+  /**
+   * Lease tokens whose requester gave up (a timeout: `911`) before its admission ran, space-separated, newest last
+   * (at most ABANDON_MARKS): a lease taken with one of them ends as it is taken (ABANDON in scripts/lease.ts).
+   */
+  leaseAbandoned: 'lg',
 } as const;
 
 /** The host fields that belong to a lease, not to the host record. */
@@ -89,6 +94,7 @@ export const LEASE_FIELDS = [
   HOST_FIELDS.leaseLate,
   HOST_FIELDS.linksSeen,
   HOST_FIELDS.legacyLeaseRecord,
+  HOST_FIELDS.leaseAbandoned,
 ] as const;
 
 /** Short field names of the account hash. */

@@ -12,6 +12,7 @@ import { HostLease } from './host-store.js';
 import { HOST_FIELDS, Keys } from './keys.js';
 import { execPipeline, storeCall } from './redis.js';
 import { runScript } from './script.js';
+import { abandonerOf, takingLease } from './abandon.js';
 import { NO_COUNT_UNDO } from './scripts/lease.js';
 import { ADMIT_LINKED, FORGET, LINK, UNLINK } from './scripts/links.js';
 
@@ -42,12 +43,18 @@ export class RedisLinkStore implements HostLinks {
 
   async admitLinked(req: LinkedAdmitRequest): Promise<LinkedAdmission> {
     const token = randomUUID();
-    const reply = await runScript(
-      this.writes,
-      ADMIT_LINKED,
-      { host: this.keys.host(req.fqdn), pending: this.keys.pendingChanges() },
-      { token, leaseMs: req.leaseMs, parent: req.parent, account: req.account, iid: req.iid, ipv6: req.ipv6 },
-      'admit linked',
+    const keys = { host: this.keys.host(req.fqdn), pending: this.keys.pendingChanges() };
+    const args = {
+      token,
+      leaseMs: req.leaseMs,
+      parent: req.parent,
+      account: req.account,
+      iid: req.iid,
+      ipv6: req.ipv6,
+    };
+    // A failure ends the lease it may still take once Redis answers (abandon.ts).
+    const reply = await takingLease(abandonerOf(this.writes), keys, token, () =>
+      runScript(this.writes, ADMIT_LINKED, keys, args, 'admit linked'),
     );
     if (reply.kind !== 'change') return reply;
     return {

@@ -188,20 +188,34 @@ end
 `;
 
 /**
+ * The end of a lease `token` takes for `length` ms, given the host's abandoned-lease mark (HOST_FIELDS.leaseAbandoned,
+ * nil or false when absent): now when its requester gave up before this admission ran (ABANDON left the token there
+ * from another connection), so the lease ends as it is taken and is due for the reconciler at once.
+ */
+export const LEASE_END = `
+local function leaseEndFor(marks, token, length)
+  if marks and marks ~= '' and string.find(' ' .. marks .. ' ', ' ' .. token .. ' ', 1, true) then return now end
+  return now + length
+end
+`;
+
+/**
  * Take the lease of KEYS[1] (token ARGV[1], for ARGV[2] ms, writing `families`: see FAMILIES),
- * due in the pending set (KEYS[2]) at its end; returns the host's fields without the lease ones.
+ * due in the pending set (KEYS[2]) at its end; returns the host's fields without the lease ones
+ * (read first: only lease fields are written).
  */
 export const TAKE_LEASE = `
 local function takeLease(families)
-  local leaseEnd = now + tonumber(ARGV[2])
+  local flat = redis.call('HGETALL', KEYS[1])
+  local out, marks = {}, nil
+  for i = 1, #flat, 2 do
+    if flat[i] == '${HF.leaseAbandoned}' then marks = flat[i + 1] end
+    if not isLeaseField(flat[i]) then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
+  end
+  local leaseEnd = leaseEndFor(marks, ARGV[1], tonumber(ARGV[2]))
   redis.call('HSET', KEYS[1], '${HF.leaseToken}', ARGV[1], '${HF.leaseUntil}', ms(leaseEnd))
   setLeaseRecord(families, ARGV[1], false)
   redis.call('ZADD', KEYS[2], leaseEnd, KEYS[1])
-  local flat = redis.call('HGETALL', KEYS[1])
-  local out = {}
-  for i = 1, #flat, 2 do
-    if not isLeaseField(flat[i]) then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
-  end
   return out
 end
 `;
@@ -229,7 +243,7 @@ if h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= '' and (tonumber(h[
  * What every lease script (admit, commit, release, reclaim, host claim) starts with: the Redis
  * clock, then the helpers in the order they depend on each other.
  */
-export const LEASE_PREAMBLE = `${NOW}${FAMILIES}${REPAIR_DUE}${UNDO_COUNT}${LOST_CHANGE}${TAKE_LEASE}`;
+export const LEASE_PREAMBLE = `${NOW}${FAMILIES}${REPAIR_DUE}${UNDO_COUNT}${LOST_CHANGE}${LEASE_END}${TAKE_LEASE}`;
 
 /**
  * No shadowing across accounts (docs/security.md): a host must not sit below or above a host of

@@ -12,6 +12,7 @@ import { HostLease, tokenGuardKeys } from './host-store.js';
 import { Keys } from './keys.js';
 import type { ReplicaWaiter } from './replica-wait.js';
 import { runScript } from './script.js';
+import { abandonerOf, takingLease } from './abandon.js';
 import { NO_COUNT_UNDO } from './scripts/lease.js';
 import { TXT_ADMIT, TXT_ADMIT_GUARDED, TXT_ADMIT_TOKEN, TXT_COMMIT, type TxtAdmitReply } from './scripts/txt.js';
 
@@ -41,14 +42,14 @@ export class RedisTxtStore implements TxtGate {
     };
     const lease = { host: this.keys.host(req.fqdn), pending: this.keys.pendingChanges() };
     const { guard } = req;
-    let reply: TxtAdmitReply;
-    if (guard === undefined) {
-      reply = await runScript(this.writes, TXT_ADMIT, lease, args, 'txt admit');
-    } else if ('token' in guard) {
-      const keys = tokenGuardKeys(this.keys, guard, req.fqdn);
-      const tokenArgs = { ...args, tokenHash: guard.token.hash, donator: guard.token.account.donator };
-      reply = await runScript(this.writes, TXT_ADMIT_TOKEN, keys, tokenArgs, 'txt admit');
-    } else {
+    // A failure ends the lease it may still take once Redis answers (abandon.ts).
+    const reply: TxtAdmitReply = await takingLease(abandonerOf(this.writes), lease, args.leaseToken, () => {
+      if (guard === undefined) return runScript(this.writes, TXT_ADMIT, lease, args, 'txt admit');
+      if ('token' in guard) {
+        const keys = tokenGuardKeys(this.keys, guard, req.fqdn);
+        const tokenArgs = { ...args, tokenHash: guard.token.hash, donator: guard.token.account.donator };
+        return runScript(this.writes, TXT_ADMIT_TOKEN, keys, tokenArgs, 'txt admit');
+      }
       const { account, hashDigest } = guard.login;
       const keys = {
         ...lease,
@@ -58,8 +59,8 @@ export class RedisTxtStore implements TxtGate {
         account: this.keys.account(account.name),
       };
       const guarded = { ...args, hashDigest, donator: account.donator, passwordOnly: guard.passwordOnly ?? false };
-      reply = await runScript(this.writes, TXT_ADMIT_GUARDED, keys, guarded, 'txt admit');
-    }
+      return runScript(this.writes, TXT_ADMIT_GUARDED, keys, guarded, 'txt admit');
+    });
     // nochg says the set is stored: it may be a change whose WAIT failed (911) and is retried.
     if (reply.kind === 'nochg') await this.replicas?.waiter.replicated('txt admit');
     if (reply.kind !== 'change') return reply;
@@ -76,13 +77,17 @@ export class RedisTxtStore implements TxtGate {
 
   async commitTxt(lease: Lease, values: readonly string[]): Promise<CommitOutcome> {
     const families = lease instanceof HostLease ? lease.families : '46';
-    const status = await runScript(
-      this.writes,
-      TXT_COMMIT,
-      { host: this.keys.host(lease.fqdn), pending: this.keys.pendingChanges() },
-      { token: lease.token, values, families },
-      'txt commit',
-    );
+    const keys = { host: this.keys.host(lease.fqdn), pending: this.keys.pendingChanges() };
+    const abandoner = abandonerOf(this.writes);
+    const sentOn = abandoner.connection();
+    let status: 'ok' | 'lost' | 'gone';
+    try {
+      status = await runScript(this.writes, TXT_COMMIT, keys, { token: lease.token, values, families }, 'txt commit');
+    } catch (err) {
+      // As the host store's commit: the lease ends now, unless the commit ran first (abandon.ts).
+      abandoner.abandon({ ...keys, token: lease.token }, sentOn, false, err);
+      throw err;
+    }
     if (status === 'lost') {
       this.logger.warn('host lease ended before the TXT commit: the stored state is published again', {
         host: lease.fqdn,

@@ -12,6 +12,7 @@ import { Redis } from 'ioredis';
 import { makeTempDir, removeDir } from '../../src/lab/index.js';
 import { startReplica } from '../../src/lab/sentinel.js';
 import { batchLua, MAX_BATCH_ITEMS, ScriptBatcher } from '../../src/store/batch.js';
+import { LeaseAbandoner } from '../../src/store/abandon.js';
 import { ADMIT } from '../../src/store/scripts/lease.js';
 import type { StoreConfig } from '../../src/store/index.js';
 import { storeTestConfig, useRedisStore } from '../support/store-server.js';
@@ -176,6 +177,120 @@ describe('store: scripts batched per turn of the event loop (real redis-server)'
     stalled.disconnect();
     const next = await Promise.all([2, 3].map((i) => lab.store.hosts.admit(request(hostName(i)))));
     expect(next.map((a) => a.kind)).to.deep.equal(['change', 'change']);
+  });
+
+  it('admissions of one turn that all timed out: Redis runs them late, and one abandon call right behind ends their leases', async () => {
+    const stalled = lab.raw.duplicate();
+    const hosts = [0, 1, 2].map(hostName);
+    const before = await scriptCalls();
+    // As above: both the admissions and (sent right after their timeout) the abandon wait behind the busy script.
+    const busy = stalled
+      .eval(
+        "local t = redis.call('TIME'); local stop = t[1] * 1000000 + t[2] + 2500000; " +
+          "while true do local n = redis.call('TIME'); if n[1] * 1000000 + n[2] > stop then break end end; return 1",
+        0,
+      )
+      .catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 100));
+    const results = await Promise.allSettled(hosts.map((h) => lab.store.hosts.admit(request(h))));
+    expect(results.map((r) => r.status)).to.deep.equal(['rejected', 'rejected', 'rejected']);
+    await busy;
+    stalled.disconnect();
+    // Each host: the late admission took a lease (lk), and the abandon behind it has ended it (lu ≤ Redis's now).
+    const ended = async () => {
+      const [sec, micro] = await lab.raw.time();
+      const now = Number(sec) * 1000 + Math.floor(Number(micro) / 1000);
+      const leases = await Promise.all(hosts.map((h) => lab.raw.hmget(`${PREFIX}h:${h}`, 'lk', 'lu')));
+      return leases.every(([lk, lu]) => lk !== null && Number(lu) <= now);
+    };
+    for (const started = Date.now(); !(await ended());) {
+      // Well before the lease time (5 s): not by running out.
+      expect(Date.now() - started, 'leases ended after the stall').to.be.below(1000);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // The busy script, the one batched admission, the one batched abandon: nothing else (no retry, no call per host).
+    expect((await scriptCalls()) - before).to.equal(3);
+    for (const h of hosts) expect(await lab.raw.hget(`${PREFIX}h:${h}`, 'lg'), `no mark on ${h}`).to.equal(null);
+    // Due at once in the pending set, for the reconciler.
+    const [sec] = await lab.raw.time();
+    for (const h of hosts)
+      expect(Number(await lab.raw.zscore(`${PREFIX}pending`, `${PREFIX}h:${h}`))).to.be.at.most(
+        (Number(sec) + 1) * 1000,
+      );
+    // The next admissions take the hosts over (not busy) as a due repair: never nochg.
+    const next = await Promise.all(hosts.map((h) => lab.store.hosts.admit(request(h))));
+    expect(next.map((a) => a.kind)).to.deep.equal(['change', 'change', 'change']);
+    expect(next.map((a) => (a as Extract<Admission, { kind: 'change' }>).repairDue)).to.deep.equal([true, true, true]);
+  });
+
+  it('an abandon that runs before its admission (another connection) marks the token: that lease ends as it is taken', async () => {
+    const keys = (i: number) => ({ host: `${PREFIX}h:${hostName(i)}`, pending: `${PREFIX}pending` });
+    const abandoner = new LeaseAbandoner(lab.raw);
+    // Sent on a connection other than the admission's (here: none known), for a lease not held yet.
+    abandoner.abandon({ ...keys(0), token: 'given-up' }, {}, true, new Error('Command timed out'));
+    for (const started = Date.now(); (await lab.raw.hget(keys(0).host, 'lg')) === null;) {
+      expect(Date.now() - started, 'the mark is written').to.be.below(5000);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(await lab.raw.hget(keys(0).host, 'lg')).to.equal('given-up');
+    // A failure that never reached a socket cannot run later: no abandon for it.
+    abandoner.abandon({ ...keys(1), token: 'never-sent' }, {}, true, new Error("Stream isn't writeable"));
+    expect(abandoner.pending).to.equal(0);
+
+    // The stale admission arrives: it runs (counted), but the lease it takes has already ended and is due now.
+    const batcher = new ScriptBatcher(lab.raw, ADMIT, 'admit');
+    const late = await batcher.run(keys(0), { ...request(hostName(0)), leaseToken: 'given-up' });
+    expect(late.kind).to.equal('change');
+    const [sec, micro] = await lab.raw.time();
+    const now = Number(sec) * 1000 + Math.floor(Number(micro) / 1000);
+    const [lk, lu] = await lab.raw.hmget(keys(0).host, 'lk', 'lu');
+    expect(lk).to.equal('given-up');
+    expect(Number(lu)).to.be.at.most(now);
+    expect(Number(await lab.raw.zscore(keys(0).pending, keys(0).host))).to.be.at.most(now);
+    // Another token is not marked: its lease lasts.
+    const held = await batcher.run(keys(1), { ...request(hostName(1)), leaseToken: 'kept' });
+    expect(held.kind).to.equal('change');
+    expect(Number(await lab.raw.hget(keys(1).host, 'lu'))).to.be.above(now + 1000);
+    // The next request takes the abandoned host over; its commit ends the lease and the mark with it.
+    const next = await lab.store.hosts.admit(request(hostName(0)));
+    expect(next.kind).to.equal('change');
+    expect(await lab.store.hosts.commit((next as Extract<Admission, { kind: 'change' }>).lease, TARGET)).to.equal(
+      'committed',
+    );
+    const fields = await lab.raw.hgetall(keys(0).host);
+    expect(fields.lk).to.equal(undefined);
+    expect(fields.lg).to.equal(undefined);
+  });
+
+  it('the connection lost with an admission in flight: the abandon goes out once the client is back, and marks the token', async () => {
+    const key = `${PREFIX}h:${hostName(4)}`;
+    const id = await lab.store.redis.client('ID');
+    // Scripts wait while writes are paused: the admission is in Redis's hands, not run, when its connection goes.
+    await lab.raw.client('PAUSE', 10_000, 'WRITE');
+    let admitted: Promise<unknown>;
+    try {
+      admitted = lab.store.hosts.admit(request(hostName(4))).catch((err: Error) => err);
+      for (const started = Date.now(); !/cmd=evalsha|cmd=eval /.test(String(await lab.raw.client('LIST', 'ID', id)));) {
+        expect(Date.now() - started, 'the admission reached Redis').to.be.below(5000);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await lab.raw.client('KILL', 'ID', String(id));
+    } finally {
+      await lab.raw.client('UNPAUSE');
+    }
+    expect(await admitted).to.be.instanceOf(StoreUnavailableError);
+    // Sent again on the new connection, where it cannot know whether the admission is still to come: a mark.
+    for (const started = Date.now(); (await lab.raw.hget(key, 'lg')) === null;) {
+      expect(Date.now() - started, 'the mark is written after the reconnect').to.be.below(5000);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(await lab.raw.hget(key, 'lk'), 'the killed admission never ran').to.equal(null);
+    // The host is free: the next request is admitted at once, and its commit clears the mark.
+    const next = await lab.store.hosts.admit(request(hostName(4)));
+    expect(next.kind).to.equal('change');
+    const lease = (next as Extract<Admission, { kind: 'change' }>).lease;
+    expect(await lab.store.hosts.commit(lease, TARGET)).to.equal('committed');
+    expect(await lab.raw.hget(key, 'lg')).to.equal(null);
   });
 
   it('a demoted primary (READONLY) fails the whole call at the top, where the client sees it and can reconnect', async () => {

@@ -219,7 +219,7 @@ if stale then
   takenOver = familiesOf(h['${HF.leaseToken}'])
   la = union(la, takenOver)
 end
-local leaseEnd = now + tonumber(A[4])
+local leaseEnd = leaseEndFor(h['${HF.leaseAbandoned}'], A[5], tonumber(A[4]))
 -- The lease and its record (setLeaseRecord's fields) in one HSET.
 redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.leaseToken}', A[5], '${HF.leaseUntil}', ms(leaseEnd), '${HF.linksSeen}', h['${HF.linksChanged}'] or '', '${HF.leaseFamilies}', la, '${HF.leaseFamiliesOf}', A[5])
 if h['${HF.leaseLate}'] or h['${HF.legacyLeaseRecord}'] then redis.call('HDEL', key, '${HF.leaseLate}', '${HF.legacyLeaseRecord}') end
@@ -533,4 +533,55 @@ return {'claimed', takeLease('46'), stale and '1' or '', takenOver}
       takenOver: replyString(rest[2], 'host claim'),
     };
   },
+});
+
+/** The most tokens a host's abandoned-lease mark keeps (HOST_FIELDS.leaseAbandoned), the oldest going first. */
+export const ABANDON_MARKS = 8;
+
+/** One lease a caller gave up on: its host and pending set, its token. */
+export interface AbandonItem extends LeaseKeys {
+  token: string;
+  /**
+   * The call that takes the lease may still run after this one (it went out on another connection): when the host
+   * holds no lease of this token, mark the token, so that the admission, if it comes, ends its lease at once.
+   */
+  mark: boolean;
+}
+
+/**
+ * abandon(KEYS: host, pending, host, pending, …; ARGV: token, mark, …) → how many leases it ended. For each host: a
+ * lease its caller gave up on (a timeout or a lost connection: `911`) and so will never commit or release. Held by
+ * that token: left expired now and due in the pending set now, as the lease of a holder that died is once it ends;
+ * the reconciler republishes the recorded state and the next request takes the host over (admit treats an expired
+ * lease as a change, never nochg): nothing of it was published, or, after a commit that never ran, what was is
+ * rolled back to the record. Not held by it: with mark '1' the token joins the host's abandoned-lease mark
+ * (LEASE_END), else nothing. A removed host: nothing. docs/operators.md, "Redis stalls".
+ */
+export const ABANDON = defineScript({
+  name: 'ddnsAbandon',
+  lua: `${NOW}
+local ended = 0
+for i = 1, #KEYS, 2 do
+  local key, token = KEYS[i], ARGV[i]
+  -- A key that is no host hash (WRONGTYPE) is skipped, not an error for every host of the call.
+  local r = redis.pcall('HMGET', key, '${HF.owner}', '${HF.leaseToken}', '${HF.leaseUntil}', '${HF.leaseAbandoned}')
+  if not r.err and r[1] then
+    if r[2] == token then
+      if (tonumber(r[3]) or 0) > now then redis.call('HSET', key, '${HF.leaseUntil}', ms(now)) end
+      redis.call('ZADD', KEYS[i + 1], 'LT', now, key)
+      ended = ended + 1
+    elseif ARGV[i + 1] == '1' then
+      local marks = {}
+      for t in string.gmatch(r[4] or '', '%S+') do marks[#marks + 1] = t end
+      marks[#marks + 1] = token
+      while #marks > ${ABANDON_MARKS} do table.remove(marks, 1) end
+      redis.call('HSET', key, '${HF.leaseAbandoned}', table.concat(marks, ' '))
+    end
+  end
+end
+return ended
+`,
+  keys: (k: { items: readonly AbandonItem[] }) => k.items.flatMap((i) => [i.host, i.pending]),
+  args: (a: { items: readonly AbandonItem[] }) => a.items.flatMap((i) => [i.token, i.mark ? '1' : '']),
+  reply: (raw) => replyInteger(raw, 'abandon'),
 });

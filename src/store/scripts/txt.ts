@@ -143,7 +143,7 @@ if not changed and not stale then return {'nochg'} end
 if stored == nil then redis.call('HSET', key, '${HF.txt}', ''); h['${HF.txt}'] = '' end
 local takenOver = ''
 if stale then takenOver = familiesOf(h['${HF.leaseToken}']) end
-local leaseEnd = now + tonumber(A[7])
+local leaseEnd = leaseEndFor(h['${HF.leaseAbandoned}'], A[8], tonumber(A[7]))
 redis.call('HSET', key, '${HF.leaseToken}', A[8], '${HF.leaseUntil}', ms(leaseEnd))
 setLeaseRecord(takenOver, A[8], false)
 redis.call('ZADD', KEYS[2], leaseEnd, key)
