@@ -53,6 +53,48 @@ describe('store: scripts batched per turn of the event loop (real redis-server)'
     return calls;
   }
 
+  /**
+   * A script on a connection of its own holds the whole server for `ms` (Redis answers nobody meanwhile); resolves,
+   * once it runs, with the promise of its end (`over`).
+   */
+  async function stallRedis(ms: number): Promise<{ over: Promise<void> }> {
+    const stalled = lab.raw.duplicate();
+    const busy = stalled
+      .eval(
+        "local t = redis.call('TIME'); local stop = t[1] * 1000000 + t[2] + tonumber(ARGV[1]) * 1000; " +
+          "while true do local n = redis.call('TIME'); if n[1] * 1000000 + n[2] > stop then break end end; return 1",
+        0,
+        ms,
+      )
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => stalled.disconnect());
+    await new Promise((r) => setTimeout(r, 100));
+    return { over: busy };
+  }
+
+  /**
+   * Run `call` (a store script call) and drop the store's connection while the call is in Redis's hands, not run
+   * (scripts wait while writes are paused). Resolves with what the call threw.
+   */
+  async function cutInRedis(call: () => Promise<unknown>): Promise<unknown> {
+    const id = await lab.store.redis.client('ID');
+    await lab.raw.client('PAUSE', 10_000, 'WRITE');
+    try {
+      const result = call().catch((err: unknown) => err);
+      for (const started = Date.now(); !/cmd=evalsha|cmd=eval /.test(String(await lab.raw.client('LIST', 'ID', id)));) {
+        expect(Date.now() - started, 'the call reached Redis').to.be.below(5000);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await lab.raw.client('KILL', 'ID', String(id));
+      return await result;
+    } finally {
+      await lab.raw.client('UNPAUSE');
+    }
+  }
+
   beforeEach(async () => {
     await lab.raw.flushdb();
     await lab.store.accounts.create({ name: 'alice', passwordHash: '$scrypt$x', donator: false, createdAt: 1 });
@@ -180,22 +222,13 @@ describe('store: scripts batched per turn of the event loop (real redis-server)'
   });
 
   it('admissions of one turn that all timed out: Redis runs them late, and one abandon call right behind ends their leases', async () => {
-    const stalled = lab.raw.duplicate();
     const hosts = [0, 1, 2].map(hostName);
     const before = await scriptCalls();
-    // As above: both the admissions and (sent right after their timeout) the abandon wait behind the busy script.
-    const busy = stalled
-      .eval(
-        "local t = redis.call('TIME'); local stop = t[1] * 1000000 + t[2] + 2500000; " +
-          "while true do local n = redis.call('TIME'); if n[1] * 1000000 + n[2] > stop then break end end; return 1",
-        0,
-      )
-      .catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 100));
+    // Past commandTimeoutMs (2 s): the admissions and (sent right after their timeout) the abandon wait behind it.
+    const stall = await stallRedis(2500);
     const results = await Promise.allSettled(hosts.map((h) => lab.store.hosts.admit(request(h))));
     expect(results.map((r) => r.status)).to.deep.equal(['rejected', 'rejected', 'rejected']);
-    await busy;
-    stalled.disconnect();
+    await stall.over;
     // Each host: the late admission took a lease (lk), and the abandon behind it has ended it (lu ≤ Redis's now).
     const ended = async () => {
       const [sec, micro] = await lab.raw.time();
@@ -264,21 +297,7 @@ describe('store: scripts batched per turn of the event loop (real redis-server)'
 
   it('the connection lost with an admission in flight: the abandon goes out once the client is back, and marks the token', async () => {
     const key = `${PREFIX}h:${hostName(4)}`;
-    const id = await lab.store.redis.client('ID');
-    // Scripts wait while writes are paused: the admission is in Redis's hands, not run, when its connection goes.
-    await lab.raw.client('PAUSE', 10_000, 'WRITE');
-    let admitted: Promise<unknown>;
-    try {
-      admitted = lab.store.hosts.admit(request(hostName(4))).catch((err: Error) => err);
-      for (const started = Date.now(); !/cmd=evalsha|cmd=eval /.test(String(await lab.raw.client('LIST', 'ID', id)));) {
-        expect(Date.now() - started, 'the admission reached Redis').to.be.below(5000);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      await lab.raw.client('KILL', 'ID', String(id));
-    } finally {
-      await lab.raw.client('UNPAUSE');
-    }
-    expect(await admitted).to.be.instanceOf(StoreUnavailableError);
+    expect(await cutInRedis(() => lab.store.hosts.admit(request(hostName(4))))).to.be.instanceOf(StoreUnavailableError);
     // Sent again on the new connection, where it cannot know whether the admission is still to come: a mark.
     for (const started = Date.now(); (await lab.raw.hget(key, 'lg')) === null;) {
       expect(Date.now() - started, 'the mark is written after the reconnect').to.be.below(5000);
@@ -291,6 +310,47 @@ describe('store: scripts batched per turn of the event loop (real redis-server)'
     const lease = (next as Extract<Admission, { kind: 'change' }>).lease;
     expect(await lab.store.hosts.commit(lease, TARGET)).to.equal('committed');
     expect(await lab.raw.hget(key, 'lg')).to.equal(null);
+  });
+
+  it('a commit that timed out runs late: it records the change and ends the lease; the abandon behind it changes nothing', async () => {
+    const key = `${PREFIX}h:${hostName(5)}`;
+    const admitted = await lab.store.hosts.admit(request(hostName(5)));
+    const lease = (admitted as Extract<Admission, { kind: 'change' }>).lease;
+    const stall = await stallRedis(2500);
+    // Not acknowledged (the caller answers 911), though Redis records it once it runs.
+    const committed = await lab.store.hosts.commit(lease, TARGET).catch((err: Error) => err);
+    expect(committed).to.be.instanceOf(StoreUnavailableError);
+    await stall.over;
+    const fields = await lab.raw.hgetall(key);
+    expect(fields['4']).to.equal('203.0.113.7');
+    for (const f of ['lk', 'lu', 'lg']) expect(fields[f], f).to.equal(undefined);
+    expect(await lab.raw.zscore(`${PREFIX}pending`, key)).to.equal(null);
+    expect((await lab.store.hosts.admit(request(hostName(5)))).kind).to.equal('nochg');
+  });
+
+  it('a commit whose connection is lost before it ran: the lease ends once the client is back; the record is unchanged', async () => {
+    const key = `${PREFIX}h:${hostName(6)}`;
+    const admitted = await lab.store.hosts.admit(request(hostName(6)));
+    const lease = (admitted as Extract<Admission, { kind: 'change' }>).lease;
+    expect(await cutInRedis(() => lab.store.hosts.commit(lease, TARGET))).to.be.instanceOf(StoreUnavailableError);
+    const ended = async () => {
+      const [sec, micro] = await lab.raw.time();
+      const now = Number(sec) * 1000 + Math.floor(Number(micro) / 1000);
+      const [lk, lu] = await lab.raw.hmget(key, 'lk', 'lu');
+      return lk === lease.token && Number(lu) <= now;
+    };
+    for (const started = Date.now(); !(await ended());) {
+      expect(Date.now() - started, 'the lease ends after the reconnect, not at its end').to.be.below(2000);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // Nothing recorded (the change is not acknowledged), no mark (a commit takes no lease): due for the reconciler.
+    const fields = await lab.raw.hgetall(key);
+    expect(fields['4']).to.equal(undefined);
+    expect(fields.lg).to.equal(undefined);
+    expect(await lab.raw.zscore(`${PREFIX}pending`, key)).to.not.equal(null);
+    const next = await lab.store.hosts.admit(request(hostName(6)));
+    expect(next.kind).to.equal('change');
+    expect((next as Extract<Admission, { kind: 'change' }>).repairDue).to.equal(true);
   });
 
   it('a demoted primary (READONLY) fails the whole call at the top, where the client sees it and can reconnect', async () => {
