@@ -10,6 +10,7 @@
  * `A`, admit's own arguments).
  * The fragments that touch a host read it at KEYS[1] and the pending set at KEYS[2].
  */
+import { hash, randomBytes } from 'node:crypto';
 import { ACCOUNT_FIELDS as AF, HOST_FIELDS as HF, LEASE_FIELDS, TOKEN_FIELDS as TF } from './keys.js';
 
 /** Shared preamble: `now` in milliseconds from the Redis clock. */
@@ -79,16 +80,20 @@ local function isLeaseField(f)
 end
 `;
 
+/** Hex digits of the nonce that starts a blinded digest. */
+const BLIND_NONCE_HEX = 32;
+
 /**
  * The login checks, in the same script before the admission, for a request whose
  * credentials were verified (by the fast path's cache, or just now by the full path): the
  * request then costs one round trip, and a password changed since stops it at once. KEYS
  * 3–6: the junk block of its (source, User-Agent) pair, the login cool-downs of the source
- * and the account, the account hash; ARGV 1–3: the SHA-1 (hex) of the stored password hash
- * and the donator flag ('1'/'0') the credentials were verified against, '1' to check only
- * those (the full path made the others itself), then admit's arguments. A failing check →
- * {'refused', check} with nothing written: 'agent' (junk block), 'login' (cool-down), 'stale'
- * (the account changed since the verification).
+ * and the account, the account hash; ARGV 1–3: the blinded digest of the stored password hash
+ * the credentials were verified against (blindDigest), the donator flag ('1'/'0') they were
+ * verified with, '1' to check only those (the full path made the others itself), then admit's
+ * arguments. A failing check → {'refused', check} with nothing written: 'agent' (junk block),
+ * 'login' (cool-down), 'stale' (the account changed since the verification, or credentials
+ * nobody verified: blindDigest(''), which never matches).
  */
 export const GUARD = `
 if ARGV[3] ~= '1' and redis.call('EXISTS', KEYS[3], KEYS[4], KEYS[5]) > 0 then
@@ -98,9 +103,23 @@ end
 local login = redis.call('HMGET', KEYS[6], '${AF.passwordHash}', '${AF.donator}')
 local donator = '0'
 if login[2] == '1' then donator = '1' end
-if not login[1] or redis.sha1hex(login[1]) ~= ARGV[1] or donator ~= ARGV[2] then return {'refused', 'stale'} end
+local nonce = string.sub(ARGV[1], 1, ${BLIND_NONCE_HEX})
+if not login[1] or redis.sha1hex(nonce .. redis.sha1hex(login[1])) ~= string.sub(ARGV[1], ${BLIND_NONCE_HEX + 1}) or donator ~= ARGV[2] then return {'refused', 'stale'} end
 local A = {unpack(ARGV, 4)}
 `;
+
+/**
+ * What GUARD's ARGV[1] carries for the digest of a stored password hash (hashDigest in auth): a
+ * fresh nonce and the SHA-1 of nonce and digest, so the argument differs on every request and
+ * says nothing of the credentials (docs/security.md, "No password oracle"). '' (nobody verified
+ * these credentials: the fast path's probe) gives a nonce and random digits of the same length,
+ * which no account matches: the same command, refused by the same checks.
+ */
+export function blindDigest(digest: string): string {
+  const nonce = randomBytes(BLIND_NONCE_HEX / 2).toString('hex');
+  const proof = digest === '' ? randomBytes(20).toString('hex') : hash('sha1', nonce + digest, 'hex');
+  return nonce + proof;
+}
 
 /**
  * The login checks of an update token (docs/security.md, "Update tokens"): KEYS 3–6: the junk

@@ -145,10 +145,10 @@ describe('fast path: one Redis round trip for verified credentials (knot)', func
     expect(change.sent, JSON.stringify(change.sent)).to.have.length(2);
     const [admit, commit] = change.sent as [string[], string[]];
     expect(isGuardedAdmitOf(KEYS, h!)(admit)).to.equal(true);
-    // guarded ARGV: digest, donator, passwordOnly (the fast path: empty), account, minInterval,
-    // maxFrequent, leaseMs, token, …
+    // guarded ARGV: blinded digest (a nonce and a SHA-1: lua.ts blindDigest), donator,
+    // passwordOnly (the fast path: empty), account, minInterval, maxFrequent, leaseMs, token, …
     expect(admit.slice(9, 13)).to.deep.equal([admit[9]!, '0', '', 'una']);
-    expect(admit[9]).to.match(/^[0-9a-f]{40}$/);
+    expect(admit[9]).to.match(/^[0-9a-f]{72}$/);
     const token = admit[16]!;
     expect(isCommitOf(KEYS, h!, token)(commit), JSON.stringify(commit)).to.equal(true);
 

@@ -8,7 +8,7 @@ import { ADMIT_REJECTIONS, type AdmitRejection, type Expectations, type GuardChe
 import { flag, type TargetState } from '../../core/types.js';
 import { encodeExpectations, encodeWrittenFamilies, type HashFields } from '../codec.js';
 import { HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
-import { GUARD, HOST_ADMISSION, LEASE_PREAMBLE, LEASE_RECORD_FIELDS, NOW, TOKEN_CHECKS } from '../lua.js';
+import { blindDigest, GUARD, HOST_ADMISSION, LEASE_PREAMBLE, LEASE_RECORD_FIELDS, NOW, TOKEN_CHECKS } from '../lua.js';
 import { defineBatchableScript } from '../batch.js';
 import {
   defineScript,
@@ -48,7 +48,7 @@ export interface GuardedAdmitKeys extends LeaseKeys {
 }
 
 export interface GuardedAdmitArgs extends AdmitArgs {
-  /** SHA-1 (hex) of the password hash the credentials were verified against. */
+  /** SHA-1 (hex) of the password hash the credentials were verified against (sent blinded: blindDigest); '': none. */
   hashDigest: string;
   donator: boolean;
   /** Skip the junk-block and cool-down checks (PasswordGuard.passwordOnly). */
@@ -245,7 +245,12 @@ export const ADMIT_GUARDED = defineBatchableScript({
   body: `${GUARD}${ADMIT_BODY}`,
   numberOfKeys: 6,
   keys: (k: GuardedAdmitKeys) => [k.host, k.pending, k.junkBlock, k.sourceCooldown, k.accountCooldown, k.account],
-  args: (a: GuardedAdmitArgs) => [a.hashDigest, flag(a.donator), a.passwordOnly ? '1' : '', ...admitArgv(a)],
+  args: (a: GuardedAdmitArgs) => [
+    blindDigest(a.hashDigest),
+    flag(a.donator),
+    a.passwordOnly ? '1' : '',
+    ...admitArgv(a),
+  ],
   reply: (raw) => admitReply(raw, 'admit'),
 });
 

@@ -8,7 +8,7 @@ import { ADMIT_REJECTIONS } from '../../app/ports.js';
 import { flag } from '../../core/types.js';
 import type { HashFields } from '../codec.js';
 import { HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
-import { GUARD, HOST_ADMISSION, LEASE_PREAMBLE, TOKEN_CHECKS } from '../lua.js';
+import { blindDigest, GUARD, HOST_ADMISSION, LEASE_PREAMBLE, TOKEN_CHECKS } from '../lua.js';
 import { defineScript, replyFields, replyKind, replyOneOf, replyString } from '../script.js';
 import {
   GUARD_CHECKS,
@@ -170,7 +170,12 @@ export const TXT_ADMIT_GUARDED = defineScript({
   lua: `${LEASE_PREAMBLE}${GUARD}${TXT_ADMIT_BODY}`,
   numberOfKeys: 6,
   keys: (k: GuardedAdmitKeys) => [k.host, k.pending, k.junkBlock, k.sourceCooldown, k.accountCooldown, k.account],
-  args: (a: GuardedTxtAdmitArgs) => [a.hashDigest, flag(a.donator), a.passwordOnly ? '1' : '', ...txtAdmitArgv(a)],
+  args: (a: GuardedTxtAdmitArgs) => [
+    blindDigest(a.hashDigest),
+    flag(a.donator),
+    a.passwordOnly ? '1' : '',
+    ...txtAdmitArgv(a),
+  ],
   reply: txtAdmitReply,
 });
 
