@@ -36,8 +36,21 @@ export type AuthResult =
 /** Credentials as last verified: the account view and which stored hash they matched. */
 export interface VerifiedLogin {
   account: AccountView;
-  /** SHA-1 hex of the stored password hash (Redis can recompute it; the hash stays out of memory). */
+  /**
+   * SHA-1 hex of the stored password hash (Redis can recompute it; the hash stays out of memory).
+   * '' (unverifiedLogin): nobody verified these credentials; the admission's guard refuses them
+   * as 'stale' after the same checks (docs/security.md, "No password oracle").
+   */
   hashDigest: string;
+}
+
+/**
+ * The login the fast path sends when the cache does not know the credentials: the same guarded
+ * admission as a cached login, so a right and a wrong password cost the same command until every
+ * login check passed; it never passes the password check ('stale').
+ */
+export function unverifiedLogin(user: string): VerifiedLogin {
+  return { account: { name: user, donator: false }, hashDigest: '' };
 }
 
 export interface Authenticator {
@@ -55,6 +68,12 @@ export interface Authenticator {
    * holds the same hash and that no cool-down applies (AdmitGuard).
    */
   recall(credentials: Credentials): VerifiedLogin | undefined;
+  /**
+   * The admission's guard passed for credentials recall() offered: counts the cache hit (once
+   * per request). Not counted before: a hit during a cool-down would tell a right password from
+   * a wrong one on /metrics.
+   */
+  recalledAndAdmitted(credentials: Credentials): void;
 }
 
 /**

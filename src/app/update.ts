@@ -39,6 +39,7 @@ import type {
   TokenGuard,
   TokenLogin,
 } from './ports.js';
+import { unverifiedLogin } from './ports.js';
 import { TxtFault, type TxtService } from './txt.js';
 import { storedTxt } from '../core/txt.js';
 
@@ -227,25 +228,31 @@ export class UpdateService {
    * Whether the password is right must cost nothing before those checks passed (see
    * docs/security.md, "No password oracle"): the admission is this path's first I/O, so a request
    * whose `mx` needs a lookup takes the full path, and a failed junk-block or cool-down check
-   * answers here what the full path would, in the same one round trip. Only 'stale' (the
-   * account changed since the credentials were verified) goes on to the full path, which
-   * checks the password against the new hash.
+   * answers here what the full path would, in the same one round trip. Credentials the cache
+   * does not know send the same admission (unverifiedLogin, refused 'stale' at the password
+   * check): a wrong password costs the command, the operation name and the time a right one
+   * does. Only 'stale' (not verified, or the account changed since) goes on to the full path,
+   * which checks the password. The cache hit is counted once the guard passed.
    */
   private async fastPath(req: UpdateRequest, ua: string, asked: () => AskedChange): Promise<UpdateReply | undefined> {
-    if (typeof req.credentials !== 'object') return undefined;
+    const { credentials } = req;
+    if (typeof credentials !== 'object') return undefined;
     const verdict = this.deps.clientPolicy.listVerdict(ua);
     if (verdict === 'blocked') return { kind: 'request', outcome: 'bad-agent' };
     if (verdict === 'unknown') return undefined;
-    const login = this.deps.authenticator.recall(req.credentials);
-    if (login === undefined) return undefined;
     const { params, mx } = asked();
     const fqdn = params.hosts.length === 1 ? params.hosts[0]!.fqdn : undefined;
     if (params.tooManyHosts || fqdn === undefined || !params.systemSupported || mx.needsLookup) return undefined;
     const zone = this.deps.publisher.zoneFor(fqdn);
     if (zone === undefined) return undefined;
+    const recalled = this.deps.authenticator.recall(credentials);
+    const login = recalled ?? unverifiedLogin(credentials.user);
     const guard: AdmitGuard = { sourceIp: req.clientIp, userAgent: ua, login };
     const line = await this.updateHost(fqdn, zone, login.account, asked(), guard);
-    if (!('refused' in line)) return { kind: 'hosts', lines: [line] };
+    if (!('refused' in line)) {
+      if (recalled !== undefined) this.deps.authenticator.recalledAndAdmitted(credentials);
+      return { kind: 'hosts', lines: [line] };
+    }
     return line.refused === 'stale' ? undefined : { kind: 'request', outcome: refusalOutcome(line.refused) };
   }
 
@@ -266,8 +273,8 @@ export class UpdateService {
     const { credentials } = req;
     if (typeof credentials !== 'object' || !looksLikeToken(credentials.password)) return undefined;
     const { clientPolicy, tokens } = this.deps;
-    // A password that merely looks like a token, verified recently: the fast path, no lookup.
-    if (this.deps.authenticator.recall(credentials) !== undefined) return undefined;
+    // A password that merely looks like a token is looked up as one too, even when the cache
+    // knows it: a wrong one must cost the same commands (docs/security.md, "No password oracle").
     const verdict = clientPolicy.listVerdict(ua);
     if (verdict === 'blocked' || (verdict === 'unknown' && (await clientPolicy.isBlocked(ua, req.clientIp)))) {
       return { kind: 'request', outcome: 'bad-agent' };

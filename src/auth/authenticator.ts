@@ -192,10 +192,12 @@ export class PasswordAuthenticator implements Authenticator {
   }
 
   recall(credentials: Credentials): VerifiedLogin | undefined {
-    const login = this.cache.recall(credentials.user, credentials.password);
-    // Only a hit: a miss here goes on to a token lookup or authenticate, which counts it.
-    if (login !== undefined) this.countLookup(credentials, true);
-    return login;
+    // Counted once the admission's guard passed (recalledAndAdmitted); a miss by authenticate.
+    return this.cache.recall(credentials.user, credentials.password);
+  }
+
+  recalledAndAdmitted(credentials: Credentials): void {
+    this.countLookup(credentials, true);
   }
 
   async recordMalformed(sourceIp: string): Promise<void> {

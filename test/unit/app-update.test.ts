@@ -84,6 +84,7 @@ async function update(
       }),
       recordMalformed: async () => undefined,
       recall: () => undefined, // the full path: several host names
+      recalledAndAdmitted: () => undefined,
     },
     tokens: { login: async () => undefined, check: async () => 'ok', forget: () => undefined },
     clientPolicy: { isBlocked: async () => false, listVerdict: () => 'allowed', recordJunk: async () => undefined },
