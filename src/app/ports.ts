@@ -96,7 +96,8 @@ export interface TokenAuthenticator {
   /**
    * These credentials as a token login: the password is shaped like a token, the token exists
    * and has not expired, the user is its host or that host's account, and `sourceIp` lies in
-   * its `from`. From memory, or one Redis read that also checks the junk block of (sourceIp,
+   * its `from`. From memory (only a token whose user and `from` checks passed for this request
+   * is taken from there), or one Redis read that also checks the junk block of (sourceIp,
    * userAgent) and the source's cool-down first ('agent', 'login': refused, nothing else read),
    * so a right token costs what a wrong one does. Not a verdict: the admission's TokenGuard
    * makes the login checks. undefined: not a token login; the password path decides (nothing

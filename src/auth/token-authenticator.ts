@@ -1,6 +1,6 @@
 /**
  * Token logins: a token-shaped password is looked up by its keyed hash (one Redis read, then
- * kept in memory like verified passwords), and matched against the user and the source. The
+ * kept in memory like verified passwords once a login matched its user and source). The
  * login checks themselves (junk block, source cool-down, revoked, expired) are made by the
  * admission in Redis (TokenGuard), so a cached token costs the request nothing extra.
  */
@@ -28,18 +28,20 @@ export class CachedTokenAuthenticator implements TokenAuthenticator {
   ): Promise<TokenLogin | 'agent' | 'login' | undefined> {
     if (!looksLikeToken(credentials.password)) return undefined;
     const hash = tokenHash(credentials.password);
-    let login = this.cache.get(hash);
-    if (login === undefined) {
-      const found = await this.tokens.find(hash, sourceIp, userAgent);
-      if (found === undefined || found === 'agent' || found === 'login') return found;
-      login = found;
-      this.cache.set(hash, login);
+    // From memory only when this request passes the user and --from checks: a token used with
+    // another user or from outside its range costs the lookup a wrong token costs, so neither
+    // tells a live token from a dead one (docs/security.md, "Update tokens").
+    const cached = this.cache.get(hash);
+    if (cached !== undefined && matches(cached, credentials.user, sourceIp)) return cached;
+    const found = await this.tokens.find(hash, sourceIp, userAgent);
+    if (found === undefined || found === 'agent' || found === 'login') {
+      // Revoked or expired: a cached record must not outlive it.
+      if (found === undefined) this.cache.delete(hash);
+      return found;
     }
-    // The user names the token's host or that host's account (routers often have no hostname field), or the token's
-    // id (acme-dns clients send a user id beside the key: docs/clients.md, "Certificates (ACME DNS-01)").
-    const user = credentials.user.trim();
-    if (user !== login.account.name && user !== login.id && normalizeHostname(user) !== login.fqdn) return undefined;
-    return sourceAllowed(login.from, sourceIp) ? login : undefined;
+    if (!matches(found, credentials.user, sourceIp)) return undefined;
+    this.cache.set(hash, found);
+    return found;
   }
 
   check(guard: TokenGuard): Promise<'ok' | GuardCheck> {
@@ -49,4 +51,15 @@ export class CachedTokenAuthenticator implements TokenAuthenticator {
   forget(login: TokenLogin): void {
     this.cache.delete(login.hash);
   }
+}
+
+/**
+ * The user names the token's host or that host's account (routers often have no hostname field), or the token's
+ * id (acme-dns clients send a user id beside the key: docs/clients.md, "Certificates (ACME DNS-01)"); the source
+ * lies in its `from`.
+ */
+function matches(login: TokenLogin, rawUser: string, sourceIp: string): boolean {
+  const user = rawUser.trim();
+  if (user !== login.account.name && user !== login.id && normalizeHostname(user) !== login.fqdn) return false;
+  return sourceAllowed(login.from, sourceIp);
 }

@@ -108,7 +108,22 @@ describe('auth/token-authenticator', () => {
     expect(await auth.login({ user: 'alice', password: token }, '198.51.100.1', 'ua')).to.equal(undefined);
     expect(await auth.login({ user: 'alice', password: newToken() }, '192.0.2.9', 'ua')).to.equal(undefined);
     expect(await auth.login({ user: 'alice', password: 'a password' }, '192.0.2.9', 'ua')).to.equal(undefined);
-    expect(finds).to.have.length(2); // the right token once, the unknown one once; never the plain password
+    // Each one looked up, as a wrong token is (a failed user or --from check is never answered
+    // from memory: docs/security.md, "Update tokens"); never the plain password.
+    expect(finds).to.have.length(4);
+    expect(finds.slice(0, 3)).to.deep.equal([login.hash, login.hash, login.hash]);
+    expect(finds[3]).to.not.equal(login.hash);
+  });
+
+  it('kept in memory only once a login passed its user and --from checks', async () => {
+    const { auth, finds } = withStore();
+    expect(await auth.login({ user: 'alice', password: token }, '198.51.100.1', 'ua')).to.equal(undefined);
+    expect(await auth.login({ user: 'alice', password: token }, '198.51.100.1', 'ua')).to.equal(undefined);
+    expect(await auth.login({ user: 'alice', password: token }, '192.0.2.9', 'ua')).to.equal(login);
+    expect(await auth.login({ user: 'alice', password: token }, '192.0.2.9', 'ua')).to.equal(login);
+    // Cached now, but a request from outside still looks it up.
+    expect(await auth.login({ user: 'alice', password: token }, '198.51.100.1', 'ua')).to.equal(undefined);
+    expect(finds).to.deep.equal([login.hash, login.hash, login.hash, login.hash]);
   });
 
   it('forget: the next login looks the token up again', async () => {
