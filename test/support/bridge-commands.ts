@@ -20,6 +20,7 @@ interface Seen {
  */
 export class BridgeCommands {
   private readonly seen: Seen[] = [];
+  private probes = 0;
   private monitor!: RedisMonitor;
   private constructor(
     readonly bridgeAddr: string,
@@ -65,6 +66,24 @@ export class BridgeCommands {
 
   mark(): number {
     return this.seen.length;
+  }
+
+  /**
+   * Wait until the bridge's commands stop coming: a probe of ours through MONITOR twice in a row
+   * with none of the bridge's between (what a reply leaves behind, such as the junk count, is in).
+   */
+  async settle(probe: Redis): Promise<void> {
+    let last = -1;
+    for (let i = 0; i < 100; i++) {
+      const marker = `bridge-commands-settle-${process.pid}-${this.probes++}`;
+      const from = this.seen.length;
+      await probe.echo(marker);
+      for (let j = 0; j < 200 && !this.seen.slice(from).some((s) => s.args.includes(marker)); j++) await sleep(5);
+      const count = this.since(0).length;
+      if (count === last) return;
+      last = count;
+    }
+    throw new Error('the bridge never stopped sending commands');
   }
 
   /**
