@@ -59,6 +59,12 @@ interface Observed {
   reply: string;
   commands: string[][];
   metrics: Record<string, number>;
+  /** The serve process's log lines (level debug), without their time. */
+  logs: string[];
+}
+
+function median(values: number[]): number {
+  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 }
 
 describe('no login oracle in replies, Redis commands or /metrics (knot, admin listener)', function () {
@@ -89,6 +95,7 @@ describe('no login oracle in replies, Redis commands or /metrics (knot, admin li
     const before = await scrape();
     await settle();
     const mark = commands.mark();
+    const logged = env.logs.length;
     const reply = (await send()).raw.toString();
     // A refusal is junk: its count goes to Redis after the reply (app/update.ts), maybe late on a busy machine.
     const junkCount = KEYS.junkCount('127.0.0.1', UA);
@@ -96,6 +103,12 @@ describe('no login oracle in replies, Redis commands or /metrics (knot, admin li
     for (let i = 0; i < 500 && !reply.startsWith('HTTP/1.0 200') && !counted(); i++) await settle();
     await settle();
     const sent = commands.since(mark);
+    const logs = env.logs
+      .slice(logged)
+      .join('')
+      .split('\n')
+      .filter((l) => l !== '' && !l.includes('"msg":"admin request"')) // our own scrapes
+      .map((l) => l.replace(/"time":"[^"]*",?/, ''));
     const after = await scrape();
     const derived = [tokenHash(secret), KEYS.tokenIndex(tokenHash(secret))];
     const normalised = sent.map((cmd) =>
@@ -109,7 +122,7 @@ describe('no login oracle in replies, Redis commands or /metrics (knot, admin li
         return arg;
       }),
     );
-    return { reply, commands: normalised, metrics: deltas(before, after) };
+    return { reply, commands: normalised, metrics: deltas(before, after), logs };
   }
 
   const send = (u: string, pw: string, query: string) => () =>
@@ -198,6 +211,25 @@ describe('no login oracle in replies, Redis commands or /metrics (knot, admin li
       expect(right.reply, query).to.equal(BADAUTH);
       expect(wrong, query).to.deep.equal(right);
     }
+  });
+
+  it('timing in the account cool-down, fast path: right cached and wrong (medians printed; no timed assert)', async () => {
+    await raw.set(KEYS.cooldownByAccount(user), '1', 'PX', 600_000);
+    const times: Record<'right' | 'wrong', number[]> = { right: [], wrong: [] };
+    for (let i = 0; i < 40; i++) {
+      for (const [which, pw] of [
+        ['right', password],
+        ['wrong', `wrong-${i}`],
+      ] as const) {
+        const started = process.hrtime.bigint();
+        const r = await send(user, pw, `hostname=${host}&myip=192.0.2.16`)();
+        times[which].push(Number(process.hrtime.bigint() - started) / 1e6);
+        expect(r.raw.toString()).to.equal(BADAUTH);
+      }
+    }
+    console.log(
+      `      40 rounds: right ${median(times.right).toFixed(2)} ms, wrong ${median(times.wrong).toFixed(2)} ms (medians)`,
+    );
   });
 
   it('outside any cool-down the right cached password still costs one admission (the fast path)', async () => {
