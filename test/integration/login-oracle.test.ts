@@ -202,16 +202,25 @@ describe('no login oracle in replies, Redis commands or /metrics (knot, admin li
     });
   }
 
-  it('the account cool-down: a right cached password shaped like a token and a wrong token-shaped one', async () => {
-    await raw.set(KEYS.cooldownByAccount(tUser), '1', 'PX', 600_000);
-    const wrongPassword = randomBytes(24).toString('base64url');
-    for (const query of [`hostname=${tHost}&myip=192.0.2.12`, `hostname=${tHost}&myip=192.0.2.12&mx=mx.example.org`]) {
-      const right = await observe(send(tUser, tPassword, query), tPassword);
-      const wrong = await observe(send(tUser, wrongPassword, query), wrongPassword);
-      expect(right.reply, query).to.equal(BADAUTH);
-      expect(wrong, query).to.deep.equal(right);
-    }
-  });
+  for (const [name, start] of [
+    ['the account cool-down', () => raw.set(KEYS.cooldownByAccount(tUser), '1', 'PX', 600_000)],
+    coolDowns[0]!,
+    coolDowns[2]!,
+  ] as const) {
+    it(`${name}: a right cached password shaped like a token and a wrong token-shaped one`, async () => {
+      await start();
+      const wrongPassword = randomBytes(24).toString('base64url');
+      for (const query of [
+        `hostname=${tHost}&myip=192.0.2.12`,
+        `hostname=${tHost}&myip=192.0.2.12&mx=mx.example.org`,
+      ]) {
+        const right = await observe(send(tUser, tPassword, query), tPassword);
+        const wrong = await observe(send(tUser, wrongPassword, query), wrongPassword);
+        expect(right.reply, query).to.be.oneOf([BADAUTH, expectedReply(200, 'OK', 'badagent\n')]);
+        expect(wrong, query).to.deep.equal(right);
+      }
+    });
+  }
 
   it('timing in the account cool-down, fast path: right cached and wrong (medians printed; no timed assert)', async () => {
     await raw.set(KEYS.cooldownByAccount(user), '1', 'PX', 600_000);
