@@ -46,6 +46,9 @@ export function filesOf(tier: Tier): string[] {
     .sort();
 }
 
+/** Every test the spec reporter gave a time (those over half of mocha's `slow`), for the slowest list. */
+const timings: { title: string; ms: number }[] = [];
+
 interface Counts {
   passing: number;
   failing: number;
@@ -63,9 +66,18 @@ function mocha(label: string, args: string[], files: string[], env: NodeJS.Proce
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let tail = '';
+  let partial = '';
   child.stdout.on('data', (chunk: Buffer) => {
     process.stdout.write(chunk);
-    tail = (tail + chunk.toString('utf8')).slice(-4000);
+    const text = chunk.toString('utf8');
+    tail = (tail + text).slice(-4000);
+    // The spec reporter ends a slow test's line with its time: kept for the slowest list.
+    const lines = (partial + text).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      const m = /^\s*✔ (.*) \((\d+)ms\)$/.exec(line);
+      if (m) timings.push({ title: m[1]!, ms: Number(m[2]) });
+    }
   });
   return new Promise((resolve) => {
     child.on('close', (code) => {
@@ -113,6 +125,11 @@ export async function runTiers(tiers: readonly Tier[]): Promise<number> {
     // no skips recorded
   }
   for (const line of skipSummary(skips)) console.log(line);
+  if (timings.length > 0) {
+    console.log('\nThe 30 slowest tests:');
+    for (const t of [...timings].sort((a, b) => b.ms - a.ms).slice(0, 30))
+      console.log(`  ${(t.ms / 1000).toFixed(1).padStart(6)} s  ${t.title}`);
+  }
   // A mocha that ended without its counts (a crash, a file that does not load) counts as a failure.
   const broken = runs.filter((r) => r.code !== 0 && r.failing === 0).length;
   if (broken > 0)
