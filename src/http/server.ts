@@ -245,6 +245,12 @@ export class HttpFrontend {
         const seconds = (performance.now() - started) / 1000;
         this.telemetry.httpRequest(route ?? 'other', firstWord(reply.body), reply.status, seconds);
       })
+      // The reply is written (write() catches its own errors): what is left to fail is the
+      // accounting. Never an unhandled rejection, which would end the process on node 20.
+      .catch((err: unknown) => {
+        this.logger.error('request accounting failed', { error: err instanceof Error ? err.message : String(err) });
+        if (!req.socket.destroyed && !req.socket.writableEnded) req.socket.destroy();
+      })
       .finally(() => {
         if (--this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
       });

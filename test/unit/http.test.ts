@@ -5,6 +5,7 @@ import { parseAddressList } from '../../src/core/addresses.js';
 import { HttpFrontend } from '../../src/http/server.js';
 import { ClientAddressResolver, paramsOf, parseBasicAuth } from '../../src/http/request.js';
 import { encodeReply, outcomeReply, updateReply } from '../../src/http/reply.js';
+import { NO_TELEMETRY } from '../../src/core/telemetry.js';
 
 describe('http/request', () => {
   it('reads Basic credentials: case-insensitive scheme, first colon splits', () => {
@@ -227,6 +228,65 @@ describe('http/server connection lifetime (a real socket on 127.0.0.1, services 
     } finally {
       clearInterval(trickle);
       socket.destroy();
+      await frontend.close();
+    }
+  });
+});
+
+describe('http/server: an error after the reply never escapes the request', () => {
+  const services = {
+    update: { update: async () => ({ kind: 'request' as const, token: '911' as const }) },
+    echo: { echo: async () => ({ kind: 'request' as const, token: '911' as const }) },
+  } as unknown as ConstructorParameters<typeof HttpFrontend>[1];
+  const settings = {
+    basePath: '',
+    trustedProxies: [],
+    realm: 'r',
+    maxBodyBytes: 100,
+    headersTimeoutMs: 10_000,
+    requestTimeoutMs: 15_000,
+    keepAliveTimeoutMs: 1000,
+    maxHeaderBytes: 16_384,
+    maxConnections: 10,
+  };
+
+  it('telemetry that throws: the reply is sent, the error logged, no unhandled rejection, the next request served', async () => {
+    const errors: string[] = [];
+    const logger = { debug() {}, info() {}, warn() {}, error: (msg: string) => errors.push(msg) };
+    const telemetry = {
+      ...NO_TELEMETRY,
+      httpRequest() {
+        throw new Error('telemetry broke');
+      },
+    };
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+    // Mocha's own listener would fail some other test: ours alone while this one runs.
+    const others = process.listeners('unhandledRejection');
+    process.removeAllListeners('unhandledRejection');
+    process.on('unhandledRejection', onUnhandled);
+    const frontend = new HttpFrontend(settings, services, logger, telemetry);
+    const port = await frontend.listen('127.0.0.1', 0);
+    try {
+      for (let i = 0; i < 2; i++) {
+        const reply = await new Promise<string>((resolve, reject) => {
+          let text = '';
+          const socket = net.connect({ host: '127.0.0.1', port }, () => socket.write('GET /nowhere HTTP/1.1\r\n\r\n'));
+          socket.setEncoding('latin1');
+          socket.on('data', (d: string) => (text += d));
+          socket.on('close', () => resolve(text));
+          socket.on('error', reject);
+        });
+        expect(reply).to.match(/^HTTP\/1\.0 404 Not Found\r\n/);
+      }
+      // One turn for a rejection to be reported.
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(unhandled).to.deep.equal([]);
+      expect(errors).to.deep.equal(['request accounting failed', 'request accounting failed']);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      for (const l of others) process.on('unhandledRejection', l);
       await frontend.close();
     }
   });
