@@ -6,6 +6,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
+import type { Socket } from 'node:net';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { AdminService } from '../app/admin.js';
 import type { ReadinessReport } from '../app/readiness.js';
@@ -22,6 +23,16 @@ export interface AdminDeps {
   readiness: { report(): Promise<ReadinessReport> };
   version: string;
   logger: Logger;
+  /** Connection limits and timeouts (admin.maxConnections; the rest are http.*'s). */
+  limits: AdminLimits;
+}
+
+export interface AdminLimits {
+  maxConnections: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxHeaderBytes: number;
 }
 
 /** The largest request body read (a JSON object of a few fields). */
@@ -92,13 +103,38 @@ export class AdminListener {
 
   /** Listen on host:port (0: any free port); resolves with the bound port. */
   listen(host: string, port: number): Promise<number> {
-    const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, (req, res) => {
+    const { limits } = this.deps;
+    const options: http.ServerOptions = {
+      maxHeaderSize: limits.maxHeaderBytes,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // As the update listener (http/server.ts): node checks the two timeouts above only this
+      // often (default 30 s), so a slow client would hold its connection that much longer.
+      connectionsCheckingInterval: Math.max(
+        100,
+        Math.min(1000, Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4),
+      ),
+    };
+    const server = http.createServer(options, (req, res) => {
       // answer() catches what a request can raise; this is the last net, so that nothing a
       // client sends becomes an unhandled rejection (which ends the process on node 20).
-      this.answer(req, res).catch((err: unknown) => {
-        this.deps.logger.error('admin request failed', { error: err instanceof Error ? err.message : String(err) });
-        res.destroy();
-      });
+      this.answer(req, res).catch((err: unknown) => this.lastResort(res, err));
+    });
+    // Past it node closes a new connection at once, unanswered (docs/security.md, "The admin listener").
+    server.maxConnections = limits.maxConnections;
+    // A client that half-closes after its request (`printf … | nc`) still gets its answer, as
+    // on the update listener: node then closes once the response is written.
+    (server as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+    // CONNECT never reaches the request handler: without this node drops the socket unanswered.
+    server.on('connect', (_req: http.IncomingMessage, socket: Socket) => {
+      socket.on('error', () => undefined);
+      const body = JSON.stringify({ error: 'ERR_METHOD_NOT_ALLOWED', message: 'method not allowed here' }) + '\n';
+      socket.end(
+        'HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n' +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+      socket.destroySoon();
     });
     this.servers.push(server);
     return new Promise((resolve, reject) => {
@@ -124,6 +160,24 @@ export class AdminListener {
     );
   }
 
+  /** A request whose answer itself failed: a 500 if nothing was sent yet, else the connection dropped. */
+  private lastResort(res: http.ServerResponse, err: unknown): void {
+    this.deps.logger.error('admin request failed', { error: err instanceof Error ? err.message : String(err) });
+    try {
+      if (res.headersSent || res.destroyed) return void res.destroy();
+      const body = JSON.stringify({ error: 'ERR_INTERNAL', message: 'internal error' }) + '\n';
+      res.writeHead(500, {
+        'Content-Type': 'application/json',
+        'Cache-Control': 'no-store',
+        'Content-Length': String(Buffer.byteLength(body)),
+        Connection: 'close',
+      });
+      res.end(body);
+    } catch {
+      res.destroy();
+    }
+  }
+
   private async answer(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const started = performance.now();
     const method = req.method ?? 'GET';
@@ -136,8 +190,10 @@ export class AdminListener {
       reply = await this.route(method, url, req);
     } catch (err) {
       reply = errorReply(err);
-      if (reply.status >= 500 && !(err instanceof BridgeError))
-        this.deps.logger.error('admin request failed', { method, path, error: (err as Error).message });
+      if (reply.status >= 500 && !(err instanceof BridgeError)) {
+        const error = err instanceof Error ? err.message : String(err);
+        this.deps.logger.error('admin request failed', { method, path, error });
+      }
     }
     // A body nobody read (a refused request) is drained, so the connection stays usable.
     if (!req.readableEnded) req.resume();
@@ -183,11 +239,14 @@ export class AdminListener {
   }
 
   /** Constant time: both sides are hashed first, so neither length nor content shows in the timing. */
-  private authorize(req: http.IncomingMessage): void {
+  private hasToken(req: http.IncomingMessage): boolean {
     const header = req.headers.authorization ?? '';
     const m = /^Bearer +(\S+) *$/i.exec(header);
-    const ok = m !== null && timingSafeEqual(digest(m[1]!), this.tokenDigest);
-    if (!ok) {
+    return m !== null && timingSafeEqual(digest(m[1]!), this.tokenDigest);
+  }
+
+  private authorize(req: http.IncomingMessage): void {
+    if (!this.hasToken(req)) {
       throw new AdminHttpError('ERR_UNAUTHORIZED', 'a valid admin bearer token is required', {
         'WWW-Authenticate': 'Bearer realm="ddns-bridge admin"',
       });

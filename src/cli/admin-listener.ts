@@ -53,6 +53,13 @@ export async function startAdmin(
     readiness,
     version: packageVersion(),
     logger,
+    limits: {
+      maxConnections: config.admin.maxConnections,
+      headersTimeoutMs: config.http.headersTimeoutMs,
+      requestTimeoutMs: config.http.requestTimeoutMs,
+      keepAliveTimeoutMs: config.http.keepAliveTimeoutMs,
+      maxHeaderBytes: config.http.maxHeaderBytes,
+    },
   });
   const bound: { host: string; port: number }[] = [];
   try {

@@ -154,6 +154,7 @@ function readAdmin(s: Section, updateListeners: readonly ListenConfig[], opts: P
     return parsed;
   });
   const sources = secretSourcesOf(s, { file: 'tokenFile', env: 'tokenEnv' });
+  const maxConnections = s.integer('maxConnections', DEFAULT_ADMIN_MAX_CONNECTIONS, { min: 1 });
   s.done();
   if (sources.length !== 1) throw new ConfigError(s.path, 'needs exactly one of tokenFile, tokenEnv');
   const ctx: SecretContext = { env: opts.env, baseDir: opts.baseDir, readFile: opts.readFile };
@@ -163,11 +164,13 @@ function readAdmin(s: Section, updateListeners: readonly ListenConfig[], opts: P
   // Guessable tokens would make the provisioning API an account factory for anyone who can reach it.
   if (token.length < MIN_ADMIN_TOKEN_LENGTH)
     throw new ConfigError(sources[0]!.key, `expected a token of at least ${MIN_ADMIN_TOKEN_LENGTH} characters`);
-  return { listen, token };
+  return { listen, token, maxConnections };
 }
 
 /** The shortest admin token accepted (`openssl rand -hex 32` gives 64). */
 export const MIN_ADMIN_TOKEN_LENGTH = 32;
+/** Scrapers, probes and the operator's scripts: a few connections at a time, not thousands. */
+export const DEFAULT_ADMIN_MAX_CONNECTIONS = 100;
 
 function isWildcard(host: string): boolean {
   return host === '0.0.0.0' || host === '::';

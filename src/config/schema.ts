@@ -46,6 +46,8 @@ export interface AdminConfig {
   listen: readonly { host: string; port: number }[];
   /** The bearer token every /v1 request must carry. A secret: never logged. */
   token: string;
+  /** Open connections per address; more are refused (the timeouts are http.*'s). */
+  maxConnections: number;
 }
 
 export interface Config {

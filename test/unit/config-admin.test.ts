@@ -18,9 +18,13 @@ describe('config: admin', () => {
   it('absent: no admin listener; present: listen (default 127.0.0.1:9245) and the token from a file or the environment', () => {
     expect(parseConfig({ zones }, opts())).to.not.have.property('admin');
     const fromFile = parseConfig({ zones, admin: { tokenFile: 'admin.token' } }, withToken);
-    expect(fromFile.admin).to.deep.equal({ listen: [{ host: '127.0.0.1', port: 9245 }], token: TOKEN });
+    expect(fromFile.admin).to.deep.equal({
+      listen: [{ host: '127.0.0.1', port: 9245 }],
+      token: TOKEN,
+      maxConnections: 100,
+    });
     const fromEnv = parseConfig(
-      { zones, admin: { listen: ['[::1]:9300', '127.0.0.1:0'], tokenEnv: 'ADMIN_TOKEN' } },
+      { zones, admin: { listen: ['[::1]:9300', '127.0.0.1:0'], tokenEnv: 'ADMIN_TOKEN', maxConnections: 8 } },
       opts({}, { ADMIN_TOKEN: TOKEN }),
     );
     expect(fromEnv.admin).to.deep.equal({
@@ -29,6 +33,7 @@ describe('config: admin', () => {
         { host: '127.0.0.1', port: 0 },
       ],
       token: TOKEN,
+      maxConnections: 8,
     });
   });
 
@@ -77,6 +82,7 @@ describe('config: admin', () => {
         'update listener',
       ],
       [{ admin: { tokenFile: 'admin.token', port: 1 } }, withToken, 'admin.port', 'unknown setting'],
+      [{ admin: { tokenFile: 'admin.token', maxConnections: 0 } }, withToken, 'admin.maxConnections', ''],
     ];
     for (const [extra, o, key, message] of cases) {
       const err = configError({ zones, ...(extra as object) }, o);

@@ -1,0 +1,189 @@
+/**
+ * The admin listener's limits on a real `serve --workers 2` (the primary holds the admin
+ * listener; Redis, Knot): a slow client is cut off on time, connections past
+ * admin.maxConnections are refused while the process keeps serving (docs/security.md,
+ * "The admin listener").
+ */
+import { expect } from 'chai';
+import { writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import { freePort, makeTempDir, removeDir, requireBinariesOrSkip } from '../../src/lab/index.js';
+import { BridgeEnv, rawRequest, sleep } from '../support/bridge.js';
+import { Serve } from '../support/serve-process.js';
+
+const TOKEN = 'b'.repeat(24) + '0123456789abcdef0123456789abcdef';
+const MAX_CONNECTIONS = 4;
+const HEADERS_TIMEOUT_MS = 1000;
+const REQUEST_TIMEOUT_MS = 2000;
+
+/** A connection to the admin listener, everything it received, and when it closed. */
+interface Held {
+  socket: net.Socket;
+  received: () => string;
+  closed: Promise<number>;
+}
+
+function connect(port: number): Promise<Held> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => (text += d));
+    socket.on('error', () => undefined);
+    const closed = new Promise<number>((r) => socket.once('close', () => r(Date.now())));
+    socket.once('connect', () => resolve({ socket, received: () => text, closed }));
+    socket.once('error', reject);
+  });
+}
+
+/** Resolves once `check` holds (polled every 20 ms), or fails after `ms`. */
+async function until(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await sleep(20);
+  }
+}
+
+describe('admin listener limits (serve --workers 2, the primary holds the admin listener)', function () {
+  this.timeout(120_000);
+  let env: BridgeEnv;
+  let serve: Serve;
+  let adminPort: number;
+  let tokenDir: string | undefined;
+
+  before(async function () {
+    requireBinariesOrSkip(this, ['redis-server', 'knotd']);
+    adminPort = await freePort();
+    tokenDir = await makeTempDir('admin-limits-');
+    const tokenFile = path.join(tokenDir, 'admin.token');
+    await writeFile(tokenFile, TOKEN, { mode: 0o600 });
+    env = await BridgeEnv.start({
+      kind: 'knot',
+      serves: 0,
+      config: {
+        admin: { listen: [`127.0.0.1:${adminPort}`], tokenFile, maxConnections: MAX_CONNECTIONS },
+        http: {
+          headersTimeout: HEADERS_TIMEOUT_MS / 1000,
+          requestTimeout: REQUEST_TIMEOUT_MS / 1000,
+          keepAliveTimeout: 5,
+        },
+      },
+    });
+    serve = await Serve.start(env, 2);
+  });
+
+  after(async () => {
+    await serve?.stop();
+    await env?.stop();
+    if (tokenDir) await removeDir(tokenDir);
+  });
+
+  it('headers never finished: cut off within headersTimeout + the check interval; others served meanwhile', async () => {
+    const slow = await connect(adminPort);
+    const t0 = Date.now();
+    slow.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+    const trickle = setInterval(() => slow.socket.writable && slow.socket.write('a'), 100);
+    try {
+      // Served while the slow one trickles.
+      const ok = await rawRequest(
+        '127.0.0.1',
+        adminPort,
+        'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      );
+      expect(ok.toString()).to.match(/^HTTP\/1\.1 200 OK\r\n/);
+      const at = await Promise.race([slow.closed, sleep(8000).then(() => undefined)]);
+      expect(at, 'still open 8 s later (node checks every 30 s by default, headersTimeout was 10 s)').to.not.equal(
+        undefined,
+      );
+      // headersTimeout 1 s, checked every 250 ms; slack for a loaded machine.
+      expect(at! - t0).to.be.below(HEADERS_TIMEOUT_MS + 1000);
+      // Closed with node's 408, or with nothing.
+      expect(slow.received()).to.match(/^(HTTP\/1\.1 408 Request Timeout\r\n[^]*)?$/);
+    } finally {
+      clearInterval(trickle);
+      slow.socket.destroy();
+    }
+  });
+
+  it('a body never finished: cut off within requestTimeout + the check interval, the process still serving', async () => {
+    const slow = await connect(adminPort);
+    const t0 = Date.now();
+    slow.socket.write(
+      `POST /v1/accounts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":',
+    );
+    try {
+      const at = await Promise.race([slow.closed, sleep(8000).then(() => undefined)]);
+      expect(at, 'still open 8 s later').to.not.equal(undefined);
+      expect(at! - t0).to.be.below(REQUEST_TIMEOUT_MS + 1000);
+      expect(slow.received()).to.not.match(/^HTTP\/1\.1 20/);
+      const ok = await rawRequest(
+        '127.0.0.1',
+        adminPort,
+        'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      );
+      expect(ok.toString()).to.match(/^HTTP\/1\.1 200 OK\r\n/);
+    } finally {
+      slow.socket.destroy();
+    }
+  });
+
+  it(`admin.maxConnections ${MAX_CONNECTIONS}: one more is closed with no bytes; the ${MAX_CONNECTIONS} are served; after one closes, new ones are`, async () => {
+    // Each held connection is answered once and kept alive (keepAliveTimeout 5 s): proof it was accepted.
+    const held: Held[] = [];
+    try {
+      for (let i = 0; i < MAX_CONNECTIONS; i++) {
+        // (The connections of the tests before may take a moment to be counted down: refused until then.)
+        await until(
+          async () => {
+            const h = await connect(adminPort);
+            h.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+            await Promise.race([
+              h.closed,
+              until(() => h.received().endsWith('{"status":"ok"}\n'), 3000, 'answer').catch(() => undefined),
+            ]);
+            if (!h.received().endsWith('{"status":"ok"}\n')) return false;
+            held.push(h);
+            return true;
+          },
+          5000,
+          `held connection ${i} answered`,
+        );
+      }
+      const extra = await connect(adminPort);
+      extra.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      await Promise.race([
+        extra.closed,
+        sleep(3000).then(() => Promise.reject(new Error('the extra one stayed open'))),
+      ]);
+      expect(extra.received()).to.equal('');
+      // The update listener (the workers) is not touched by it.
+      expect((await env.get('/nic/checkip', { port: serve.port })).status).to.equal(200);
+      // The held ones still work.
+      const first = held[0]!;
+      const before = first.received().length;
+      first.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      await until(() => first.received().length > before, 3000, 'a held connection answered again');
+      // One gone: a new connection is served again.
+      held.pop()!.socket.destroy();
+      await until(
+        async () => {
+          // Refused (a reset) until the primary has counted the closed one down.
+          const r = await rawRequest(
+            '127.0.0.1',
+            adminPort,
+            'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+          ).catch(() => Buffer.alloc(0));
+          return r.toString().startsWith('HTTP/1.1 200 OK\r\n');
+        },
+        3000,
+        'a new connection served once one of the held closed',
+      );
+      expect(serve.child.exitCode).to.equal(null);
+    } finally {
+      for (const h of held) h.socket.destroy();
+    }
+  });
+});
