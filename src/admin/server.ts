@@ -211,7 +211,10 @@ export class AdminListener {
       if (path === '/healthz') return { status: 200, body: { status: 'ok' } };
       if (path === '/readyz') {
         const report = await this.deps.readiness.report();
-        return { status: report.ready ? 200 : 503, body: report };
+        // Without the token only which checks failed: the reasons (Redis's and the primary's
+        // error text) are in the log, once per change (app/readiness.ts), or shown to the token.
+        const body = this.hasToken(req) ? report : { ready: report.ready, failed: report.failed };
+        return { status: report.ready ? 200 : 503, body };
       }
       const body = await this.deps.metrics.render();
       return { status: 200, text: { contentType: this.deps.metrics.contentType, body } };

@@ -44,6 +44,8 @@ export class ReadinessMonitor {
   private timer: NodeJS.Timeout | undefined;
   private round: Promise<void> = Promise.resolve();
   private readonly now: () => number;
+  /** Whether the last report found Redis failing (its change of state is logged). */
+  private redisFailing = false;
 
   constructor(private readonly deps: ReadinessDeps) {
     this.now = deps.now ?? Date.now;
@@ -84,6 +86,7 @@ export class ReadinessMonitor {
     clearTimeout(timer);
     if (result.ok) {
       this.lastAnswered.set(zone, started);
+      if (this.lastFailure.has(zone)) this.deps.logger.info('readiness probe answered again', { zone });
       this.lastFailure.delete(zone);
     } else {
       if (this.lastFailure.get(zone) !== result.reason)
@@ -97,8 +100,14 @@ export class ReadinessMonitor {
     try {
       await this.deps.pingStore();
       checks.redis = { ok: true };
+      if (this.redisFailing) this.deps.logger.info('readiness check passed again', { check: 'redis' });
+      this.redisFailing = false;
     } catch (err) {
-      checks.redis = { ok: false, reason: (err as Error).message };
+      const reason = err instanceof Error ? err.message : String(err);
+      checks.redis = { ok: false, reason };
+      // Once per change, not per probe: a load balancer asks every few seconds.
+      if (!this.redisFailing) this.deps.logger.warn('readiness check failed', { check: 'redis', reason });
+      this.redisFailing = true;
     }
     const now = this.now();
     for (const zone of this.deps.zones) {

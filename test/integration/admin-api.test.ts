@@ -82,12 +82,18 @@ describe('admin listener: health, metrics, provisioning API (knot)', function ()
     expect(r.headers.get('content-type')).to.equal('application/json');
   });
 
-  it('GET /readyz: 200 once the zone answered a signed probe; Redis and the zone named', async () => {
+  it('GET /readyz: 200 once the zone answered a signed probe; the checks named only to the token', async () => {
     let r = await call('GET', '/readyz', undefined, null);
     for (let i = 0; i < 50 && r.status !== 200; i++) {
       await new Promise((res) => setTimeout(res, 100));
       r = await call('GET', '/readyz', undefined, null);
     }
+    expect(r.status).to.equal(200);
+    // Without the token: whether, and which checks failed; nothing of the checks themselves.
+    expect(r.text).to.equal('{"ready":true,"failed":[]}\n');
+    // A wrong token is no token.
+    expect((await call('GET', '/readyz', undefined, TOKEN.slice(0, -1))).text).to.equal('{"ready":true,"failed":[]}\n');
+    r = await call('GET', '/readyz');
     expect(r.status).to.equal(200);
     const body = r.json as { ready: boolean; failed: string[]; checks: Record<string, { ok: boolean }> };
     expect(body.ready).to.equal(true);
@@ -410,14 +416,25 @@ describe('admin listener: health, metrics, provisioning API (knot)', function ()
 
   describe('a load balancer drains a frontend whose Redis is gone', () => {
     it('/readyz: 503 naming redis while it is down, 200 again once it is back; /healthz stays 200', async () => {
+      const logged = (msg: string): number => env.logs.join('').split(`"msg":"${msg}"`).length - 1;
+      const failedBefore = logged('readiness check failed');
       await env.redis.stop();
       try {
-        const r = await call('GET', '/readyz', undefined, null);
+        // Without the token: only the name of the failed check, never Redis's error text.
+        for (let i = 0; i < 3; i++) {
+          const r = await call('GET', '/readyz', undefined, null);
+          expect(r.status).to.equal(503);
+          expect(r.text).to.equal('{"ready":false,"failed":["redis"]}\n');
+        }
+        // With it: the reason too.
+        const r = await call('GET', '/readyz');
         expect(r.status).to.equal(503);
         const body = r.json as { ready: boolean; failed: string[]; checks: { redis: { ok: boolean; reason: string } } };
         expect(body.ready).to.equal(false);
         expect(body.failed).to.deep.equal(['redis']);
         expect(body.checks.redis.reason).to.be.a('string').and.not.equal('');
+        // The log has it once for the four probes (once per change of state, not per probe).
+        expect(logged('readiness check failed') - failedBefore).to.equal(1);
         expect((await call('GET', '/healthz', undefined, null)).status).to.equal(200);
         // The API says so too: 503, not a hang.
         const api = await call('GET', '/v1/accounts');
