@@ -1,7 +1,8 @@
 /**
  * The admin listener's limits on a real `serve --workers 2` (the primary holds the admin
  * listener; Redis, Knot): a slow client is cut off on time, connections past
- * admin.maxConnections are refused while the process keeps serving (docs/security.md,
+ * admin.maxConnections are refused while the process keeps serving, and a burst of
+ * unauthenticated scrapes costs one aggregation of the workers' metrics (docs/security.md,
  * "The admin listener").
  */
 import { expect } from 'chai';
@@ -185,5 +186,33 @@ describe('admin listener limits (serve --workers 2, the primary holds the admin 
     } finally {
       for (const h of held) h.socket.destroy();
     }
+  });
+
+  it('a burst of unauthenticated scrapes shares one aggregation of the workers (at most 1 s old)', async () => {
+    const COUNT = 'ddns_bridge_metrics_aggregations_total';
+    const scrape = async (): Promise<number> => {
+      const r = (await rawRequest('127.0.0.1', adminPort, 'GET /metrics HTTP/1.0\r\n\r\n')).toString();
+      expect(r).to.match(/^HTTP\/1\.1 200 OK\r\n/);
+      const m = new RegExp(`^${COUNT} (\\d+)$`, 'm').exec(r);
+      expect(m, r.slice(-500)).to.not.equal(null);
+      return Number(m![1]);
+    };
+    const first = await scrape();
+    const at = Date.now();
+    // The aggregate `first` came from is stale past 1 s: wait that out, then the burst needs a new one.
+    await sleep(Math.max(0, at + 1100 - Date.now()));
+    const t0 = Date.now();
+    // 40 scrapes, as many at a time as admin.maxConnections lets in.
+    const counts: number[] = [];
+    const lane = async (): Promise<void> => {
+      while (counts.length < 40) counts.push(await scrape());
+    };
+    await Promise.all(Array.from({ length: MAX_CONNECTIONS }, lane));
+    const ms = Date.now() - t0;
+    // Each aggregation sends one message to every worker: 40 scrapes, one aggregation, shared.
+    expect(ms, 'the burst fits in the second the aggregate is kept').to.be.below(900);
+    expect(new Set(counts), `burst took ${ms} ms`).to.deep.equal(new Set([first + 1]));
+    // And answered from the cache within the second after it.
+    expect(await scrape()).to.equal(first + 1);
   });
 });

@@ -48,6 +48,8 @@ describe('metrics/prometheus with real processes', () => {
         'ddns_bridge_password_checks_waiting 6',
         'ddns_bridge_repairs_due 4',
         `ddns_bridge_tls_certificate_expiry_seconds{listener="listen[0].tls"} ${NOT_AFTER}`,
+        // Three concurrent scrapes shared one aggregation.
+        'ddns_bridge_metrics_aggregations_total 1',
       ]);
       // prom-client's own choice for the process metrics: CPU summed, the start time left out.
       expect(text).to.match(/^process_cpu_seconds_total \d/m);

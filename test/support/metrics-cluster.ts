@@ -1,5 +1,5 @@
 /**
- * A node:cluster run for test/unit/metrics.test.ts: the primary forks two workers (with the
+ * A node:cluster run for test/integration/metrics-processes.test.ts: the primary forks two workers (with the
  * IPC serialization serve uses), each counts through its own PrometheusTelemetry
  * (workerMetrics) and reads the same shared gauges, then the primary renders the aggregate
  * (primaryMetrics) and prints it on stdout.
@@ -18,8 +18,10 @@ if (cluster.isPrimary) {
   for (let i = 0; i < WORKERS; i++) cluster.fork({ METRICS_WORKER: String(i) });
   cluster.on('message', (_worker, m: { kind?: string }) => {
     if (m?.kind !== 'counted' || ++ready < WORKERS) return;
-    metrics.render().then(
-      (text) => {
+    // Three scrapes at once: one aggregation, shared (the text says how many were made).
+    Promise.all([metrics.render(), metrics.render(), metrics.render()]).then(
+      ([text, ...others]) => {
+        if (others.some((o) => o !== text)) throw new Error('concurrent scrapes got different answers');
         process.stdout.write(`content-type: ${metrics.contentType}\n\n${text}`);
         for (const w of Object.values(cluster.workers ?? {})) w?.kill();
       },
