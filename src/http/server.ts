@@ -359,7 +359,10 @@ export class HttpFrontend {
     // and it closes the connection. (Node keeps reading into the failed parser, dropping the
     // bytes.) A request still being read (a body that never ends) gets the error reply.
     if (connectionOf(socket)?.answering?.complete && !socket.writableEnded) return;
-    if (!socket.writable || socket.destroyed) {
+    // No state: a TLS connection whose handshake never completed (it timed out, or the bytes were
+    // no TLS). An HTTP reply written into it would wait for the handshake for ever, and the
+    // connection with it, holding one of maxConnections: close it.
+    if (!socket.writable || socket.destroyed || connectionOf(socket) === undefined) {
       socket.destroy();
       return;
     }

@@ -8,6 +8,7 @@
 import { expect } from 'chai';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import tls from 'node:tls';
 import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -308,9 +309,49 @@ describe('HTTPS: clients that give up during the handshake leave nothing behind'
 
   before(async function () {
     requireBinariesOrSkip(this, BINARIES);
-    b = await TlsBridge.start({ config: { http: { maxConnections: 2 } } });
+    b = await TlsBridge.start({ config: { http: { maxConnections: 2, headersTimeout: 1 } } });
   });
   after(async () => b?.stop());
+
+  it('a handshake cut off, garbage, or nothing, with the connection kept open: closed after headersTimeout, no HTTP written', async () => {
+    // A real ClientHello's first bytes: its record header promises more than comes.
+    const hello = Buffer.from('16030101620100015e0303', 'hex');
+    const sslv2 = Buffer.from('802e0100020015000000', 'hex');
+    for (const [name, bytes] of [
+      ['cut hello', hello],
+      ['SSLv2-style bytes', sslv2],
+      ['nothing', Buffer.alloc(0)],
+    ] as const) {
+      const started = Date.now();
+      const { closedAfter, reply } = await new Promise<{ closedAfter: number | undefined; reply: Buffer }>(
+        (resolve) => {
+          const chunks: Buffer[] = [];
+          const socket = net.connect({ host: '127.0.0.1', port: b.tlsPort });
+          socket.on('error', () => undefined);
+          socket.on('connect', () => bytes.length > 0 && socket.write(bytes));
+          socket.on('data', (d: Buffer) => chunks.push(d));
+          const timer = setTimeout(() => {
+            socket.destroy();
+            resolve({ closedAfter: undefined, reply: Buffer.concat(chunks) });
+          }, 6000);
+          socket.on('close', () => {
+            clearTimeout(timer);
+            resolve({ closedAfter: Date.now() - started, reply: Buffer.concat(chunks) });
+          });
+        },
+      );
+      expect(closedAfter, `${name}: still open 6 s later`).to.not.equal(undefined);
+      // The handshake timeout is headersTimeout (1 s); garbage ends it at once.
+      expect(closedAfter!, name).to.be.below(2500);
+      // Nothing, or a TLS alert record: never plaintext HTTP.
+      expect(
+        reply.length === 0 || (reply[0] === 0x15 && reply[1] === 0x03),
+        `${name}: ${reply.toString('hex')}`,
+      ).to.equal(true);
+    }
+    // Still serving, and none of them held a connection (maxConnections is 2).
+    expect((await b.request(NOT_FOUND)).reply.toString()).to.match(/^HTTP\/1\.0 404 Not Found\r\n/);
+  });
 
   /** A client that does not trust the certificate: it closes mid-handshake (as inadyn without its CA does). */
   const distrust = (): Promise<void> =>
