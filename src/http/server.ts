@@ -236,6 +236,11 @@ export class HttpFrontend {
     const route = this.routes.get(path);
     this.handle(req, route, query, connection.peer)
       .catch((err: unknown) => {
+        // The client's doing, not ours: its body ended early (node has answered 400 already, if it could).
+        if (err instanceof ClientAborted) {
+          this.logger.debug('request aborted by the client before its body ended');
+          return errorReply(400);
+        }
         this.logger.error('request failed', { error: err instanceof Error ? err.message : String(err) });
         // The use cases answer every failure they know of: anything else is our fault (911).
         return outcomeReply('unavailable', this.settings.realm);
@@ -434,7 +439,14 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<string | 't
       chunks.push(chunk);
     });
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-    req.on('aborted', () => reject(new Error('request aborted')));
+    req.on('error', () => reject(new ClientAborted()));
+    req.on('aborted', () => reject(new ClientAborted()));
   });
+}
+
+/** The client closed or reset the connection before the request body ended. */
+class ClientAborted extends Error {
+  constructor() {
+    super('request aborted');
+  }
 }

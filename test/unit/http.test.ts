@@ -291,3 +291,55 @@ describe('http/server: an error after the reply never escapes the request', () =
     }
   });
 });
+
+describe('http/server: a body cut off by the client', () => {
+  it('is answered 400 (as node answers it) and logged at debug level, never as a failed request (911, error)', async () => {
+    const lines: string[] = [];
+    const logger = {
+      debug: (msg: string) => lines.push(`debug ${msg}`),
+      info() {},
+      warn: (msg: string) => lines.push(`warn ${msg}`),
+      error: (msg: string) => lines.push(`error ${msg}`),
+    };
+    const services = {
+      update: { update: async () => ({ kind: 'request' as const, token: '911' as const }) },
+      echo: { echo: async () => ({ kind: 'request' as const, token: '911' as const }) },
+    } as unknown as ConstructorParameters<typeof HttpFrontend>[1];
+    const frontend = new HttpFrontend(
+      {
+        basePath: '',
+        trustedProxies: [],
+        realm: 'r',
+        maxBodyBytes: 100,
+        headersTimeoutMs: 10_000,
+        requestTimeoutMs: 15_000,
+        keepAliveTimeoutMs: 1000,
+        maxHeaderBytes: 16_384,
+        maxConnections: 10,
+      },
+      services,
+      logger,
+    );
+    const port = await frontend.listen('127.0.0.1', 0);
+    try {
+      for (const path of ['/nic/update', '/acme/present']) {
+        const reply = await new Promise<string>((resolve) => {
+          let text = '';
+          const socket = net.connect({ host: '127.0.0.1', port, allowHalfOpen: true }, () =>
+            socket.end(`POST ${path} HTTP/1.1\r\nContent-Length: 50\r\n\r\nhostname=a`),
+          );
+          socket.setEncoding('latin1');
+          socket.on('data', (d: string) => (text += d));
+          socket.on('error', () => undefined);
+          socket.on('close', () => resolve(text));
+        });
+        expect(reply, path).to.match(/^HTTP\/1\.0 400 Bad Request\r\n/);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(lines.filter((l) => !l.startsWith('debug'))).to.deep.equal([]);
+      expect(lines).to.include('debug request aborted by the client before its body ended');
+    } finally {
+      await frontend.close();
+    }
+  });
+});
