@@ -312,13 +312,19 @@ async function readJson(req: http.IncomingMessage, validate: ValidateFunction): 
   }
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_ADMIN_BODY_BYTES) {
-      req.resume();
-      throw new AdminHttpError('ERR_PAYLOAD_TOO_LARGE', `the body is larger than ${MAX_ADMIN_BODY_BYTES} bytes`);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_ADMIN_BODY_BYTES) {
+        req.resume();
+        throw new AdminHttpError('ERR_PAYLOAD_TOO_LARGE', `the body is larger than ${MAX_ADMIN_BODY_BYTES} bytes`);
+      }
+      chunks.push(chunk);
     }
-    chunks.push(chunk);
+  } catch (err) {
+    if (err instanceof AdminHttpError) throw err;
+    // The client closed before its body ended: its 400 (node answers it, if it can), not our 500.
+    throw new InvalidInputError('the body ended before its declared length');
   }
   let body: unknown;
   try {

@@ -38,6 +38,17 @@ function connect(port: number): Promise<Held> {
   });
 }
 
+/** Send `request` and close our side behind it (`printf … | nc`); resolves with the answer once the server closes. */
+function halfClosed(port: number, request: string): Promise<Buffer> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    const socket = net.connect({ host: '127.0.0.1', port, allowHalfOpen: true }, () => socket.end(request));
+    socket.on('data', (d: Buffer) => chunks.push(d));
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve(Buffer.concat(chunks)));
+  });
+}
+
 /** Resolves once `check` holds (polled every 20 ms), or fails after `ms`. */
 async function until(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
   const deadline = Date.now() + ms;
@@ -129,6 +140,27 @@ describe('admin listener limits (serve --workers 2, the primary holds the admin 
     } finally {
       slow.socket.destroy();
     }
+  });
+
+  it('a body cut off by the client (half-closed early): 400, and no error logged', async () => {
+    const from = serve.lines.length;
+    const reply = await halfClosed(
+      adminPort,
+      `POST /v1/accounts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":',
+    );
+    expect(reply.toString()).to.match(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    // A line after it, to know the log has caught up.
+    await rawRequest('127.0.0.1', adminPort, 'GET /v1/accounts HTTP/1.0\r\n\r\n');
+    await serve.waitFor((l) => l.msg === 'admin request' && l.status === 401, 1, 5000, from);
+    expect(serve.lines.slice(from).filter((l) => l.level === 'error')).to.deep.equal([]);
+    // Nothing was written.
+    const accounts = await rawRequest(
+      '127.0.0.1',
+      adminPort,
+      `GET /v1/accounts HTTP/1.0\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`,
+    );
+    expect(accounts.toString()).to.match(/\r\n\r\n\[\]\n$/);
   });
 
   it(`admin.maxConnections ${MAX_CONNECTIONS}: one more is closed with no bytes; the ${MAX_CONNECTIONS} are served; after one closes, new ones are`, async () => {
