@@ -13,9 +13,15 @@ export class Serve {
     readonly port: number,
   ) {}
 
-  static async start(env: BridgeEnv, workers: number, extraEnv: NodeJS.ProcessEnv = {}): Promise<Serve> {
+  /** `configPath`: a config file of the test's own (default the env's); its one `listen` address gets a free port. */
+  static async start(
+    env: BridgeEnv,
+    workers: number,
+    extraEnv: NodeJS.ProcessEnv = {},
+    configPath = env.configPath,
+  ): Promise<Serve> {
     const port = await freePort();
-    const args = [CLI, 'serve', '--config', env.configPath, '--port', String(port), '--workers', String(workers)];
+    const args = [CLI, 'serve', '--config', configPath, '--port', String(port), '--workers', String(workers)];
     const child = spawn(process.execPath, args, {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, ...extraEnv },
