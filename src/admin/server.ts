@@ -141,6 +141,10 @@ export class AdminListener {
       server.once('error', reject);
       server.listen({ host, port }, () => {
         server.off('error', reject);
+        // As on the update listener: a failed accept (out of file descriptors) is logged, not the end of the process.
+        server.on('error', (err: Error) =>
+          this.deps.logger.error('admin listener error', { address: host, port, error: err.message }),
+        );
         resolve((server.address() as { port: number }).port);
       });
     });

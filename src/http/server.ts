@@ -163,6 +163,11 @@ export class HttpFrontend {
       server.once('error', onError);
       server.listen({ host, port, ipv6Only: opts.ipv6Only ?? false }, () => {
         server.off('error', onError);
+        // Listening, node reports a failed accept (the process out of file descriptors under a
+        // flood of connections) as an 'error' event: unhandled, it would end the process.
+        server.on('error', (err: Error) =>
+          this.logger.error('listener error', { address: host, port, error: err.message }),
+        );
         resolve();
       });
     });

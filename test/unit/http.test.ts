@@ -343,3 +343,35 @@ describe('http/server: a body cut off by the client', () => {
     }
   });
 });
+
+describe('http/server: an error event of a listening server', () => {
+  it('is logged, not thrown (an unhandled error event would end the process)', async () => {
+    const lines: string[] = [];
+    const logger = { debug() {}, info() {}, warn() {}, error: (msg: string) => lines.push(msg) };
+    const services = {} as unknown as ConstructorParameters<typeof HttpFrontend>[1];
+    const frontend = new HttpFrontend(
+      {
+        basePath: '',
+        trustedProxies: [],
+        realm: 'r',
+        maxBodyBytes: 100,
+        headersTimeoutMs: 10_000,
+        requestTimeoutMs: 15_000,
+        keepAliveTimeoutMs: 1000,
+        maxHeaderBytes: 16_384,
+        maxConnections: 10,
+      },
+      services,
+      logger,
+    );
+    await frontend.listen('127.0.0.1', 0);
+    try {
+      // What node emits when accept() fails (EMFILE under a flood of connections).
+      const err = Object.assign(new Error('accept EMFILE'), { code: 'EMFILE', syscall: 'accept' });
+      expect(() => frontend.servers[0]!.emit('error', err)).to.not.throw();
+      expect(lines).to.deep.equal(['listener error']);
+    } finally {
+      await frontend.close();
+    }
+  });
+});
