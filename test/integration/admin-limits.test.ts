@@ -142,6 +142,19 @@ describe('admin listener limits (serve --workers 2, the primary holds the admin 
     }
   });
 
+  it('CONNECT: a 405 with exact bytes, not a dropped socket; a half-closed request still gets its answer', async () => {
+    const body = '{"error":"ERR_METHOD_NOT_ALLOWED","message":"method not allowed here"}\n';
+    expect((await halfClosed(adminPort, 'CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n')).toString()).to.equal(
+      'HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n' +
+        `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    // `printf 'GET /readyz …' | nc`: node would otherwise close before the (asynchronous) answer.
+    const ready = (await halfClosed(adminPort, 'GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n')).toString();
+    expect(ready).to.match(
+      /^HTTP\/1\.1 (200 OK|503 Service Unavailable)\r\n[^]*\r\n\r\n\{"ready":(true|false),"failed":\[/,
+    );
+  });
+
   it('a body cut off by the client (half-closed early): 400, and no error logged', async () => {
     const from = serve.lines.length;
     const reply = await halfClosed(
