@@ -88,7 +88,7 @@ export async function changeRun(lab: BenchLab, run: BridgeRun): Promise<Measurem
       request: (i) => {
         addresses[i] = nextAddress();
         const host = cursor.from + ((first + i) % cursor.count) * (cursor.stride ?? 1);
-        return updateRequest(hostName(lab, kind, host), addresses[i]!, lab.authorization);
+        return updateRequest(hostName(lab, kind, host), addresses[i], lab.authorization);
       },
       expect: (i, _s, body) => body === `good ${addresses[i]}\n`,
     });

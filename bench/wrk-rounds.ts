@@ -181,7 +181,7 @@ export async function measureWrkRounds(
     const sampled = rss?.stop(false);
     if (result && sampled) result.rss = sampled;
   }
-  return { result: result!, loads: loads! };
+  return { result: result, loads: loads };
 }
 
 /** ", errors: …" when a measurement had any. */

@@ -388,7 +388,7 @@ export const OPERATIONS: readonly Operation[] = [
     errors: [404],
     handle: async (admin, req) => ({
       status: 200,
-      body: (await admin.listTokens(req.params.fqdn!, { requireHost: true })).map(tokenView),
+      body: (await admin.listTokens(req.params.fqdn, { requireHost: true })).map(tokenView),
     }),
   },
   {

@@ -721,7 +721,7 @@ class Fields {
     const v = this.get(field);
     if (!Array.isArray(v) || !v.every((s) => typeof s === 'string'))
       throw new Error(`${this.kindText()}: ${field} must be a list of strings`);
-    return v as string[];
+    return v;
   }
 
   /** A field that may be left out (undefined). */

@@ -207,7 +207,7 @@ export class UpdateService {
       if (line === undefined) {
         line = (async () => {
           const zone = this.deps.publisher.zoneFor(fqdn);
-          if (zone === undefined) return { outcome: 'unknown-host' } as HostLine;
+          if (zone === undefined) return { outcome: 'unknown-host' };
           const line = await this.updateHost(fqdn, zone, auth.account, asked(), guard);
           if ('refused' in line) throw new LoginRefused(refusalOutcome(line.refused));
           return line;

@@ -93,5 +93,5 @@ export function noteProblem(note: string): string | undefined {
 export function sourceAllowed(from: readonly string[], address: string): boolean {
   if (from.length === 0) return true;
   const blocks = from.map((text) => parseCidr(text));
-  return blocks.every((b) => b !== undefined) && blocks.some((b) => cidrContains(b!, address));
+  return blocks.every((b) => b !== undefined) && blocks.some((b) => cidrContains(b, address));
 }

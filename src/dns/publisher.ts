@@ -48,7 +48,9 @@ export class DnsPublisher implements Publisher {
     });
     for (const [sender, indexes] of byZone) {
       const sent = sender.sendGroup(indexes.map((i) => planChange(changes[i]!, this.dns.ttl)));
-      indexes.forEach((i, k) => (out[i] = this.logFailure(changes[i]!, sent[k]!)));
+      indexes.forEach((i, k) => {
+        out[i] = this.logFailure(changes[i]!, sent[k]!);
+      });
     }
     return out;
   }

@@ -7,7 +7,6 @@
  */
 import { expect } from 'chai';
 import { createSocket, type Socket } from 'node:dgram';
-import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { BridgeEnv, ZONE, expectedReply, sleep } from '../support/bridge.js';
 import { BridgeCommands } from '../support/bridge-commands.js';
@@ -31,7 +30,7 @@ class SilentResolver {
     return new SilentResolver(socket);
   }
   get port(): number {
-    return (this.socket.address() as AddressInfo).port;
+    return this.socket.address().port;
   }
   close(): void {
     this.socket.close();

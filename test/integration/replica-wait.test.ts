@@ -20,7 +20,7 @@ import { sleep } from '../support/bridge.js';
 
 /** WAIT commands the server has run so far. */
 async function waitCalls(admin: Redis): Promise<number> {
-  const stats = (await admin.info('commandstats')) as string;
+  const stats = await admin.info('commandstats');
   const m = /cmdstat_wait:calls=(\d+)/.exec(stats);
   return m ? Number(m[1]) : 0;
 }
@@ -83,8 +83,7 @@ describe('redis.waitReplicas: one WAIT for many updates, on a connection of its 
     replica = await startReplica({ dir, primary: { host: primary.host, port: primary.port } });
     const probe = new Redis({ host: replica.host, port: replica.port });
     try {
-      for (let i = 0; i < 100 && !/master_link_status:up/.test((await probe.info('replication')) as string); i++)
-        await sleep(100);
+      for (let i = 0; i < 100 && !/master_link_status:up/.test(await probe.info('replication')); i++) await sleep(100);
       const waiter = new ReplicaWaiter(writes, { replicas: 1, timeoutMs: 2000 });
       const before = await waitCalls(admin);
       const firstWave = await Promise.all(

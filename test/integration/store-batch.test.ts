@@ -137,8 +137,8 @@ describe('store: scripts batched per turn of the event loop (real redis-server)'
       lab.store.hosts.admit(request(hostName(0))),
       lab.store.hosts.admit(request(hostName(0))),
     ]);
-    expect(first!.kind).to.equal('change');
-    expect(second!.kind).to.equal('busy');
+    expect(first.kind).to.equal('change');
+    expect(second.kind).to.equal('busy');
   });
 
   it('refusals and rejections stay per item: a static host, an unknown one and another account beside a change', async () => {
@@ -153,7 +153,7 @@ describe('store: scripts batched per turn of the event loop (real redis-server)'
       { kind: 'rejected', outcome: 'unknown-host' },
       { kind: 'rejected', outcome: 'not-owner' },
     ]);
-    expect(replies[3]!.kind).to.equal('change');
+    expect(replies[3].kind).to.equal('change');
     // Nothing was written for the refused ones.
     expect(await lab.raw.hget(`${PREFIX}h:${hostName(1)}`, 'fl')).to.equal(null);
   });
@@ -185,7 +185,7 @@ describe('store: scripts batched per turn of the event loop (real redis-server)'
       lab.store.hosts.admit(request(hostName(1))),
     ]);
     expect((await scriptCalls()) - before).to.equal(1);
-    expect(broken!.status).to.equal('rejected');
+    expect(broken.status).to.equal('rejected');
     const reason = (broken as PromiseRejectedResult).reason as Error;
     expect(reason).to.be.instanceOf(StoreUnavailableError);
     expect(reason.message).to.match(/^redis: admit failed: .*WRONGTYPE/);
@@ -193,7 +193,7 @@ describe('store: scripts batched per turn of the event loop (real redis-server)'
       [good, 0],
       [after, 1],
     ] as const) {
-      expect(r!.status).to.equal('fulfilled');
+      expect(r.status).to.equal('fulfilled');
       const lease = ((r as PromiseFulfilledResult<Admission>).value as Extract<Admission, { kind: 'change' }>).lease;
       expect(await lab.raw.hget(`${PREFIX}h:${hostName(i)}`, 'lk')).to.equal(lease.token);
     }

@@ -33,8 +33,8 @@ async function startCluster(env: BridgeEnv, workers: number | 'auto'): Promise<C
     env: { ...process.env, DDNS_BRIDGE_CONFIG: '' },
   });
   let buf = '';
-  child.stderr!.on('data', (d: Buffer) => (buf += d.toString()));
-  child.stdout!.resume();
+  child.stderr.on('data', (d: Buffer) => (buf += d.toString()));
+  child.stdout.resume();
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );

@@ -92,8 +92,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 export function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...a };
-  for (const [k, v] of Object.entries(b))
-    out[k] = isObject(v) && isObject(out[k]) ? deepMerge(out[k] as Record<string, unknown>, v) : v;
+  for (const [k, v] of Object.entries(b)) out[k] = isObject(v) && isObject(out[k]) ? deepMerge(out[k], v) : v;
   return out;
 }
 
@@ -200,8 +199,8 @@ export class BridgeEnv {
           resolve();
         }
       };
-      child.stderr!.on('data', onData);
-      child.stdout!.on('data', (d: Buffer) => this.logs.push(d.toString()));
+      child.stderr.on('data', onData);
+      child.stdout.on('data', (d: Buffer) => this.logs.push(d.toString()));
       child.once('exit', (code) => {
         clearTimeout(timer);
         reject(new Error(`serve exited with ${code}: ${buf.slice(-2000)}`));

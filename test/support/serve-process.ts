@@ -28,7 +28,7 @@ export class Serve {
     });
     const serve = new Serve(child, port);
     let buf = '';
-    child.stderr!.on('data', (d: Buffer) => {
+    child.stderr.on('data', (d: Buffer) => {
       buf += d.toString();
       let nl: number;
       while ((nl = buf.indexOf('\n')) !== -1) {

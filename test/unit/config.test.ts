@@ -188,7 +188,7 @@ describe('config: parseConfig', () => {
     const urlPw = 'p@ss"in\\url';
     const lines: string[] = [];
     const write = process.stderr.write;
-    process.stderr.write = ((line: string) => lines.push(line) > 0) as typeof process.stderr.write;
+    process.stderr.write = (line: string) => lines.push(line) > 0;
     try {
       const fromFile = contextOf(
         parseConfig(

@@ -241,7 +241,7 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
       const t = transport();
       const [a, b, c] = await Promise.all([t.request(build, 1000), t.request(build, 1000), t.request(build, 1000)]);
       expect(primary.connections).to.equal(1);
-      expect(primary.seen.map((s) => s.id)).to.deep.equal([a!.readUInt16BE(0), b!.readUInt16BE(0), c!.readUInt16BE(0)]);
+      expect(primary.seen.map((s) => s.id)).to.deep.equal([a.readUInt16BE(0), b.readUInt16BE(0), c.readUInt16BE(0)]);
       expect(new Set(primary.seen.map((s) => s.id)).size).to.equal(3);
     });
 

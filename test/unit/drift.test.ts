@@ -228,7 +228,7 @@ describe('drift: the fix, on in-memory ports', () => {
       release: async (lease: Lease, opts?: { republishInMs?: number }) => {
         this.calls.push(`release ${lease.fqdn} ${JSON.stringify(opts)}`);
       },
-    } as HostAdmin & Pick<HostGate, 'commit' | 'release'>;
+    };
     publisher: Publisher = {
       zoneFor: (fqdn) => (fqdn.endsWith(`.${ZONE}`) ? ZONE : undefined),
       recentlyUnreachable: () => false,
