@@ -708,6 +708,8 @@ describe('protocol fuzz: every listener, plain, TLS and --workers 2', function (
       { name: 'update (--workers 2)', count: n(400), next: update, send: plain(workers.port) },
       { name: 'admin (--workers 2 primary)', count: n(400), next: admin, send: plain(workersAdminPort) },
     ];
+    // Printed first: a run cut off by mocha's timeout can still be replayed.
+    console.log(`      seed ${SEED} (replay: FUZZ_SEED=${SEED})`);
     const started = Date.now();
     const stats = await run(targets);
     const seconds = (Date.now() - started) / 1000;

@@ -71,7 +71,14 @@ describe('store: scripts batched per turn of the event loop (real redis-server)'
         () => undefined,
       )
       .finally(() => stalled.disconnect());
-    await new Promise((r) => setTimeout(r, 100));
+    // Running once another connection's PING goes unanswered (Redis runs one script at a time).
+    for (;;) {
+      const answered = await Promise.race([
+        lab.raw.ping().then(() => true),
+        new Promise<boolean>((r) => setTimeout(() => r(false), 250)),
+      ]);
+      if (!answered) break;
+    }
     return { over: busy };
   }
 

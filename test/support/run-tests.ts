@@ -35,6 +35,7 @@ export const EXCLUSIVE: readonly string[] = [
   'integration/reload.test',
   'integration/slow-clients.test',
   'integration/password-oracle.test',
+  'integration/admin-limits.test',
 ];
 
 /** Files of one tier, relative to dist/test, sorted. */
@@ -65,24 +66,27 @@ function mocha(label: string, args: string[], files: string[], env: NodeJS.Proce
     env,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  let tail = '';
+  // The counts as mocha prints them ("  12 passing (3s)"), before any failure's details: read
+  // line by line as they stream past, the last of each kind kept.
+  const counts = { passing: 0, failing: 0, pending: 0 };
   let partial = '';
+  const read = (line: string): void => {
+    const count = /^ {2}(\d+) (passing|failing|pending)\b/.exec(line);
+    if (count) counts[count[2] as keyof typeof counts] = Number(count[1]);
+    // The spec reporter ends a slow test's line with its time: kept for the slowest list.
+    const timed = /^\s*✔ (.*) \((\d+)ms\)$/.exec(line);
+    if (timed) timings.push({ title: timed[1]!, ms: Number(timed[2]) });
+  };
   child.stdout.on('data', (chunk: Buffer) => {
     process.stdout.write(chunk);
-    const text = chunk.toString('utf8');
-    tail = (tail + text).slice(-4000);
-    // The spec reporter ends a slow test's line with its time: kept for the slowest list.
-    const lines = (partial + text).split('\n');
+    const lines = (partial + chunk.toString('utf8')).split('\n');
     partial = lines.pop() ?? '';
-    for (const line of lines) {
-      const m = /^\s*✔ (.*) \((\d+)ms\)$/.exec(line);
-      if (m) timings.push({ title: m[1]!, ms: Number(m[2]) });
-    }
+    lines.forEach(read);
   });
   return new Promise((resolve) => {
     child.on('close', (code) => {
-      const count = (word: string): number => Number(new RegExp(`^ *(\\d+) ${word}`, 'm').exec(tail)?.[1] ?? 0);
-      resolve({ passing: count('passing'), failing: count('failing'), pending: count('pending'), code: code ?? 1 });
+      read(partial);
+      resolve({ ...counts, code: code ?? 1 });
     });
   });
 }
