@@ -5,6 +5,7 @@
  *   $scrypt$ln=15,r=8,p=1$<salt base64>$<hash base64>     (N = 2^ln, base64 unpadded)
  */
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { MAX_SCRYPT_COST } from '../core/accounts.js';
 
 export interface ScryptCost {
   /** log2 of N (CPU/memory cost). */
@@ -16,7 +17,8 @@ export interface ScryptCost {
 }
 
 /** ≈32 MiB and tens of milliseconds per hash: the interactive-login recommendation. */
-export const DEFAULT_SCRYPT_COST: Readonly<ScryptCost> = Object.freeze({ ln: 15, r: 8, p: 1 });
+/** What `account add` writes; import-all refuses a stored hash that asks for more (core/accounts.ts). */
+export const DEFAULT_SCRYPT_COST: Readonly<ScryptCost> = MAX_SCRYPT_COST;
 
 const SALT_BYTES = 16;
 const HASH_BYTES = 32;

@@ -17,12 +17,15 @@ import type yargsType from 'yargs';
 const require = createRequire(import.meta.url);
 
 type WrapAnsi = (text: string, columns: number, options?: Record<string, unknown>) => string;
-const cliuiRequire = createRequire(require.resolve('cliui'));
+// Resolved as yargs resolves them: the cliui yargs loads, and the wrap-ansi that cliui loads.
+const yargsRequire = createRequire(require.resolve('yargs'));
+const cliuiPath = yargsRequire.resolve('cliui');
+const cliuiRequire = createRequire(cliuiPath);
 const wrapAnsiPath = cliuiRequire.resolve('wrap-ansi');
+if (require.cache[cliuiPath]) throw new Error('src/cli/yargs.ts must load before cliui');
 const wrapAnsi = cliuiRequire(wrapAnsiPath) as WrapAnsi;
-const cached = require.cache[wrapAnsiPath];
-if (cached)
-  cached.exports = ((text, columns, options) => wrapAnsi(text, columns, { ...options, hard: false })) as WrapAnsi;
+const softWrap: WrapAnsi = (text, columns, options) => wrapAnsi(text, columns, { ...options, hard: false });
+require.cache[wrapAnsiPath]!.exports = softWrap;
 
 interface Line {
   text: string;
@@ -34,7 +37,8 @@ interface CliUi {
   renderInline(source: string, previousLine: Line): string;
 }
 const stringWidth = cliuiRequire('string-width') as (text: string) => number;
-const cliuiProto = Object.getPrototypeOf((cliuiRequire('cliui') as (opts: object) => CliUi)({ width: 80 })) as CliUi;
+const cliuiProto = Object.getPrototypeOf((yargsRequire('cliui') as (opts: object) => CliUi)({ width: 80 })) as CliUi;
+if (typeof cliuiProto.renderInline !== 'function') throw new Error('src/cli/yargs.ts: cliui has no renderInline');
 cliuiProto.renderInline = function renderInline(this: CliUi, source: string, previousLine: Line): string {
   if (!previousLine.span) return source;
   if (!this.wrap) {
@@ -49,6 +53,8 @@ cliuiProto.renderInline = function renderInline(this: CliUi, source: string, pre
 };
 
 export const yargs = require('yargs') as typeof yargsType;
+// A cliui that took another wrap-ansi (a nested copy) would cut words again: say so at once.
+if (cliuiRequire(wrapAnsiPath) !== softWrap) throw new Error('src/cli/yargs.ts: cliui did not take the soft wrap');
 export const hideBin = (require('yargs/helpers') as { hideBin: (argv: string[]) => string[] }).hideBin;
 export type { Argv } from 'yargs';
 
