@@ -6,8 +6,8 @@
  * (they share the listening socket; see useKernelScheduling). All state is in Redis, so
  * workers share it exactly as separate frontends do, and each gets the config the primary
  * validated (workerContext). The primary logs `listening` once every worker listens,
- * restarts a worker that dies (at most MAX_RESTARTS_PER_MINUTE, then it stops with status 1
- * so a supervisor sees the crash loop), and on SIGTERM/SIGINT stops the workers gracefully.
+ * restarts a worker that dies and on SIGTERM/SIGINT stops the workers gracefully (the
+ * supervision is src/cli/supervisor.ts).
  *
  * SIGHUP reloads (see reload): the config file is read again and its live settings applied
  * (config/reload.ts; a change that needs a restart is logged and left), and every process that
@@ -15,17 +15,24 @@
  * passes the result on to its workers.
  */
 import { isIPv4, isIPv6 } from 'node:net';
-import cluster, { type Worker } from 'node:cluster';
+import cluster from 'node:cluster';
 import os from 'node:os';
 import { DEFAULT_PARALLEL_HASHES } from '../../auth/index.js';
 import { deepFreeze } from '../../config/load.js';
 import { planReload } from '../../config/reload.js';
 import type { Config } from '../../config/schema.js';
-import { readTlsPair, type TlsListenerFiles } from '../../http/tls.js';
+import { readTlsPair } from '../../http/tls.js';
 import type { MetricsSource } from '../../metrics/index.js';
 import type { RunningAdmin } from '../admin-listener.js';
 import type { Bridge, BridgeOptions } from '../compose.js';
 import { contextOf, UsageError, type CommandContext } from '../context.js';
+import {
+  WORKER_STOP_GRACE_MS,
+  WorkerSupervisor,
+  type Listener,
+  type PrimaryMessage,
+  type WorkerMessage,
+} from '../supervisor.js';
 
 export interface ServeOptions {
   /** Overrides the port of every listen address: a whole number 0–65535 (as yargs passes it, a string). */
@@ -41,10 +48,6 @@ export const MAX_WORKERS = 256;
  * (BIND refuses UPDATEs past its update-quota, 100 by default).
  */
 export const MAX_AUTO_WORKERS = 8;
-/** Worker restarts allowed in any 60 s window before the primary gives up. */
-export const MAX_RESTARTS_PER_MINUTE = 10;
-/** How long a worker may take to stop gracefully before it is killed. */
-const WORKER_STOP_GRACE_MS = 30_000;
 
 /**
  * V8's young generation per worker, MiB per semi-space (V8's default on 64-bit: 16). Under
@@ -146,7 +149,7 @@ export async function serve(ctx: CommandContext, opts: ServeOptions): Promise<vo
   return servePrimary(ctx, workers, reloads);
 }
 
-export type Listener = { host: string; port: number; tls?: TlsListenerFiles };
+export type { Listener } from '../supervisor.js';
 
 function listenersOf(ctx: CommandContext, opts: ServeOptions): Listener[] {
   const port = portOverride(opts.port);
@@ -366,11 +369,6 @@ async function serveSingle(
   logger.info('stopped');
 }
 
-/** Messages from a worker to the primary. */
-type WorkerMessage = { kind: 'ready'; bound: Listener[] } | { kind: 'config?' };
-/** The primary's answer to 'config?', and the SIGHUP it passes on. */
-type PrimaryMessage = { kind: 'config'; config: Config } | { kind: 'reload'; config?: Config };
-
 /**
  * A worker's reloads, asked for from its start (workerContext): by the primary (a message: a
  * signal would end a worker that has no handler yet) or by a SIGHUP of its own (a closed
@@ -483,107 +481,41 @@ async function serveWorker(ctx: CommandContext, opts: ServeOptions, bridgeOption
 
 async function servePrimary(ctx: CommandContext, count: number, reloads: Reloads): Promise<void> {
   const { logger } = ctx;
-  const alive = new Set<Worker>();
-  const restarts: number[] = [];
-  let ready = false;
-  let stopping = false;
-  let finish: (code: number) => void = () => undefined;
-  const done = new Promise<number>((resolve) => (finish = resolve));
-
-  const stopAll = (reason: string, code: number): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info('stopping', { signal: reason, workers: alive.size });
-    if (alive.size === 0) return finish(code);
-    const killer = setTimeout(() => {
-      for (const w of alive) w.process.kill('SIGKILL');
-    }, WORKER_STOP_GRACE_MS);
-    killer.unref();
-    for (const w of alive) sendStop(w);
-    const check = setInterval(() => {
-      if (alive.size === 0) {
-        clearInterval(check);
-        clearTimeout(killer);
-        finish(code);
-      }
-    }, 20);
-  };
-
-  const fork = (): Worker => {
-    const worker = cluster.fork();
-    alive.add(worker);
-    // A send to a worker that has just died (its config, a stop) fails here, not as an
-    // unhandled 'error' that would end the primary; its 'exit' follows and is handled below.
-    worker.on('error', (err: Error) =>
-      logger.warn('worker channel error', { pid: worker.process.pid, error: err.message }),
-    );
-    worker.on('message', (m: WorkerMessage) => {
-      if (m?.kind === 'config?') worker.send({ kind: 'config', config: ctx.config } satisfies PrimaryMessage);
-    });
-    worker.on('exit', (code, signal) => {
-      alive.delete(worker);
-      if (stopping) return;
-      if (!ready) {
-        logger.error('a worker exited while starting', { pid: worker.process.pid, code, signal });
-        return stopAll('worker failed to start', 1);
-      }
-      const now = Date.now();
-      while (restarts.length > 0 && now - restarts[0]! > 60_000) restarts.shift();
-      if (restarts.length >= MAX_RESTARTS_PER_MINUTE) {
-        logger.error('workers keep dying; giving up', { restartsPerMinute: restarts.length });
-        return stopAll('too many worker restarts', 1);
-      }
-      restarts.push(now);
-      logger.warn('worker died; starting another', { pid: worker.process.pid, code, signal });
-      fork();
-    });
-    return worker;
-  };
-
-  const firstReady = new Promise<Listener[]>((resolve) => {
-    let pending = count;
-    cluster.on('message', (_worker, m: WorkerMessage) => {
-      if (m?.kind !== 'ready' || ready) return;
-      if (--pending === 0) resolve(m.bound);
-    });
+  const workers = new WorkerSupervisor({
+    count,
+    logger,
+    config: () => ctx.config,
+    execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS),
   });
-
-  void stopSignal().then((signal) => stopAll(signal, 0));
+  void stopSignal().then((signal) => workers.stop(signal, 0));
   // The workers hold the listeners: each reads its certificates again. (One that starts later
   // reads them when it listens.)
   reloads.attach(async (why) => {
-    if (stopping) return;
+    if (workers.stopping) return;
     const config = await rereadConfig(ctx, why);
     // A worker started from now on gets the reloaded config, as its siblings run it.
     const changed = config ? applyConfig(ctx, undefined, config) : [];
-    logger.info('reloading', { reason: why, workers: alive.size, settings: changed });
-    for (const w of alive) if (w.isConnected()) w.send({ kind: 'reload', config } satisfies PrimaryMessage);
+    logger.info('reloading', { reason: why, workers: workers.workers, settings: changed });
+    workers.reload(config);
   });
   useKernelScheduling();
-  // 'advanced': the config holds Buffers (the TSIG secrets), which JSON would not carry.
-  cluster.setupPrimary({
-    execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS),
-    serialization: 'advanced',
-  });
-  for (let i = 0; i < count; i++) fork();
 
-  const outcome = await Promise.race([firstReady.then((bound) => ({ bound })), done.then((code) => ({ code }))]);
-  if ('code' in outcome) {
-    process.exitCode = outcome.code;
+  const bound = await workers.start();
+  if (bound === undefined) {
+    process.exitCode = await workers.done;
     return;
   }
-  ready = true;
   const admin = await startPrimaryAdmin(ctx).catch((err: unknown) => {
     logger.error('cannot listen', { error: (err as Error).message });
-    stopAll('admin listener failed', 1);
+    workers.stop('admin listener failed', 1);
     return undefined;
   });
-  if (stopping) {
+  if (workers.stopping) {
     await admin?.close();
-    process.exitCode = await done;
+    process.exitCode = await workers.done;
     return;
   }
-  for (const l of outcome.bound) {
+  for (const l of bound) {
     logger.info('listening', {
       host: l.host,
       port: l.port,
@@ -593,7 +525,7 @@ async function servePrimary(ctx: CommandContext, count: number, reloads: Reloads
       pid: process.pid,
     });
   }
-  const code = await done;
+  const code = await workers.done;
   await admin?.close();
   if (code !== 0) process.exitCode = code;
   logger.info('stopped');
@@ -647,12 +579,4 @@ async function startPrimaryAdmin(ctx: CommandContext): Promise<RunningAdmin | un
  */
 export function useKernelScheduling(): void {
   if (process.env.NODE_CLUSTER_SCHED_POLICY === undefined) cluster.schedulingPolicy = cluster.SCHED_NONE;
-}
-
-/**
- * A signal, not an IPC message: a worker still loading has no listener yet and would miss
- * a message, while SIGTERM then simply ends it (it has nothing to close yet).
- */
-function sendStop(worker: Worker): void {
-  worker.process.kill('SIGTERM');
 }
