@@ -1,14 +1,18 @@
 /** The OpenAPI 3.1 document of the provisioning API, made from the operation table (api.ts). */
+import { ERROR_CATALOG } from '../core/errors.js';
 import { OPERATIONS, SCHEMAS, pathMatcher, type JsonSchema, type Operation } from './api.js';
 
-const ERROR_TEXT: Record<number, string> = {
-  400: 'invalid input: a field, the JSON or the path (ERR_INVALID_INPUT)',
-  401: 'no or a wrong bearer token (ERR_UNAUTHORIZED)',
-  404: 'no such account, host or token (ERR_NOT_FOUND)',
-  409: 'it exists already, or its state forbids the change (ERR_CONFLICT)',
-  502: 'the primary refused or did not answer the DNS change (ERR_DNS_…)',
-  503: 'Redis did not answer (ERR_STORE_UNAVAILABLE)',
-};
+/**
+ * The description of an error status: the catalog's text and code of each error it answers
+ * (core/errors.ts, ERROR_CATALOG), so the document says what the listener sends.
+ */
+export function errorDescription(status: number): string {
+  const lines = Object.entries(ERROR_CATALOG)
+    .filter(([, entry]) => entry.status === status)
+    .map(([code, entry]) => `${entry.text} (${code})`);
+  if (lines.length === 0) throw new Error(`no error code answers ${status}`);
+  return lines.join('; ');
+}
 
 function operationObject(op: Operation): JsonSchema {
   const errorRef = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
@@ -18,8 +22,10 @@ function operationObject(op: Operation): JsonSchema {
       ...(op.success.schema ? { content: { 'application/json': { schema: op.success.schema } } } : {}),
     },
   };
-  for (const status of [400, 401, ...op.errors, 503]) {
-    responses[String(status)] = { description: ERROR_TEXT[status]!, content: errorRef };
+  // A body that is not JSON (415) or too large (413) is refused before the operation runs.
+  const bodyErrors = op.body ? [413, 415] : [];
+  for (const status of [400, 401, ...op.errors, ...bodyErrors, 503]) {
+    responses[String(status)] = { description: errorDescription(status), content: errorRef };
   }
   const parameters = [
     ...pathMatcher(op.path).names.map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
@@ -50,7 +56,7 @@ export function openApiDocument(version: string): JsonSchema {
       responses: {
         '200': { description: 'the OpenAPI document', content: { 'application/json': { schema: { type: 'object' } } } },
         '401': {
-          description: ERROR_TEXT[401]!,
+          description: errorDescription(401),
           content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
         },
       },

@@ -10,7 +10,13 @@ import type { Socket } from 'node:net';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { AdminService } from '../app/admin.js';
 import type { ReadinessReport } from '../app/readiness.js';
-import { BridgeError, DnsUpdateError, InvalidInputError, type ErrorCode } from '../core/errors.js';
+import {
+  BridgeError,
+  DnsUpdateError,
+  ERROR_CATALOG,
+  InvalidInputError,
+  type ExchangeErrorCode,
+} from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { OPERATIONS, pathMatcher, type Operation } from './api.js';
 import { openApiDocument } from './openapi.js';
@@ -38,32 +44,11 @@ export interface AdminLimits {
 /** The largest request body read (a JSON object of a few fields). */
 export const MAX_ADMIN_BODY_BYTES = 64 * 1024;
 
-/** The wire status of each error code the admin listener answers with. */
-const STATUS_OF: Record<ErrorCode | AdminErrorCode, number> = {
-  ERR_INVALID_INPUT: 400,
-  ERR_UNAUTHORIZED: 401,
-  ERR_NOT_FOUND: 404,
-  ERR_METHOD_NOT_ALLOWED: 405,
-  ERR_CONFLICT: 409,
-  ERR_PAYLOAD_TOO_LARGE: 413,
-  ERR_UNSUPPORTED_MEDIA_TYPE: 415,
-  ERR_DNS_TIMEOUT: 502,
-  ERR_DNS_CONNECTION: 502,
-  ERR_DNS_RCODE: 502,
-  ERR_DNS_TSIG: 502,
-  ERR_DNS_PROTOCOL: 502,
-  ERR_STORE_UNAVAILABLE: 503,
-  ERR_CONFIG: 500,
-};
-
-/** Errors of the HTTP exchange itself (not of the admin service). */
-type AdminErrorCode =
-  'ERR_UNAUTHORIZED' | 'ERR_METHOD_NOT_ALLOWED' | 'ERR_PAYLOAD_TOO_LARGE' | 'ERR_UNSUPPORTED_MEDIA_TYPE';
-
+/** An error of the HTTP exchange itself (not of the admin service); its status is ERROR_CATALOG's. */
 class AdminHttpError extends Error {
   constructor(
-    readonly code: AdminErrorCode,
-    message: string,
+    readonly code: ExchangeErrorCode,
+    message: string = ERROR_CATALOG[code].text,
     readonly headers: Record<string, string> = {},
   ) {
     super(message);
@@ -129,9 +114,11 @@ export class AdminListener {
     // CONNECT never reaches the request handler: without this node drops the socket unanswered.
     server.on('connect', (_req: http.IncomingMessage, socket: Socket) => {
       socket.on('error', () => undefined);
-      const body = JSON.stringify({ error: 'ERR_METHOD_NOT_ALLOWED', message: 'method not allowed here' }) + '\n';
+      const reply = errorReply(new AdminHttpError('ERR_METHOD_NOT_ALLOWED'));
+      const body = JSON.stringify(reply.body) + '\n';
       socket.end(
-        'HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n' +
+        `HTTP/1.1 ${reply.status} ${http.STATUS_CODES[reply.status]}\r\n` +
+          'Content-Type: application/json\r\nCache-Control: no-store\r\n' +
           `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
       socket.destroySoon();
@@ -169,8 +156,9 @@ export class AdminListener {
     this.deps.logger.error('admin request failed', { error: err instanceof Error ? err.message : String(err) });
     try {
       if (res.headersSent || res.destroyed) return void res.destroy();
-      const body = JSON.stringify({ error: 'ERR_INTERNAL', message: 'internal error' }) + '\n';
-      res.writeHead(500, {
+      const reply = errorReply(undefined);
+      const body = JSON.stringify(reply.body) + '\n';
+      res.writeHead(reply.status, {
         'Content-Type': 'application/json',
         'Cache-Control': 'no-store',
         'Content-Length': String(Buffer.byteLength(body)),
@@ -254,7 +242,7 @@ export class AdminListener {
 
   private authorize(req: http.IncomingMessage): void {
     if (!this.hasToken(req)) {
-      throw new AdminHttpError('ERR_UNAUTHORIZED', 'a valid admin bearer token is required', {
+      throw new AdminHttpError('ERR_UNAUTHORIZED', undefined, {
         'WWW-Authenticate': 'Bearer realm="ddns-bridge admin"',
       });
     }
@@ -284,7 +272,8 @@ class NotFound extends BridgeError {
 
 function notAllowed(methods: readonly string[]): AdminHttpError {
   const allow = [...new Set(methods)].join(', ');
-  return new AdminHttpError('ERR_METHOD_NOT_ALLOWED', `method not allowed here; use ${allow}`, { Allow: allow });
+  const text = ERROR_CATALOG.ERR_METHOD_NOT_ALLOWED.text;
+  return new AdminHttpError('ERR_METHOD_NOT_ALLOWED', `${text}; use ${allow}`, { Allow: allow });
 }
 
 /** The request target as a URL; a target URL cannot read is the client's error (400), never a throw upward. */
@@ -312,7 +301,7 @@ async function readJson(req: http.IncomingMessage, validate: ValidateFunction): 
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/json') {
     req.resume();
-    throw new AdminHttpError('ERR_UNSUPPORTED_MEDIA_TYPE', 'expected a JSON body (Content-Type: application/json)');
+    throw new AdminHttpError('ERR_UNSUPPORTED_MEDIA_TYPE');
   }
   const chunks: Buffer[] = [];
   let size = 0;
@@ -355,15 +344,23 @@ async function readJson(req: http.IncomingMessage, validate: ValidateFunction): 
   return body as Record<string, unknown>;
 }
 
-/** The one place an error becomes an admin reply. Messages never carry secrets (core/errors.ts). */
+/**
+ * The one place an error becomes an admin reply: its status from ERROR_CATALOG (core/errors.ts),
+ * its own message, else the catalog's text. Messages never carry secrets (core/errors.ts).
+ */
 export function errorReply(err: unknown): Reply {
   if (err instanceof AdminHttpError) {
-    return { status: STATUS_OF[err.code], body: { error: err.code, message: err.message }, headers: err.headers };
+    return {
+      status: ERROR_CATALOG[err.code].status,
+      body: { error: err.code, message: err.message },
+      headers: err.headers,
+    };
   }
   if (err instanceof BridgeError) {
     const field = err instanceof InvalidInputError && err.field !== undefined ? { field: err.field } : {};
     const message = err instanceof DnsUpdateError ? `the DNS change failed: ${err.message}` : err.message;
-    return { status: STATUS_OF[err.code] ?? 500, body: { error: err.code, message, ...field } };
+    return { status: ERROR_CATALOG[err.code].status, body: { error: err.code, message, ...field } };
   }
-  return { status: 500, body: { error: 'ERR_INTERNAL', message: 'internal error' } };
+  const { status, text } = ERROR_CATALOG.ERR_INTERNAL;
+  return { status, body: { error: 'ERR_INTERNAL', message: text } };
 }

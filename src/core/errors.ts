@@ -1,24 +1,50 @@
 /**
  * The error hierarchy. Every error the service raises on purpose carries a stable
- * `code`; which reply an error becomes is core/outcomes.ts (outcomeOfError) and nowhere else.
+ * `code`; which reply an error becomes on the update protocol is core/outcomes.ts
+ * (outcomeOfError), on the admin listener ERROR_CATALOG below.
  * Messages never contain secrets (passwords, TSIG keys): callers pass names, not values.
  */
 
-export type ErrorCode =
-  | 'ERR_CONFIG'
-  | 'ERR_STORE_UNAVAILABLE'
-  | 'ERR_DNS_TIMEOUT'
-  | 'ERR_DNS_CONNECTION'
-  | 'ERR_DNS_RCODE'
-  | 'ERR_DNS_TSIG'
-  | 'ERR_DNS_PROTOCOL'
-  | 'ERR_NOT_FOUND'
-  | 'ERR_CONFLICT'
-  | 'ERR_INVALID_INPUT';
+/**
+ * Every error code, with the HTTP status and the public text the admin listener answers it
+ * with (admin/server.ts) and its OpenAPI document describes it by (admin/openapi.ts). The
+ * text is the reply's message where the server has nothing more precise to say. The codes
+ * of the HTTP exchange itself (ERR_UNAUTHORIZED, …, ERR_INTERNAL) are here too: one list.
+ */
+export const ERROR_CATALOG = {
+  ERR_CONFIG: { status: 500, text: 'the configuration is invalid' },
+  ERR_STORE_UNAVAILABLE: { status: 503, text: 'Redis did not answer' },
+  ERR_DNS_TIMEOUT: { status: 502, text: 'the primary did not answer the DNS change in time' },
+  ERR_DNS_CONNECTION: { status: 502, text: 'the primary could not be reached' },
+  ERR_DNS_RCODE: { status: 502, text: 'the primary refused the DNS change' },
+  ERR_DNS_TSIG: { status: 502, text: 'the TSIG signature of the DNS change or of its answer did not verify' },
+  ERR_DNS_PROTOCOL: { status: 502, text: 'the primary did not answer with a valid DNS message' },
+  ERR_NOT_FOUND: { status: 404, text: 'no such account, host, token, pattern or path' },
+  ERR_CONFLICT: { status: 409, text: 'it exists already, or its state forbids the change' },
+  ERR_INVALID_INPUT: { status: 400, text: 'invalid input: a field, the JSON or the path' },
+  ERR_UNAUTHORIZED: { status: 401, text: 'a valid admin bearer token is required' },
+  ERR_METHOD_NOT_ALLOWED: { status: 405, text: 'method not allowed here' },
+  ERR_PAYLOAD_TOO_LARGE: { status: 413, text: 'the body is too large' },
+  ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, text: 'expected a JSON body (Content-Type: application/json)' },
+  ERR_INTERNAL: { status: 500, text: 'internal error' },
+} as const satisfies Record<string, { status: number; text: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+/** The codes of an HTTP exchange with the admin listener, not of an error the service raises. */
+export type ExchangeErrorCode =
+  | 'ERR_UNAUTHORIZED'
+  | 'ERR_METHOD_NOT_ALLOWED'
+  | 'ERR_PAYLOAD_TOO_LARGE'
+  | 'ERR_UNSUPPORTED_MEDIA_TYPE'
+  | 'ERR_INTERNAL';
+
+/** The codes of the errors the service raises (BridgeError). */
+export type ServiceErrorCode = Exclude<ErrorCode, ExchangeErrorCode>;
 
 export class BridgeError extends Error {
-  readonly code: ErrorCode;
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+  readonly code: ServiceErrorCode;
+  constructor(code: ServiceErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
     this.name = new.target.name;
