@@ -7,6 +7,7 @@
 import type { AdminService, HostStateChange } from '../app/admin.js';
 import { tokenView } from '../app/admin.js';
 import { ACCOUNT_NAME_PATTERN, ACCOUNT_NAME_RULE } from '../core/accounts.js';
+import { DEFAULT_HOST_TYPE, HOST_STATES, HOST_TYPES, SETTABLE_HOST_STATES } from '../core/types.js';
 
 export type JsonSchema = Record<string, unknown>;
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -54,8 +55,8 @@ const listOf = (name: string): JsonSchema => ({ type: 'array', items: ref(name) 
 const HOST_PROPERTIES: Record<string, JsonSchema> = {
   fqdn: str('host name'),
   owner: str('account that owns it'),
-  type: { enum: ['dynamic', 'static', 'webhop', 'subdomain'] },
-  state: { enum: ['active', 'offline', 'blocked', 'closed'] },
+  type: { enum: HOST_TYPES },
+  state: { enum: HOST_STATES },
   ipv4: nullable({ type: 'string' }),
   ipv6: nullable({ type: 'string' }),
   addresses: { type: 'array', items: { type: 'string' } },
@@ -113,7 +114,7 @@ export const SCHEMAS: Record<string, JsonSchema> = {
     },
     [...Object.keys(HOST_PROPERTIES), 'repair'],
   ),
-  HostState: object({ fqdn: { type: 'string' }, state: { enum: ['active', 'blocked', 'closed'] } }, ['fqdn', 'state']),
+  HostState: object({ fqdn: { type: 'string' }, state: { enum: SETTABLE_HOST_STATES } }, ['fqdn', 'state']),
   HostLink: object(
     { fqdn: { type: 'string' }, parent: { type: 'string' }, iid: str('the interface identifier, canonical') },
     ['fqdn', 'parent', 'iid'],
@@ -258,7 +259,7 @@ export const OPERATIONS: readonly Operation[] = [
       {
         fqdn: str('the host name'),
         account: str('the owner'),
-        type: { enum: ['dynamic', 'static', 'webhop', 'subdomain'], default: 'dynamic' },
+        type: { enum: HOST_TYPES, default: DEFAULT_HOST_TYPE },
       },
       ['fqdn', 'account'],
     ),

@@ -9,7 +9,14 @@ import { ConflictError, HostStateConflictError, InvalidInputError, NotFoundError
 import { MAX_PASSWORD_LENGTH } from '../core/limits.js';
 import { normalizeHostname } from '../core/names.js';
 import { checkRegistration } from '../core/registration.js';
-import { emptyDnsState, type Account, type HostRecord } from '../core/types.js';
+import {
+  DEFAULT_HOST_TYPE,
+  emptyDnsState,
+  type Account,
+  type HostRecord,
+  type HostState,
+  type SettableHostState,
+} from '../core/types.js';
 import {
   noteProblem,
   parseDuration,
@@ -112,7 +119,7 @@ export const HOST_STATE_CHANGES = {
   reopen: { from: ['closed'], to: 'active' },
   close: { from: ['active', 'offline', 'blocked'], to: 'closed' },
   block: { from: ['active', 'offline'], to: 'blocked' },
-} as const;
+} as const satisfies Record<string, { from: readonly HostState[]; to: SettableHostState }>;
 export type HostStateChange = keyof typeof HOST_STATE_CHANGES;
 
 export type AgentBlockResult = 'blocked' | 'already blocked';
@@ -233,7 +240,7 @@ export class AdminService {
   // --- hosts ----------------------------------------------------------------------------
 
   async addHost(input: { fqdn: string; account: string; type?: string }): Promise<HostView> {
-    const checked = checkRegistration(input.fqdn, input.type ?? 'dynamic', this.deps.zones);
+    const checked = checkRegistration(input.fqdn, input.type ?? DEFAULT_HOST_TYPE, this.deps.zones);
     if ('problem' in checked) throw new InvalidInputError(checked.problem);
     const account = accountName(input.account);
     await this.deps.hosts.indexNesting(this.deps.zones);
@@ -258,10 +265,7 @@ export class AdminService {
     return { ...hostView(host), repair: repair ?? null };
   }
 
-  async setHostState(
-    name: string,
-    change: HostStateChange,
-  ): Promise<{ fqdn: string; state: 'active' | 'blocked' | 'closed' }> {
+  async setHostState(name: string, change: HostStateChange): Promise<{ fqdn: string; state: SettableHostState }> {
     const fqdn = hostName(name);
     const rule = HOST_STATE_CHANGES[change];
     try {

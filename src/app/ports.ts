@@ -13,6 +13,7 @@ import type {
   HostRecord,
   HostState,
   HostType,
+  SettableHostState,
   TargetState,
 } from '../core/types.js';
 
@@ -353,7 +354,7 @@ export interface HostAdmin {
    * Set state; unblock/reopen also reset the frequency counters. With `onlyFrom`, only from one
    * of those states (checked in the same step): ConflictError otherwise. NotFoundError.
    */
-  setState(fqdn: string, state: 'active' | 'blocked' | 'closed', onlyFrom?: readonly HostState[]): Promise<void>;
+  setState(fqdn: string, state: SettableHostState, onlyFrom?: readonly HostState[]): Promise<void>;
   /** Index the names between existing hosts and their zones (hosts added before the index existed). */
   indexNesting(zones: readonly string[]): Promise<number>;
 }

@@ -2,6 +2,7 @@
 /** The command-line entry point: the yargs command tree. The only place that reads `process`. */
 import { helpWidth, hideBin, yargs, type Argv } from './yargs.js';
 import { BridgeError, ConfigError, InvalidInputError } from '../core/errors.js';
+import { DEFAULT_HOST_TYPE, HOST_TYPES } from '../core/types.js';
 import { configPathFrom, loadContext, UsageError } from './context.js';
 
 // Each command's module is loaded when that command runs: `serve --workers N`'s primary, which
@@ -155,8 +156,8 @@ const cli = yargs(hideBin(process.argv))
             .option('account', { type: 'string', demandOption: true })
             .option('type', {
               type: 'string',
-              default: 'dynamic',
-              choices: ['dynamic', 'static', 'webhop', 'subdomain'],
+              default: DEFAULT_HOST_TYPE,
+              choices: HOST_TYPES,
             }),
         async (argv) => (await commands.admin()).hostAdd(await ctx(argv), argv.fqdn, argv.account, argv.type, out),
       )

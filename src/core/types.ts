@@ -2,9 +2,14 @@
 
 export const HOST_TYPES = ['dynamic', 'static', 'webhop', 'subdomain'] as const;
 export type HostType = (typeof HOST_TYPES)[number];
+/** The type of a host added without one (host add, the API, an import line of two fields). */
+export const DEFAULT_HOST_TYPE: HostType = 'dynamic';
 
 export const HOST_STATES = ['active', 'offline', 'blocked', 'closed'] as const;
 export type HostState = (typeof HOST_STATES)[number];
+/** The states an operator sets (block, close, reopen); `offline` is only ever an update's. */
+export const SETTABLE_HOST_STATES = ['active', 'blocked', 'closed'] as const satisfies readonly HostState[];
+export type SettableHostState = (typeof SETTABLE_HOST_STATES)[number];
 
 export interface Account {
   name: string;

@@ -19,7 +19,15 @@ import type {
 import { ConflictError, HostStateConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { ancestorsOf, namesBetween, normalizeHostname, zoneOf } from '../core/names.js';
-import { HOST_TYPES, type HostRecord, type HostState, type HostType, type TargetState } from '../core/types.js';
+import {
+  HOST_TYPES,
+  SETTABLE_HOST_STATES,
+  type HostRecord,
+  type HostState,
+  type HostType,
+  type SettableHostState,
+  type TargetState,
+} from '../core/types.js';
 import { decodeFamilies, decodeHost } from './codec.js';
 import { HOST_FIELDS, Keys, TOKEN_FIELDS } from './keys.js';
 import { execPipeline, storeCall } from './redis.js';
@@ -470,12 +478,8 @@ export class RedisHostStore implements HostGate, HostAdmin {
     return hosts.sort((a, b) => (a.fqdn < b.fqdn ? -1 : a.fqdn > b.fqdn ? 1 : 0));
   }
 
-  async setState(
-    fqdn: string,
-    state: 'active' | 'blocked' | 'closed',
-    onlyFrom: readonly HostState[] = [],
-  ): Promise<void> {
-    if (state !== 'active' && state !== 'blocked' && state !== 'closed') {
+  async setState(fqdn: string, state: SettableHostState, onlyFrom: readonly HostState[] = []): Promise<void> {
+    if (!(SETTABLE_HOST_STATES as readonly string[]).includes(state)) {
       throw new InvalidInputError(`cannot set host state '${String(state)}'`);
     }
     const name = lookupName(fqdn);

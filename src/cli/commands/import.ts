@@ -9,7 +9,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
-import { type HostType } from '../../core/types.js';
+import { DEFAULT_HOST_TYPE, type HostType } from '../../core/types.js';
 import { checkRegistration } from '../../core/registration.js';
 import {
   BulkHostImporter,
@@ -37,8 +37,6 @@ export interface ImportTarget {
   importer: Pick<BulkHostImporter, 'accountExists' | 'push' | 'finish'>;
   zones: readonly string[];
 }
-
-const DEFAULT_TYPE: HostType = 'dynamic';
 
 /**
  * Validate and import every line; `onReject` gets each rejected line (in completion order).
@@ -109,7 +107,7 @@ export function parseLine(
   const fields = text.split(/\s+/);
   if (fields.length < 2 || fields.length > 3)
     return `expected "FQDN ACCOUNT [TYPE]", got ${fields.length} field${fields.length === 1 ? '' : 's'}`;
-  const [name, account, type = DEFAULT_TYPE] = fields as [string, string, string?];
+  const [name, account, type = DEFAULT_HOST_TYPE] = fields as [string, string, string?];
   const checked = checkRegistration(name, type, zones);
   return 'problem' in checked ? checked.problem : { ...checked, account };
 }
