@@ -1,9 +1,11 @@
 /**
- * What the use cases need from the outside world. Adapters (store, dns, auth) implement
- * these; `cli/compose.ts` wires them. Every method may throw StoreUnavailableError (→ 911);
- * Publisher.publish may throw DnsUpdateError (→ dnserr).
+ * What the use cases need from the outside world. The store, dns and auth adapters implement
+ * these (metrics implements core/telemetry.ts's Telemetry); http and admin take a few types.
+ * The composition wires them: cli/compose.ts, cli/admin-service.ts, cli/admin-listener.ts and
+ * the check, drift and backup commands (docs/architecture.md). Every method may throw
+ * StoreUnavailableError (→ 911); Publisher.publish may throw DnsUpdateError (→ dnserr).
  */
-import type { HostOutcome } from '../core/outcomes.js';
+import type { AdmitRejection, GuardCheck, LinkSkip } from '../core/admission.js';
 import type { TokenRecord } from '../core/update-tokens.js';
 import type {
   Account,
@@ -16,6 +18,9 @@ import type {
   SettableHostState,
   TargetState,
 } from '../core/types.js';
+
+// The admission's words are defined once, in core, with the lists the store checks replies against.
+export type { AdmitKind, AdmitRejection, GuardCheck, LinkSkip } from '../core/admission.js';
 
 /** The authenticated account as the use cases see it. */
 export interface AccountView {
@@ -173,27 +178,9 @@ export interface Lease {
   readonly token: string;
 }
 
-/**
- * Why admit refused a host: not registered, another account's, not dynamic, closed; abuse:
- * already blocked, or this request crossed the frequency limit and blocked it.
- */
-export const ADMIT_REJECTIONS = [
-  'unknown-host',
-  'not-owner',
-  'not-dynamic',
-  'closed',
-  'abuse',
-] as const satisfies readonly HostOutcome[];
-export type AdmitRejection = (typeof ADMIT_REJECTIONS)[number];
-
 export type Admission =
   | { kind: 'rejected'; outcome: AdmitRejection }
-  /**
-   * A login check of the guard did not hold; nothing was counted or changed. 'agent': the
-   * (source, User-Agent) pair is junk-blocked; 'login': the source or the account is in
-   * cool-down; 'stale': the account's password hash or donator flag changed since the
-   * credentials were verified.
-   */
+  /** A login check of the guard did not hold (GuardCheck says which); nothing was counted or changed. */
   | { kind: 'refused'; check: GuardCheck }
   /** Another request holds this host's lease: try again shortly. Nothing was counted. */
   | { kind: 'busy' }
@@ -221,9 +208,6 @@ export interface AdmitRequest {
   /** The request's agent and login checks, made again in the same atomic step. */
   guard?: AdmitGuard;
 }
-
-/** Which check of an AdmitGuard failed. */
-export type GuardCheck = 'agent' | 'login' | 'stale';
 
 /**
  * Every login check, made again in the admission's atomic step, for a password or a token.
@@ -364,9 +348,6 @@ export interface LinkedHost {
   fqdn: string;
   iid: string;
 }
-
-/** Why a linked host was left out of its parent's prefix change. */
-export type LinkSkip = 'gone' | 'unlinked' | 'not-owner' | 'not-dynamic' | 'offline' | 'blocked' | 'closed' | 'busy';
 
 export type LinkedAdmission =
   | { kind: 'skipped'; reason: LinkSkip }

@@ -4,7 +4,14 @@
  * postpone keep the pending set; hostClaim is an operator's lease (host remove). Every one
  * also keeps `pending` (the sorted set of leases in flight, by their end) up to date.
  */
-import { ADMIT_REJECTIONS, type AdmitRejection, type Expectations, type GuardCheck } from '../../app/ports.js';
+import type { Expectations } from '../../app/ports.js';
+import {
+  ADMIT_KINDS,
+  ADMIT_REJECTIONS,
+  GUARD_CHECKS,
+  type AdmitRejection,
+  type GuardCheck,
+} from '../../core/admission.js';
 import { flag, type TargetState } from '../../core/types.js';
 import { encodeExpectations, encodeWrittenFamilies, type HashFields } from '../codec.js';
 import { HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
@@ -123,9 +130,6 @@ const admitArgv = (a: AdmitArgs): (string | number)[] => [
   encodeWrittenFamilies(a.expect),
   ...(a.expect === null ? [] : encodeExpectations(a.expect)),
 ];
-
-const ADMIT_KINDS = ['rejected', 'refused', 'busy', 'nochg', 'change'] as const;
-export const GUARD_CHECKS = ['agent', 'login', 'stale'] as const satisfies readonly GuardCheck[];
 
 function admitReply(raw: unknown, script: string): AdmitReply {
   const { kind, rest } = replyKind(raw, ADMIT_KINDS, script);

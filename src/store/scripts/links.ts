@@ -3,7 +3,7 @@
  * linked host to its parent's prefix change (under the host's own lease, not counted), and forget (a host removed).
  * A link lives in the linked host's hash (linkParent, linkIid) and in its parent's set of links (Keys.hostLinks).
  */
-import type { LinkSkip } from '../../app/ports.js';
+import { LINK_SKIPS as SKIPS, type LinkSkip } from '../../core/admission.js';
 import { HOST_FIELDS as HF } from '../keys.js';
 import { LEASE_PREAMBLE } from '../lua.js';
 import { defineScript, replyFields, replyKind, replyOneOf, replyString } from '../script.js';
@@ -152,17 +152,6 @@ export type AdmitLinkedReply =
   | { kind: 'skipped'; reason: LinkSkip }
   | { kind: 'nochg' }
   | { kind: 'change'; host: HashFields; repairDue: boolean; families: string; takenOver: string };
-
-const SKIPS = [
-  'gone',
-  'unlinked',
-  'not-owner',
-  'not-dynamic',
-  'offline',
-  'blocked',
-  'closed',
-  'busy',
-] as const satisfies readonly LinkSkip[];
 
 /**
  * admitLinked(KEYS: host, pending; ARGV: token, leaseMs, parent, account, iid, ipv6) → {'skipped', reason} |

@@ -1,10 +1,10 @@
 /** The update token scripts: the login's lookup and checks, and the operator's add and remove. */
-import type { GuardCheck } from '../../app/ports.js';
+import { GUARD_CHECKS, type GuardCheck } from '../../core/admission.js';
 import { flag } from '../../core/types.js';
 import { ACCOUNT_FIELDS as AF, HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
 import { DROP_TOKEN_COUNT, NOW, TOKEN_CHECKS } from '../lua.js';
 import { defineScript, replyArray, replyKind, replyOneOf, replyString } from '../script.js';
-import { GUARD_CHECKS, tokenGuardKeyList, type TokenGuardArgs } from './lease.js';
+import { tokenGuardKeyList, type TokenGuardArgs } from './lease.js';
 
 /** tokenCheck(KEYS, ARGV: as ADMIT_TOKEN's first six and two) → {'ok'} | {'refused', check}. */
 export const TOKEN_CHECK = defineScript({

@@ -4,14 +4,13 @@
  * and ends the lease. The lease is the host's one lease, so a TXT change and an address change never cross; release
  * and the repair of an interrupted change are the lease scripts' (lease.ts).
  */
-import { ADMIT_REJECTIONS } from '../../app/ports.js';
+import { ADMIT_KINDS, ADMIT_REJECTIONS, GUARD_CHECKS } from '../../core/admission.js';
 import { flag } from '../../core/types.js';
 import type { HashFields } from '../codec.js';
 import { HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
 import { blindDigest, GUARD, HOST_ADMISSION, LEASE_PREAMBLE, TOKEN_CHECKS } from '../lua.js';
 import { defineScript, replyFields, replyKind, replyOneOf, replyString } from '../script.js';
 import {
-  GUARD_CHECKS,
   tokenGuardKeyList,
   type AdmitNoLease,
   type GuardedAdmitKeys,
@@ -69,7 +68,7 @@ const txtAdmitArgv = (a: TxtAdmitArgs): (string | number)[] => [
 
 function txtAdmitReply(raw: unknown): TxtAdmitReply {
   const script = 'txt admit';
-  const { kind, rest } = replyKind(raw, ['rejected', 'refused', 'busy', 'nochg', 'change'] as const, script);
+  const { kind, rest } = replyKind(raw, ADMIT_KINDS, script);
   switch (kind) {
     case 'rejected':
       return { kind, outcome: replyOneOf(rest[0], ADMIT_REJECTIONS, script) };
