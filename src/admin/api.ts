@@ -12,12 +12,13 @@ import { DEFAULT_HOST_TYPE, HOST_STATES, HOST_TYPES, SETTABLE_HOST_STATES } from
 export type JsonSchema = Record<string, unknown>;
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
-export interface ApiRequest {
+/** A request as the server hands it to any operation (see `operation` for the typed view). */
+export interface ApiRequest<Body = Record<string, unknown>, Params = Record<string, string>> {
   /** Path parameters, decoded. */
-  params: Record<string, string>;
+  params: Params;
   query: URLSearchParams;
   /** The JSON body, already valid against the operation's `body` schema. */
-  body: Record<string, unknown>;
+  body: Body;
 }
 
 export interface ApiResult {
@@ -41,14 +42,63 @@ export interface Operation {
   handle(admin: AdminService, req: ApiRequest): Promise<ApiResult>;
 }
 
-const str = (description: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'string', description, ...extra });
+/**
+ * The type of a value valid against schema `S`, for the JSON Schema the bodies use: string,
+ * boolean, integer, null, enum, oneOf, array, and object with `properties` and `required`
+ * (unknown for anything else, so a handler must check it). ajv has checked the body against
+ * the same schema (server.ts), so a handler reads typed fields with no cast.
+ */
+export type ValueOf<S> = S extends { enum: readonly (infer E)[] }
+  ? E
+  : S extends { oneOf: readonly (infer O)[] }
+    ? ValueOf<O>
+    : S extends { type: 'string' }
+      ? string
+      : S extends { type: 'boolean' }
+        ? boolean
+        : S extends { type: 'integer' }
+          ? number
+          : S extends { type: 'null' }
+            ? null
+            : S extends { type: 'array'; items: infer I }
+              ? ValueOf<I>[]
+              : S extends { type: 'object'; properties: infer P; required: readonly (infer R)[] }
+                ? { [K in keyof P & R]: ValueOf<P[K]> } & { [K in Exclude<keyof P, R>]?: ValueOf<P[K]> }
+                : unknown;
+
+/** The path parameters of a template: `/v1/hosts/{fqdn}/tokens` → `{ fqdn: string }`. */
+export type PathParams<P extends string> = P extends `${string}{${infer N}}${infer Rest}`
+  ? Record<N, string> & PathParams<Rest>
+  : Record<never, string>;
+
+/** An operation as written in the table: its handler sees the body of its schema and the parameters of its path. */
+type OperationSpec<P extends string, S> = Omit<Operation, 'path' | 'body' | 'handle'> & {
+  path: P;
+  body?: S;
+  handle(admin: AdminService, req: ApiRequest<ValueOf<S>, PathParams<P>>): Promise<ApiResult>;
+};
+
+/** No body: the handler's `body` is an empty object. */
+type NoBody = { type: 'object'; properties: Record<never, JsonSchema>; required: [] };
+
+/**
+ * One operation of the table, its handler typed from its path and body schema. The one
+ * assertion of the API: the server calls `handle` only with a body ajv has validated against
+ * `body` and the parameters `pathMatcher(path)` names (server.ts).
+ */
+function operation<const P extends string, const S extends JsonSchema = NoBody>(spec: OperationSpec<P, S>): Operation {
+  const { handle } = spec;
+  return { ...spec, handle: (admin, req) => handle(admin, req as ApiRequest<ValueOf<S>, PathParams<P>>) };
+}
+
+const str = (description: string, extra: JsonSchema = {}) => ({ type: 'string' as const, description, ...extra });
 const nullable = (schema: JsonSchema): JsonSchema => ({ oneOf: [schema, { type: 'null' }] });
-const object = (properties: Record<string, JsonSchema>, required: readonly string[] = []): JsonSchema => ({
-  type: 'object',
-  properties,
-  required: [...required],
-  additionalProperties: false,
-});
+function object<const P extends Record<string, JsonSchema>, const R extends readonly string[] = []>(
+  properties: P,
+  required?: R,
+): { type: 'object'; properties: P; required: R[number][]; additionalProperties: false } {
+  return { type: 'object', properties, required: [...(required ?? [])], additionalProperties: false };
+}
 const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
 const listOf = (name: string): JsonSchema => ({ type: 'array', items: ref(name) });
 
@@ -159,18 +209,19 @@ export const SCHEMAS: Record<string, JsonSchema> = {
 
 const password = str('the update password (1 to 1024 characters)', { minLength: 1, maxLength: 1024 });
 
-const hostChange = (change: HostStateChange, summary: string): Operation => ({
-  method: 'POST',
-  path: `/v1/hosts/{fqdn}/${change}`,
-  operationId: `${change}Host`,
-  summary,
-  success: { status: 200, schema: ref('HostState'), description: 'the host and its new state' },
-  errors: [404, 409],
-  handle: async (admin, req) => ({ status: 200, body: await admin.setHostState(req.params.fqdn!, change) }),
-});
+const hostChange = (change: HostStateChange, summary: string): Operation =>
+  operation({
+    method: 'POST',
+    path: `/v1/hosts/{fqdn}/${change}`,
+    operationId: `${change}Host`,
+    summary,
+    success: { status: 200, schema: ref('HostState'), description: 'the host and its new state' },
+    errors: [404, 409],
+    handle: async (admin, req) => ({ status: 200, body: await admin.setHostState(req.params.fqdn, change) }),
+  });
 
 export const OPERATIONS: readonly Operation[] = [
-  {
+  operation({
     method: 'POST',
     path: '/v1/accounts',
     operationId: 'createAccount',
@@ -188,13 +239,13 @@ export const OPERATIONS: readonly Operation[] = [
     handle: async (admin, req) => ({
       status: 201,
       body: await admin.addAccount({
-        name: req.body.name as string,
-        password: req.body.password as string,
+        name: req.body.name,
+        password: req.body.password,
         donator: req.body.donator === true,
       }),
     }),
-  },
-  {
+  }),
+  operation({
     method: 'GET',
     path: '/v1/accounts',
     operationId: 'listAccounts',
@@ -202,17 +253,17 @@ export const OPERATIONS: readonly Operation[] = [
     success: { status: 200, schema: listOf('Account'), description: 'the accounts' },
     errors: [],
     handle: async (admin) => ({ status: 200, body: await admin.listAccounts() }),
-  },
-  {
+  }),
+  operation({
     method: 'GET',
     path: '/v1/accounts/{name}',
     operationId: 'getAccount',
     summary: 'One account and its hosts',
     success: { status: 200, schema: ref('AccountDetail'), description: 'the account' },
     errors: [404],
-    handle: async (admin, req) => ({ status: 200, body: await admin.showAccount(req.params.name!) }),
-  },
-  {
+    handle: async (admin, req) => ({ status: 200, body: await admin.showAccount(req.params.name) }),
+  }),
+  operation({
     method: 'DELETE',
     path: '/v1/accounts/{name}',
     operationId: 'deleteAccount',
@@ -220,11 +271,11 @@ export const OPERATIONS: readonly Operation[] = [
     success: { status: 204, description: 'removed' },
     errors: [404, 409],
     handle: async (admin, req) => {
-      await admin.removeAccount(req.params.name!);
+      await admin.removeAccount(req.params.name);
       return { status: 204 };
     },
-  },
-  {
+  }),
+  operation({
     method: 'PUT',
     path: '/v1/accounts/{name}/password',
     operationId: 'setAccountPassword',
@@ -233,11 +284,11 @@ export const OPERATIONS: readonly Operation[] = [
     success: { status: 204, description: 'changed' },
     errors: [404],
     handle: async (admin, req) => {
-      await admin.setPassword(req.params.name!, req.body.password as string);
+      await admin.setPassword(req.params.name, req.body.password);
       return { status: 204 };
     },
-  },
-  {
+  }),
+  operation({
     method: 'PUT',
     path: '/v1/accounts/{name}/donator',
     operationId: 'setAccountDonator',
@@ -246,11 +297,11 @@ export const OPERATIONS: readonly Operation[] = [
     success: { status: 204, description: 'changed' },
     errors: [404],
     handle: async (admin, req) => {
-      await admin.setDonator(req.params.name!, req.body.donator as boolean);
+      await admin.setDonator(req.params.name, req.body.donator);
       return { status: 204 };
     },
-  },
-  {
+  }),
+  operation({
     method: 'POST',
     path: '/v1/hosts',
     operationId: 'createHost',
@@ -268,13 +319,13 @@ export const OPERATIONS: readonly Operation[] = [
     handle: async (admin, req) => ({
       status: 201,
       body: await admin.addHost({
-        fqdn: req.body.fqdn as string,
-        account: req.body.account as string,
-        type: req.body.type as string | undefined,
+        fqdn: req.body.fqdn,
+        account: req.body.account,
+        type: req.body.type,
       }),
     }),
-  },
-  {
+  }),
+  operation({
     method: 'GET',
     path: '/v1/hosts',
     operationId: 'listHosts',
@@ -283,17 +334,17 @@ export const OPERATIONS: readonly Operation[] = [
     success: { status: 200, schema: listOf('Host'), description: 'the hosts, by name' },
     errors: [404],
     handle: async (admin, req) => ({ status: 200, body: await admin.listHosts(req.query.get('account') ?? undefined) }),
-  },
-  {
+  }),
+  operation({
     method: 'GET',
     path: '/v1/hosts/{fqdn}',
     operationId: 'getHost',
     summary: 'One host: its state, addresses, settings and any repair due',
     success: { status: 200, schema: ref('HostDetail'), description: 'the host' },
     errors: [404],
-    handle: async (admin, req) => ({ status: 200, body: await admin.showHost(req.params.fqdn!) }),
-  },
-  {
+    handle: async (admin, req) => ({ status: 200, body: await admin.showHost(req.params.fqdn) }),
+  }),
+  operation({
     method: 'DELETE',
     path: '/v1/hosts/{fqdn}',
     operationId: 'deleteHost',
@@ -302,15 +353,15 @@ export const OPERATIONS: readonly Operation[] = [
     success: { status: 204, description: 'removed' },
     errors: [404, 409, 502, 503],
     handle: async (admin, req) => {
-      await admin.removeHost(req.params.fqdn!, { keepDns: req.query.get('keepDns') === 'true' });
+      await admin.removeHost(req.params.fqdn, { keepDns: req.query.get('keepDns') === 'true' });
       return { status: 204 };
     },
-  },
+  }),
   hostChange('block', 'Block the host: updates get `abuse` until it is unblocked'),
   hostChange('unblock', 'Unblock a blocked host'),
   hostChange('close', 'Close the host: updates get `nohost` until it is reopened'),
   hostChange('reopen', 'Reopen a closed host'),
-  {
+  operation({
     method: 'POST',
     path: '/v1/hosts/{fqdn}/link',
     operationId: 'linkHost',
@@ -326,10 +377,10 @@ export const OPERATIONS: readonly Operation[] = [
     errors: [404, 409],
     handle: async (admin, req) => ({
       status: 200,
-      body: await admin.linkHost(req.params.fqdn!, { to: req.body.to as string, iid: req.body.iid as string }),
+      body: await admin.linkHost(req.params.fqdn, { to: req.body.to, iid: req.body.iid }),
     }),
-  },
-  {
+  }),
+  operation({
     method: 'DELETE',
     path: '/v1/hosts/{fqdn}/link',
     operationId: 'unlinkHost',
@@ -337,11 +388,11 @@ export const OPERATIONS: readonly Operation[] = [
     success: { status: 204, description: 'unlinked' },
     errors: [404],
     handle: async (admin, req) => {
-      await admin.unlinkHost(req.params.fqdn!);
+      await admin.unlinkHost(req.params.fqdn);
       return { status: 204 };
     },
-  },
-  {
+  }),
+  operation({
     method: 'POST',
     path: '/v1/hosts/{fqdn}/tokens',
     operationId: 'createToken',
@@ -358,10 +409,10 @@ export const OPERATIONS: readonly Operation[] = [
     success: { status: 201, schema: ref('NewToken'), description: 'the token' },
     errors: [404, 409],
     handle: async (admin, req) => {
-      const { record, token } = await admin.addToken(req.params.fqdn!, {
-        expires: req.body.expires as string | undefined,
-        from: req.body.from as string | string[] | undefined,
-        note: req.body.note as string | undefined,
+      const { record, token } = await admin.addToken(req.params.fqdn, {
+        expires: req.body.expires,
+        from: req.body.from,
+        note: req.body.note,
         acmeOnly: req.body.acmeOnly === true,
       });
       const v = tokenView(record);
@@ -379,8 +430,8 @@ export const OPERATIONS: readonly Operation[] = [
         },
       };
     },
-  },
-  {
+  }),
+  operation({
     method: 'GET',
     path: '/v1/hosts/{fqdn}/tokens',
     operationId: 'listTokens',
@@ -391,8 +442,8 @@ export const OPERATIONS: readonly Operation[] = [
       status: 200,
       body: (await admin.listTokens(req.params.fqdn, { requireHost: true })).map(tokenView),
     }),
-  },
-  {
+  }),
+  operation({
     method: 'DELETE',
     path: '/v1/tokens/{id}',
     operationId: 'deleteToken',
@@ -400,11 +451,11 @@ export const OPERATIONS: readonly Operation[] = [
     success: { status: 204, description: 'revoked' },
     errors: [404],
     handle: async (admin, req) => {
-      await admin.removeToken(req.params.id!);
+      await admin.removeToken(req.params.id);
       return { status: 204 };
     },
-  },
-  {
+  }),
+  operation({
     method: 'GET',
     path: '/v1/agents/blocked',
     operationId: 'listBlockedAgents',
@@ -412,8 +463,8 @@ export const OPERATIONS: readonly Operation[] = [
     success: { status: 200, schema: listOf('AgentBlock'), description: 'the patterns' },
     errors: [],
     handle: async (admin) => ({ status: 200, body: await admin.listBlockedAgents() }),
-  },
-  {
+  }),
+  operation({
     method: 'POST',
     path: '/v1/agents/blocked',
     operationId: 'blockAgent',
@@ -422,12 +473,12 @@ export const OPERATIONS: readonly Operation[] = [
     success: { status: 201, schema: ref('AgentBlock'), description: 'blocked (also when it was already)' },
     errors: [],
     handle: async (admin, req) => {
-      const pattern = req.body.pattern as string;
+      const { pattern } = req.body;
       await admin.blockAgent(pattern);
       return { status: 201, body: { pattern, source: 'redis' } };
     },
-  },
-  {
+  }),
+  operation({
     method: 'DELETE',
     path: '/v1/agents/blocked/{agent}',
     operationId: 'unblockAgent',
@@ -435,10 +486,10 @@ export const OPERATIONS: readonly Operation[] = [
     success: { status: 204, description: 'unblocked' },
     errors: [404, 409],
     handle: async (admin, req) => {
-      await admin.unblockAgent(req.params.agent!);
+      await admin.unblockAgent(req.params.agent);
       return { status: 204 };
     },
-  },
+  }),
 ];
 
 /** An operation's path template as a matcher: `/v1/hosts/{fqdn}` → names and a RegExp. */
