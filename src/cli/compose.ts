@@ -1,6 +1,8 @@
 /**
- * The composition root: builds every adapter from the validated config and wires the use
- * cases. The only module (with main.ts) that knows all the others.
+ * The composition of a serving process: builds the update path's adapters from the validated
+ * config and wires its use cases. It is not the only module that wires adapters:
+ * admin-service.ts and admin-listener.ts compose the admin side, and the check, drift and
+ * backup commands open stores and DNS themselves (docs/architecture.md, "Composition").
  */
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../core/log.js';

@@ -1,5 +1,8 @@
 #!/usr/bin/env node
-/** The command-line entry point: the yargs command tree. The only place that reads `process`. */
+/**
+ * The command-line entry point: the yargs command tree, the exit code. `process` (argv, env,
+ * signals, stdio) is read only in src/cli and src/lab, never by the core, use cases or adapters.
+ */
 import { helpWidth, hideBin, yargs, type Argv } from './yargs.js';
 import { BridgeError, ConfigError, InvalidInputError } from '../core/errors.js';
 import { DEFAULT_HOST_TYPE, HOST_TYPES } from '../core/types.js';

@@ -1,7 +1,9 @@
 /**
- * The one outcome → reply map (docs/architecture.md, "Where a reply token is chosen"). The
- * store, the use cases and the HTTP adapter speak in outcomes; only this table says which
- * token each one is on the wire, its HTTP status, and whether it counts as junk.
+ * The outcome → reply map of the update protocol
+ * (docs/architecture.md, "Where a reply token is chosen"). The store, the use cases and the
+ * HTTP adapter speak in outcomes; this table says which token each one is on the wire, its HTTP
+ * status, and whether it counts as junk. The ACME client APIs answer the same outcomes with
+ * statuses of their own (src/http/acme.ts, HOST_STATUS and REQUEST_STATUS).
  */
 import { DnsUpdateError } from './errors.js';
 import type { HostToken, RequestToken, Token } from './tokens.js';
