@@ -20,6 +20,7 @@ import {
 import type { Logger } from '../core/log.js';
 import { OPERATIONS, pathMatcher, type Operation } from './api.js';
 import { openApiDocument } from './openapi.js';
+import { connectionsCheckingInterval } from '../core/limits.js';
 
 export interface AdminDeps {
   admin: AdminService;
@@ -94,12 +95,7 @@ export class AdminListener {
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: limits.requestTimeoutMs,
       keepAliveTimeout: limits.keepAliveTimeoutMs,
-      // As the update listener (http/server.ts): node checks the two timeouts above only this
-      // often (default 30 s), so a slow client would hold its connection that much longer.
-      connectionsCheckingInterval: Math.max(
-        100,
-        Math.min(1000, Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4),
-      ),
+      connectionsCheckingInterval: connectionsCheckingInterval(limits.headersTimeoutMs, limits.requestTimeoutMs),
     };
     const server = http.createServer(options, (req, res) => {
       // answer() catches what a request can raise; this is the last net, so that nothing a

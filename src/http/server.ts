@@ -15,6 +15,7 @@ import { ClientAddressResolver, paramsOf, parseBasicAuth } from './request.js';
 import { echoReply, encodeReply, errorReply, outcomeReply, updateReply, type RawReply } from './reply.js';
 import { readTlsPair, summarize, type TlsListenerFiles } from './tls.js';
 import { ACME_PATHS, answerAcme, isAcmeRoute, type AcmeRoute } from './acme.js';
+import { connectionsCheckingInterval } from '../core/limits.js';
 
 export interface HttpSettings {
   basePath: string;
@@ -102,12 +103,7 @@ export class HttpFrontend {
       headersTimeout: settings.headersTimeoutMs,
       requestTimeout: settings.requestTimeoutMs,
       keepAliveTimeout: settings.keepAliveTimeoutMs,
-      // node checks the two timeouts above only this often (default 30 s): keep it a
-      // fraction of the shorter one so slow clients are cut off on time.
-      connectionsCheckingInterval: Math.max(
-        100,
-        Math.min(1000, Math.min(settings.headersTimeoutMs, settings.requestTimeoutMs) / 4),
-      ),
+      connectionsCheckingInterval: connectionsCheckingInterval(settings.headersTimeoutMs, settings.requestTimeoutMs),
     };
     const server: Server = tls
       ? https.createServer({
