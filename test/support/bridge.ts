@@ -130,7 +130,7 @@ export class BridgeEnv {
     return runCli([...args, '--config', direct], stdin);
   }
 
-  /** DNS messages (by opcode: 'update', 'query') the bridge sent to the primary (needs countDns). */
+  /** DNS messages (by opcode: 'update', 'query') the bridge sent to the primary for hosts, not readiness probes (needs countDns). */
   dnsMessages(opcode: 'update' | 'query' = 'update'): number {
     if (!this.proxy) throw new Error('start the env with countDns: true');
     return this.proxy.counts[opcode];
@@ -338,14 +338,14 @@ export class DnsCountingProxy {
   private constructor(
     private readonly server: net.Server,
     readonly port: number,
-    readonly counts: { update: number; query: number },
+    readonly counts: { update: number; query: number; probe: number },
   ) {}
 
   /** Hold each chunk towards the primary this long (0: pass at once). */
   delayMs = 0;
 
   static async start(targetPort: number): Promise<DnsCountingProxy> {
-    const counts = { update: 0, query: 0 };
+    const counts = { update: 0, query: 0, probe: 0 };
     const sockets = new Set<net.Socket>();
     // Assigned once, after the server whose connections read it exists.
     // eslint-disable-next-line prefer-const
@@ -363,7 +363,10 @@ export class DnsCountingProxy {
         while (pending.length >= 2 && pending.length >= 2 + pending.readUInt16BE(0)) {
           const msg = pending.subarray(2, 2 + pending.readUInt16BE(0));
           const opcode = ((msg[2] ?? 0) >> 3) & 0xf;
-          if (opcode === 5) counts.update++;
+          // The readiness monitor's background probes (src/dns/probe.ts: one UPDATE with an empty
+          // update section, one about `ddns-bridge-check`) are not the bridge's host changes.
+          if (opcode === 5 && (msg.readUInt16BE(8) === 0 || msg.includes('ddns-bridge-check'))) counts.probe++;
+          else if (opcode === 5) counts.update++;
           else if (opcode === 0) counts.query++;
           pending = pending.subarray(2 + msg.length);
         }
