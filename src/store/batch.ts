@@ -5,35 +5,51 @@
  * one command for the client and for Redis instead of one each (docs/operators.md, "Performance").
  *
  * A batchable script is written as a preamble (helpers, the Redis clock) and a body that reads
- * its host's KEYS and ARGV. The batch form runs the preamble once and the body as a function per
- * item, with KEYS and ARGV bound to the item's own: the same Lua text, so the same semantics.
+ * its host's keys and arguments (the prologue binds them by name). The batch form runs the
+ * preamble once and the prologue and body as a function per item, with KEYS and ARGV bound to the
+ * item's own: the same Lua text, so the same semantics.
  * One call is one atomic step for every item: none sees another's writes half done, exactly as if
  * they had run one after another. An item whose body raises an error fails alone (what it wrote
  * before stays, as with the script alone).
  */
 import type { Redis } from 'ioredis';
-import { encodeCall, evalScript, type ScriptDefinition } from './script.js';
+import {
+  defineScript,
+  evalScript,
+  type ArgObject,
+  type KeyObject,
+  type NoExtra,
+  type ScriptDefinition,
+  type ScriptSpec,
+} from './script.js';
 import { storeCallDone, storeCallStart } from './observe.js';
 import { asStoreError, storeCall } from './redis.js';
 
 export interface BatchableScript<K, A, R> extends ScriptDefinition<K, A, R> {
-  /** Run once per call: helpers and the clock; reads no KEYS or ARGV except inside its functions. */
-  readonly preamble: string;
-  /** One host's work: reads KEYS and ARGV, ends with a `return` of its reply (never nil). */
-  readonly body: string;
-  /** The batch form of the script (batchLua). */
+  /** The batch form of the script (batchLua): the preamble once, the prologue and body per item. */
   readonly batch: { readonly lua: string };
 }
 
-/** A script whose Lua is `preamble + body`, runnable alone (runScript) or many at once (ScriptBatcher). */
-export function defineBatchableScript<K, A, R>(
-  definition: Omit<ScriptDefinition<K, A, R>, 'lua'> & { preamble: string; body: string },
+/**
+ * defineScript for a script runnable alone (runScript) or many at once (ScriptBatcher): its
+ * preamble holds only helpers and the clock; the prologue (its named keys and arguments) and its
+ * body, ending with a `return` of its reply (never nil), run per item.
+ */
+export function defineBatchableScript<
+  const KN extends readonly string[],
+  const AN extends readonly string[],
+  R,
+  KT extends string = never,
+  AT extends string = never,
+  K = KeyObject<KN, KT>,
+  A = ArgObject<AN, AT>,
+  EK = K,
+  EA = A,
+>(
+  spec: ScriptSpec<KN, KT, AN, AT, K, A, NoExtra<EK, KN[number] | KT>, NoExtra<EA, AN[number] | AT>, R>,
 ): BatchableScript<K, A, R> {
-  return {
-    ...definition,
-    lua: definition.preamble + definition.body,
-    batch: { lua: batchLua(definition.preamble, definition.body) },
-  };
+  const definition = defineScript(spec);
+  return { ...definition, batch: { lua: batchLua(definition.preamble, definition.prologue + definition.body) } };
 }
 
 /**
@@ -73,8 +89,8 @@ return out
 }
 
 interface Pending<R> {
-  keys: readonly string[];
-  args: readonly (string | number)[];
+  /** The item's call as encode() gives it: [placeholder, numkeys, ...keys, ...args]. */
+  call: string[];
   resolve(value: R): void;
   reject(error: unknown): void;
 }
@@ -99,7 +115,7 @@ export class ScriptBatcher<K, A, R> {
 
   run(keys: K, args: A): Promise<R> {
     return new Promise<R>((resolve, reject) => {
-      const item = { keys: this.script.keys(keys), args: this.script.args(args), resolve, reject };
+      const item = { call: this.script.encode(keys, args), resolve, reject };
       if (this.queue.push(item) === 1) setImmediate(() => this.flush());
     });
   }
@@ -117,7 +133,7 @@ export class ScriptBatcher<K, A, R> {
     try {
       if (items.length === 1) {
         const [only] = items as [Pending<R>];
-        const raw = await storeCall(operation, () => evalScript(this.redis, script, encodeCall(only.keys, only.args)));
+        const raw = await storeCall(operation, () => evalScript(this.redis, script, only.call));
         replies = [raw];
       } else {
         const raw = await storeCall(operation, () => evalScript(this.redis, script.batch, encodeBatch(items)));
@@ -146,13 +162,28 @@ export class ScriptBatcher<K, A, R> {
 }
 
 function encodeBatch(items: readonly Pending<unknown>[]): string[] {
-  // The items' keys and arguments, after the header; encodeCall makes every one a string.
-  const keyList: string[] = [];
-  const argList: (string | number)[] = [items.length];
-  for (const item of items) argList.push(item.keys.length, item.args.length);
-  for (const item of items) {
-    keyList.push(...item.keys);
-    argList.push(...item.args);
+  // [placeholder, numkeys, every item's keys, n, each item's key and argument counts, every item's arguments].
+  const n = items.length;
+  let keyCount = 0;
+  let argCount = 0;
+  for (const { call } of items) {
+    const nk = Number(call[1]);
+    keyCount += nk;
+    argCount += call.length - 2 - nk;
   }
-  return encodeCall(keyList, argList);
+  const out = new Array<string>(2 + keyCount + 1 + 2 * n + argCount);
+  out[0] = '';
+  out[1] = String(keyCount);
+  let k = 2;
+  let h = 2 + keyCount;
+  out[h++] = String(n);
+  let a = h + 2 * n;
+  for (const { call } of items) {
+    const nk = Number(call[1]);
+    out[h++] = call[1]!;
+    out[h++] = String(call.length - 2 - nk);
+    for (let i = 2; i < 2 + nk; i++) out[k++] = call[i]!;
+    for (let i = 2 + nk; i < call.length; i++) out[a++] = call[i]!;
+  }
+  return out;
 }

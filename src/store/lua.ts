@@ -4,11 +4,12 @@
  * frontend's. Hash field names come from the tables of keys.ts (HOST_FIELDS, ACCOUNT_FIELDS,
  * TOKEN_FIELDS, ECHO_FIELDS), interpolated into the Lua text: no field name is spelled twice.
  *
- * The lease scripts start with LEASE_PREAMBLE, every helper they share in the one order that
- * works (each fragment defines Lua locals the next ones use); other scripts start with NOW.
- * GUARD and TOKEN_CHECKS are checks, not helpers: they follow the preamble (GUARD also sets
- * `A`, admit's own arguments).
- * The fragments that touch a host read it at KEYS[1] and the pending set at KEYS[2].
+ * Every fragment is a set of Lua functions that take what they read as parameters (the host's
+ * key, the pending set, tokens…): no fragment reads KEYS or ARGV, nor a local another fragment
+ * or the script set, but the clock (`now`, `ms`: NOW) and the helper functions it calls. A
+ * script's preamble pastes the fragments it needs, in the order they call each other
+ * (LEASE_PREAMBLE for the lease scripts); its keys and arguments are bound by name after it
+ * (defineScript's prologue), so no helper can see them but as parameters.
  */
 import { hash, randomBytes } from 'node:crypto';
 import { ACCOUNT_FIELDS as AF, HOST_FIELDS as HF, LEASE_FIELDS, TOKEN_FIELDS as TF } from './keys.js';
@@ -27,7 +28,7 @@ export const LEASE_RECORD_FIELDS = [HF.leaseFamilies, HF.leaseFamiliesOf, HF.lea
   .join(', ');
 
 /**
- * The lease record of the host at KEYS[1]: the address families ('4', '6', '46', '') the holder of a lease writes,
+ * The lease record of the host at `key`: the address families ('4', '6', '46', '') the holder of a lease writes,
  * the lease token they belong to, and the late mark, kept until its commit. A repair of an interrupted change
  * rewrites those families (and every one Redis knows) and leaves the rest as the primary has them (docs/protocol.md,
  * "The update request"). A record of another lease than the one asked about (an older version's frontend took the
@@ -52,28 +53,28 @@ local function recordOf(r, token)
   end
   return nil, false
 end
-local function leaseRecord(token)
+local function leaseRecord(key, token)
   if not token or token == '' then return nil, false end
-  return recordOf(redis.call('HMGET', KEYS[1], ${LEASE_RECORD_FIELDS}), token)
+  return recordOf(redis.call('HMGET', key, ${LEASE_RECORD_FIELDS}), token)
 end
-local function familiesOf(token)
-  return leaseRecord(token) or '46'
+local function familiesOf(key, token)
+  return leaseRecord(key, token) or '46'
 end
-local function lateFor(token)
-  local _, late = leaseRecord(token)
+local function lateFor(key, token)
+  local _, late = leaseRecord(key, token)
   return late
 end
-local function setLeaseRecord(families, token, late)
+local function setLeaseRecord(key, families, token, late)
   if late then
-    redis.call('HSET', KEYS[1], '${HF.leaseFamilies}', families, '${HF.leaseFamiliesOf}', token, '${HF.leaseLate}', '1')
-    redis.call('HDEL', KEYS[1], '${HF.legacyLeaseRecord}')
+    redis.call('HSET', key, '${HF.leaseFamilies}', families, '${HF.leaseFamiliesOf}', token, '${HF.leaseLate}', '1')
+    redis.call('HDEL', key, '${HF.legacyLeaseRecord}')
   else
-    redis.call('HSET', KEYS[1], '${HF.leaseFamilies}', families, '${HF.leaseFamiliesOf}', token)
-    redis.call('HDEL', KEYS[1], '${HF.leaseLate}', '${HF.legacyLeaseRecord}')
+    redis.call('HSET', key, '${HF.leaseFamilies}', families, '${HF.leaseFamiliesOf}', token)
+    redis.call('HDEL', key, '${HF.leaseLate}', '${HF.legacyLeaseRecord}')
   end
 end
-local function widen(lk, families)
-  setLeaseRecord(union(familiesOf(lk), families), lk, true)
+local function widen(key, lk, families)
+  setLeaseRecord(key, union(familiesOf(key, lk), families), lk, true)
 end
 local function isLeaseField(f)
   return ${LEASE_FIELDS.map((f) => `f == '${f}'`).join(' or ')}
@@ -86,30 +87,33 @@ const BLIND_NONCE_HEX = 32;
 /**
  * The login checks, in the same script before the admission, for a request whose
  * credentials were verified (by the fast path's cache, or just now by the full path): the
- * request then costs one round trip, and a password changed since stops it at once. KEYS
- * 3–6: the junk block of its (source, User-Agent) pair, the login cool-downs of the source
- * and the account, the account hash; ARGV 1–3: the blinded digest of the stored password hash
- * the credentials were verified against (blindDigest), the donator flag ('1'/'0') they were
- * verified with, '1' to check only those (the full path made the others itself), then admit's
- * arguments. A failing check → {'refused', check} with nothing written: 'agent' (junk block),
- * 'login' (cool-down), 'stale' (the account changed since the verification, or credentials
- * nobody verified: blindDigest(''), which never matches).
+ * request then costs one round trip, and a password changed since stops it at once.
+ * guardRefusal(junkBlock, sourceCooldown, accountCooldown, account): the junk block of its
+ * (source, User-Agent) pair, the login cool-downs of the source and the account, the account
+ * hash; digest: the blinded digest of the stored password hash the credentials were verified
+ * against (blindDigest); donator: the flag ('1'/'0') they were verified with; passwordOnly: '1'
+ * to check only those (the full path made the others itself). → {'refused', check} with
+ * nothing written, or nil: 'agent' (junk block), 'login' (cool-down), 'stale' (the account
+ * changed since the verification, or credentials nobody verified: blindDigest(''), which never
+ * matches).
  */
 export const GUARD = `
-if ARGV[3] ~= '1' and redis.call('EXISTS', KEYS[3], KEYS[4], KEYS[5]) > 0 then
-  if redis.call('EXISTS', KEYS[3]) > 0 then return {'refused', 'agent'} end
-  return {'refused', 'login'}
+local function guardRefusal(junkBlock, sourceCooldown, accountCooldown, account, digest, donator, passwordOnly)
+  if passwordOnly ~= '1' and redis.call('EXISTS', junkBlock, sourceCooldown, accountCooldown) > 0 then
+    if redis.call('EXISTS', junkBlock) > 0 then return {'refused', 'agent'} end
+    return {'refused', 'login'}
+  end
+  local login = redis.call('HMGET', account, '${AF.passwordHash}', '${AF.donator}')
+  local stored = '0'
+  if login[2] == '1' then stored = '1' end
+  local nonce = string.sub(digest, 1, ${BLIND_NONCE_HEX})
+  if not login[1] or redis.sha1hex(nonce .. redis.sha1hex(login[1])) ~= string.sub(digest, ${BLIND_NONCE_HEX + 1}) or stored ~= donator then return {'refused', 'stale'} end
+  return nil
 end
-local login = redis.call('HMGET', KEYS[6], '${AF.passwordHash}', '${AF.donator}')
-local donator = '0'
-if login[2] == '1' then donator = '1' end
-local nonce = string.sub(ARGV[1], 1, ${BLIND_NONCE_HEX})
-if not login[1] or redis.sha1hex(nonce .. redis.sha1hex(login[1])) ~= string.sub(ARGV[1], ${BLIND_NONCE_HEX + 1}) or donator ~= ARGV[2] then return {'refused', 'stale'} end
-local A = {unpack(ARGV, 4)}
 `;
 
 /**
- * What GUARD's ARGV[1] carries for the digest of a stored password hash (hashDigest in auth): a
+ * What guardRefusal's `digest` carries for the digest of a stored password hash (hashDigest in auth): a
  * fresh nonce and the SHA-1 of nonce and digest, so the argument differs on every request and
  * says nothing of the credentials (docs/security.md, "No password oracle"). '' (nobody verified
  * these credentials: the fast path's probe) gives a nonce and random digits of the same length,
@@ -122,24 +126,27 @@ export function blindDigest(digest: string): string {
 }
 
 /**
- * The login checks of an update token (docs/security.md, "Update tokens"): KEYS 3–6: the junk
- * block of the (source, User-Agent) pair, the login cool-down of the source (not the
- * account's: nobody can lock a token out), the token record, the owner account; ARGV 1–2: the
- * token's hash and the donator flag it was looked up with. A failing check → {'refused',
- * check}, nothing written: 'stale' when the token was revoked, has expired (Redis clock) or
- * its account's donator flag changed.
+ * The login checks of an update token (docs/security.md, "Update tokens"):
+ * tokenRefusal(junkBlock, sourceCooldown, tokenKey, account): the junk block of the (source,
+ * User-Agent) pair, the login cool-down of the source (not the account's: nobody can lock a
+ * token out), the token record, the owner account; tokenHash, donator: the token's hash and the
+ * donator flag it was looked up with. → {'refused', check}, nothing written, or nil: 'stale'
+ * when the token was revoked, has expired (Redis clock) or its account's donator flag changed.
  */
 export const TOKEN_CHECKS = `
-if redis.call('EXISTS', KEYS[3]) > 0 then return {'refused', 'agent'} end
-if redis.call('EXISTS', KEYS[4]) > 0 then return {'refused', 'login'} end
-local token = redis.call('HMGET', KEYS[5], '${TF.hash}', '${TF.expiresAt}')
-if token[1] ~= ARGV[1] or (token[2] and tonumber(token[2]) <= now) then return {'refused', 'stale'} end
-local donator = '0'
-if redis.call('HGET', KEYS[6], '${AF.donator}') == '1' then donator = '1' end
-if donator ~= ARGV[2] then return {'refused', 'stale'} end
+local function tokenRefusal(junkBlock, sourceCooldown, tokenKey, account, tokenHash, donator)
+  if redis.call('EXISTS', junkBlock) > 0 then return {'refused', 'agent'} end
+  if redis.call('EXISTS', sourceCooldown) > 0 then return {'refused', 'login'} end
+  local t = redis.call('HMGET', tokenKey, '${TF.hash}', '${TF.expiresAt}')
+  if t[1] ~= tokenHash or (t[2] and tonumber(t[2]) <= now) then return {'refused', 'stale'} end
+  local stored = '0'
+  if redis.call('HGET', account, '${AF.donator}') == '1' then stored = '1' end
+  if stored ~= donator then return {'refused', 'stale'} end
+  return nil
+end
 `;
 
-/** Count one token less on the account hash KEYS[i] (the field goes at zero). */
+/** Count `n` tokens less on the account hash `accountKey` (the field goes at zero). */
 export const DROP_TOKEN_COUNT = `
 local function dropTokenCount(accountKey, n)
   if n > 0 and redis.call('HEXISTS', accountKey, '${AF.passwordHash}') == 1 then
@@ -149,15 +156,15 @@ end
 `;
 
 /**
- * Leave the host's lease expired now (KEYS[1]: host) and due in the pending set (KEYS[2])
- * `inMs` later, for reclaim to publish the stored state again; `token` also sets the lease
- * token (`r:lost`: the lease had been dropped by the newer holder).
+ * Leave the lease of the host at `key` expired now and due in the `pending` set `inMs` later,
+ * for reclaim to publish the stored state again; `token` also sets the lease token (`r:lost`:
+ * the lease had been dropped by the newer holder).
  */
 export const REPAIR_DUE = `
-local function repairDue(inMs, token)
-  if token then redis.call('HSET', KEYS[1], '${HF.leaseToken}', token) end
-  redis.call('HSET', KEYS[1], '${HF.leaseUntil}', ms(now))
-  redis.call('ZADD', KEYS[2], now + inMs, KEYS[1])
+local function repairDue(key, pending, inMs, token)
+  if token then redis.call('HSET', key, '${HF.leaseToken}', token) end
+  redis.call('HSET', key, '${HF.leaseUntil}', ms(now))
+  redis.call('ZADD', pending, now + inMs, key)
 end
 `;
 
@@ -168,41 +175,41 @@ end
  * adds those families to its own and leaves a repair due when it is done (FAMILIES' late mark).
  */
 export const LOST_CHANGE = `
-local function lostChange(lk, inMs, families)
+local function lostChange(key, pending, lk, inMs, families)
   if not lk or lk == '' then
-    repairDue(inMs, 'r:lost')
-    setLeaseRecord(union(families, ''), 'r:lost', false)
+    repairDue(key, pending, inMs, 'r:lost')
+    setLeaseRecord(key, union(families, ''), 'r:lost', false)
   else
-    widen(lk, families)
+    widen(key, lk, families)
   end
 end
 -- The holder is done with its lease: it goes, unless a change that lost the lease may have
 -- landed meanwhile (late): then a repair is due now.
 -- \`also\`: more fields of the host to delete in the same HDEL (a commit's emptied ones), or nil.
-local function endLease(late, also)
+local function endLease(key, pending, late, also)
   also = also or {}
   if late then
-    redis.call('HDEL', KEYS[1], '${HF.republishFailures}', unpack(also))
-    repairDue(0)
+    redis.call('HDEL', key, '${HF.republishFailures}', unpack(also))
+    repairDue(key, pending, 0)
   else
-    redis.call('HDEL', KEYS[1], '${HF.republishFailures}', ${LEASE_FIELDS.map((f) => `'${f}'`).join(', ')}, unpack(also))
-    redis.call('ZREM', KEYS[2], KEYS[1])
+    redis.call('HDEL', key, '${HF.republishFailures}', ${LEASE_FIELDS.map((f) => `'${f}'`).join(', ')}, unpack(also))
+    redis.call('ZREM', pending, key)
   end
 end
 `;
 
 /**
- * Undo one request's frequency count (KEYS[1]: host; prevFl, prevFc: what it found; seq, fl:
+ * Undo one request's frequency count (`key`: host; prevFl, prevFc: what it found; seq, fl:
  * the fs and fl it wrote) unless a later request counted since (fs moved on) or the host is
  * another one now (removed and added again: its own fs may have reached the same number, but
  * not at the same millisecond): `dnserr` and `911` do not count.
  */
 export const UNDO_COUNT = `
-local function undoCount(prevFl, prevFc, seq, countedAt)
-  local counted = redis.call('HMGET', KEYS[1], '${HF.frequencySeq}', '${HF.lastRequest}')
+local function undoCount(key, prevFl, prevFc, seq, countedAt)
+  local counted = redis.call('HMGET', key, '${HF.frequencySeq}', '${HF.lastRequest}')
   if counted[1] ~= seq or counted[2] ~= countedAt then return end
-  if prevFl == '' then redis.call('HDEL', KEYS[1], '${HF.lastRequest}') else redis.call('HSET', KEYS[1], '${HF.lastRequest}', prevFl) end
-  if prevFc == '' then redis.call('HDEL', KEYS[1], '${HF.frequentCount}') else redis.call('HSET', KEYS[1], '${HF.frequentCount}', prevFc) end
+  if prevFl == '' then redis.call('HDEL', key, '${HF.lastRequest}') else redis.call('HSET', key, '${HF.lastRequest}', prevFl) end
+  if prevFc == '' then redis.call('HDEL', key, '${HF.frequentCount}') else redis.call('HSET', key, '${HF.frequentCount}', prevFc) end
 end
 `;
 
@@ -219,43 +226,46 @@ end
 `;
 
 /**
- * Take the lease of KEYS[1] (token ARGV[1], for ARGV[2] ms, writing `families`: see FAMILIES),
- * due in the pending set (KEYS[2]) at its end; returns the host's fields without the lease ones
- * (read first: only lease fields are written).
+ * Take the lease of the host at `key` (`token`, for `leaseMs` ms, writing `families`: see
+ * FAMILIES), due in the `pending` set at its end; returns the host's fields without the lease
+ * ones (read first: only lease fields are written).
  */
 export const TAKE_LEASE = `
-local function takeLease(families)
-  local flat = redis.call('HGETALL', KEYS[1])
+local function takeLease(key, pending, families, token, leaseMs)
+  local flat = redis.call('HGETALL', key)
   local out, marks = {}, nil
   for i = 1, #flat, 2 do
     if flat[i] == '${HF.leaseAbandoned}' then marks = flat[i + 1] end
     if not isLeaseField(flat[i]) then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
   end
-  local leaseEnd = leaseEndFor(marks, ARGV[1], tonumber(ARGV[2]))
-  redis.call('HSET', KEYS[1], '${HF.leaseToken}', ARGV[1], '${HF.leaseUntil}', ms(leaseEnd))
-  setLeaseRecord(families, ARGV[1], false)
-  redis.call('ZADD', KEYS[2], leaseEnd, KEYS[1])
+  local leaseEnd = leaseEndFor(marks, token, tonumber(leaseMs))
+  redis.call('HSET', key, '${HF.leaseToken}', token, '${HF.leaseUntil}', ms(leaseEnd))
+  setLeaseRecord(key, families, token, false)
+  redis.call('ZADD', pending, leaseEnd, key)
   return out
 end
 `;
 
 /**
- * The host's checks at an admission, the address change's and the TXT change's alike (A[1]: the
- * account): its fields read into `h` (at `key`); unknown, another account's, not dynamic, closed or
- * blocked: rejected; a lease another request holds: busy. Leaves `key`, `h` and `state`.
+ * The host's checks at an admission, the address change's and the TXT change's alike:
+ * hostAdmission(key, account) reads the host's fields into `h`; unknown, another account's, not
+ * dynamic, closed or blocked: rejected; a lease another request holds: busy. → the refusal (the
+ * script's reply), or nil, h, state.
  */
 export const HOST_ADMISSION = `
-local key = KEYS[1]
-local flat = redis.call('HGETALL', key)
-local h = {}
-for i = 1, #flat, 2 do h[flat[i]] = flat[i + 1] end
-if h['${HF.owner}'] == nil then return {'rejected', 'unknown-host'} end
-if h['${HF.owner}'] ~= A[1] then return {'rejected', 'not-owner'} end
-if h['${HF.type}'] ~= 'dynamic' then return {'rejected', 'not-dynamic'} end
-local state = h['${HF.state}'] or 'active'
-if state == 'closed' then return {'rejected', 'closed'} end
-if state == 'blocked' then return {'rejected', 'abuse'} end
-if h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= '' and (tonumber(h['${HF.leaseUntil}']) or 0) > now then return {'busy'} end
+local function hostAdmission(key, account)
+  local flat = redis.call('HGETALL', key)
+  local h = {}
+  for i = 1, #flat, 2 do h[flat[i]] = flat[i + 1] end
+  if h['${HF.owner}'] == nil then return {'rejected', 'unknown-host'} end
+  if h['${HF.owner}'] ~= account then return {'rejected', 'not-owner'} end
+  if h['${HF.type}'] ~= 'dynamic' then return {'rejected', 'not-dynamic'} end
+  local state = h['${HF.state}'] or 'active'
+  if state == 'closed' then return {'rejected', 'closed'} end
+  if state == 'blocked' then return {'rejected', 'abuse'} end
+  if h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= '' and (tonumber(h['${HF.leaseUntil}']) or 0) > now then return {'busy'} end
+  return nil, h, state
+end
 `;
 
 /**
@@ -269,23 +279,24 @@ export const LEASE_PREAMBLE = `${NOW}${FAMILIES}${REPAIR_DUE}${UNDO_COUNT}${LOST
  * another account, or one's wildcard answers for the other's name. Each host is recorded in the
  * nest index (`{p}d:{name}`: fqdn → owner) of every name between it and its zone's apex; flat
  * names (directly below the apex) record nothing.
- * nestingConflict: for a host `owner` would register, with its own nest index at KEYS[own]
- * and, from KEYS[first], the host key and nest index of each name in `names` (those between it
- * and the apex): {'below', name, owner} | {'above', name, owner} | false.
+ * nestingConflict: for a host `owner` would register, with its own nest index `own` and, in the
+ * table `keys` from index `first`, the host key and nest index of each name in `names` (those
+ * between it and the apex): {'below', name, owner} | {'above', name, owner} | false.
+ * nest: record `fqdn` in the nest index of each of those `count` names.
  */
 export const NESTING = `
-local function nestingConflict(owner, own, first, names)
+local function nestingConflict(owner, own, keys, first, names)
   for i, name in ipairs(names) do
-    local o = redis.call('HGET', KEYS[first + 2 * (i - 1)], '${HF.owner}')
+    local o = redis.call('HGET', keys[first + 2 * (i - 1)], '${HF.owner}')
     if o and o ~= owner then return {'below', name, o} end
   end
-  local below = redis.call('HGETALL', KEYS[own])
+  local below = redis.call('HGETALL', own)
   for i = 1, #below, 2 do
     if below[i + 1] ~= owner then return {'above', below[i], below[i + 1]} end
   end
   return false
 end
-local function nest(fqdn, owner, first, count)
-  for i = 1, count do redis.call('HSET', KEYS[first + 2 * i - 1], fqdn, owner) end
+local function nest(fqdn, owner, keys, first, count)
+  for i = 1, count do redis.call('HSET', keys[first + 2 * i - 1], fqdn, owner) end
 end
 `;

@@ -1,30 +1,203 @@
 /**
- * One typed definition per Redis script, after node-redis's defineScript: the Lua text, its
- * keys and named arguments (encoded to KEYS and ARGV here and nowhere else), and its decoded
- * reply. Sent as EVAL the first time on a connection (which loads it), EVALSHA after, and EVAL
- * again on NOSCRIPT (SCRIPT FLUSH).
+ * One typed definition per Redis script, after node-redis's defineScript: the Lua text, the
+ * names of its keys and arguments (encoded to KEYS and ARGV here and nowhere else, and bound to
+ * Lua locals of the same names by a generated prologue), and its decoded reply. Sent as EVAL
+ * the first time on a connection (which loads it), EVALSHA after, and EVAL again on NOSCRIPT
+ * (SCRIPT FLUSH).
+ *
+ * Names: the Lua locals are the declared names as they are (camelCase); the definition refuses
+ * one that is no Lua identifier, a Lua keyword or global, or a local of its preamble. Fragments
+ * (lua.ts) are functions in the preamble, defined before the prologue: they see a key or an
+ * argument only as a parameter. A variadic tail is one table; with every declared name one local,
+ * no script comes near Lua's limit of 200 locals per function.
  */
 import { createHash } from 'node:crypto';
 import { Command, type Redis } from 'ioredis';
 import { fieldsFromFlat, type HashFields } from './codec.js';
 import { storeCall } from './redis.js';
 
-export interface ScriptDefinition<K, A, R> {
+/** What goes to Redis as one KEYS or ARGV element (numbers as their decimal text). */
+export type Wire = string | number;
+
+/** The named keys of a definition: one string per declared name, a list for its tail. */
+export type KeyObject<N extends readonly string[], T extends string = never> = {
+  readonly [P in N[number]]: string;
+} & { readonly [P in T]: readonly string[] };
+
+/** The named arguments of a definition: one value per declared name, a list for its tail. */
+export type ArgObject<N extends readonly string[], T extends string = never> = {
+  readonly [P in N[number]]: Wire;
+} & { readonly [P in T]: readonly Wire[] };
+
+/** An object type with every property not in `Allowed` made `never`: an extra name is a compile error. */
+export type NoExtra<O, Allowed extends PropertyKey> = O & { readonly [P in Exclude<keyof O, Allowed>]: never };
+
+/**
+ * What a script file writes: the Lua, the names of its keys and arguments in KEYS / ARGV order
+ * (the Lua reads them as locals of those names: the prologue), and how the caller's objects
+ * become those names (encodeKeys / encodeArgs; without one, the caller passes the named object).
+ */
+export interface ScriptSpec<
+  KN extends readonly string[],
+  KT extends string,
+  AN extends readonly string[],
+  AT extends string,
+  K,
+  A,
+  EK,
+  EA,
+  R,
+> {
   /** A name for errors and metrics (unique). */
   readonly name: string;
+  /** Helpers defined before the prologue (lua.ts): they see no key or argument but what they are passed. */
+  readonly preamble?: string;
+  /** The key names, in KEYS order; `keyTail`: the rest of KEYS, as a Lua table of that name. */
+  readonly keys: KN;
+  readonly keyTail?: KT;
+  /** The argument names, in ARGV order; `argTail`: the rest of ARGV, as a Lua table of that name. */
+  readonly args: AN;
+  readonly argTail?: AT;
+  encodeKeys?: (keys: K) => EK & KeyObject<NoInfer<KN>, NoInfer<KT>>;
+  encodeArgs?: (args: A) => EA & ArgObject<NoInfer<AN>, NoInfer<AT>>;
+  /** The script's own Lua, after the prologue: reads its keys and arguments by name only. */
   readonly lua: string;
-  /** How many keys the Lua reads (undefined: it varies); what is sent is keys()'s length. */
-  readonly numberOfKeys?: number;
-  /** The keys in the order the Lua reads them as KEYS. */
-  keys(keys: K): readonly string[];
-  /** The arguments in the order the Lua reads them as ARGV. */
-  args(args: A): readonly (string | number)[];
   /** The raw reply, decoded (an unexpected shape throws). */
   reply(raw: unknown): R;
 }
 
-export function defineScript<K, A, R>(definition: ScriptDefinition<K, A, R>): ScriptDefinition<K, A, R> {
-  return definition;
+export interface ScriptDefinition<K, A, R> {
+  readonly name: string;
+  /** The whole script: preamble, prologue, body. */
+  readonly lua: string;
+  /** The generated `local host, pending = KEYS[1], KEYS[2]` … lines (the only reads of KEYS and ARGV). */
+  readonly prologue: string;
+  readonly preamble: string;
+  /** The script's own Lua after the prologue. */
+  readonly body: string;
+  readonly keyNames: readonly string[];
+  readonly argNames: readonly string[];
+  readonly keyTail?: string;
+  readonly argTail?: string;
+  /** [placeholder for the script, numkeys, ...KEYS, ...ARGV] as EVALSHA takes them, every one a string. */
+  encode(keys: K, args: A): string[];
+  /** The raw reply, decoded (an unexpected shape throws). */
+  reply(raw: unknown): R;
+}
+
+/** Lua's reserved words and the globals a script uses: no key or argument may take their name. */
+const LUA_RESERVED = new Set(
+  (
+    'and break do else elseif end false for function goto if in local nil not or repeat return then true until while ' +
+    'KEYS ARGV redis cjson cmsgpack bit struct string table math os type tonumber tostring pairs ipairs next select ' +
+    'unpack error pcall assert rawget rawset rawequal setmetatable getmetatable print loadstring _G'
+  ).split(' '),
+);
+
+/** The locals a preamble defines at its top level (`local x`, `local function f`): a name must not hide one. */
+function preambleLocals(preamble: string): Set<string> {
+  const out = new Set<string>();
+  for (const m of preamble.matchAll(/^local\s+(?:function\s+)?([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)/gm))
+    for (const n of m[1]!.split(',')) out.add(n.trim());
+  return out;
+}
+
+/**
+ * The Lua that binds the declared names: `local a, b = KEYS[1], KEYS[2]`, the same for ARGV, and
+ * a tail as a table (copied in a loop: unpack has a limit of its own).
+ */
+function prologueOf(
+  name: string,
+  keys: readonly string[],
+  keyTail: string | undefined,
+  args: readonly string[],
+  argTail: string | undefined,
+  preamble: string,
+): string {
+  const all = [...keys, ...(keyTail ? [keyTail] : []), ...args, ...(argTail ? [argTail] : [])];
+  const hidden = preambleLocals(preamble);
+  for (const n of all) {
+    if (!/^[A-Za-z_]\w*$/.test(n) || LUA_RESERVED.has(n) || hidden.has(n))
+      throw new Error(`script ${name}: ${JSON.stringify(n)} cannot name a Lua local`);
+  }
+  if (new Set(all).size !== all.length) throw new Error(`script ${name}: a key or argument name is used twice`);
+  const bind = (names: readonly string[], tail: string | undefined, array: 'KEYS' | 'ARGV'): string => {
+    let out = '';
+    if (names.length > 0)
+      out += `local ${names.join(', ')} = ${names.map((_, i) => `${array}[${i + 1}]`).join(', ')}\n`;
+    if (tail !== undefined) {
+      out +=
+        names.length === 0
+          ? `local ${tail} = ${array}\n`
+          : `local ${tail} = {}\nfor i = ${names.length + 1}, #${array} do ${tail}[i - ${names.length}] = ${array}[i] end\n`;
+    }
+    return out;
+  };
+  return bind(keys, keyTail, 'KEYS') + bind(args, argTail, 'ARGV');
+}
+
+const NO_TAIL: readonly never[] = [];
+
+/**
+ * A script definition from its spec: the prologue generated from the names (once), and an encoder
+ * that writes the named values in the declared order straight into the EVALSHA argument list.
+ */
+export function defineScript<
+  const KN extends readonly string[],
+  const AN extends readonly string[],
+  R,
+  KT extends string = never,
+  AT extends string = never,
+  K = KeyObject<KN, KT>,
+  A = ArgObject<AN, AT>,
+  EK = K,
+  EA = A,
+>(
+  spec: ScriptSpec<KN, KT, AN, AT, K, A, NoExtra<EK, KN[number] | KT>, NoExtra<EA, AN[number] | AT>, R>,
+): ScriptDefinition<K, A, R> {
+  const preamble = spec.preamble ?? '';
+  const prologue = prologueOf(spec.name, spec.keys, spec.keyTail, spec.args, spec.argTail, preamble);
+  const keyNames = spec.keys as readonly string[];
+  const argNames = spec.args as readonly string[];
+  const { keyTail, argTail, encodeKeys, encodeArgs } = spec;
+  const encode = (keys: K, args: A): string[] => {
+    const k = (encodeKeys ? encodeKeys(keys) : keys) as Record<string, unknown>;
+    const a = (encodeArgs ? encodeArgs(args) : args) as Record<string, unknown>;
+    const kt = keyTail === undefined ? NO_TAIL : (k[keyTail] as readonly string[]);
+    const at = argTail === undefined ? NO_TAIL : (a[argTail] as readonly Wire[]);
+    const numberOfKeys = keyNames.length + kt.length;
+    const out = new Array<string>(2 + numberOfKeys + argNames.length + at.length);
+    out[0] = '';
+    out[1] = String(numberOfKeys);
+    let i = 2;
+    for (const n of keyNames) {
+      const v = k[n];
+      if (typeof v !== 'string') throw new Error(`script ${spec.name}: key ${n} is ${typeof v}`);
+      out[i++] = v;
+    }
+    for (const v of kt) out[i++] = v;
+    for (const n of argNames) {
+      const v = a[n];
+      if (typeof v === 'string') out[i++] = v;
+      else if (typeof v === 'number') out[i++] = String(v);
+      else throw new Error(`script ${spec.name}: argument ${n} is ${typeof v}`);
+    }
+    for (const v of at) out[i++] = typeof v === 'string' ? v : String(v);
+    return out;
+  };
+  return {
+    name: spec.name,
+    lua: preamble + prologue + spec.lua,
+    prologue,
+    preamble,
+    body: spec.lua,
+    keyNames,
+    argNames,
+    ...(keyTail === undefined ? {} : { keyTail }),
+    ...(argTail === undefined ? {} : { argTail }),
+    encode,
+    reply: spec.reply,
+  };
 }
 
 const shas = new WeakMap<object, string>();
@@ -77,17 +250,6 @@ export async function evalScript(
   }
 }
 
-/** [placeholder for the script, numkeys, ...keys, ...args] as EVALSHA takes them, every one a string. */
-export function encodeCall(keyList: readonly string[], argList: readonly (string | number)[]): string[] {
-  const out = new Array<string>(2 + keyList.length + argList.length);
-  out[0] = '';
-  out[1] = String(keyList.length);
-  let i = 2;
-  for (const k of keyList) out[i++] = k;
-  for (const a of argList) out[i++] = typeof a === 'string' ? a : String(a);
-  return out;
-}
-
 /**
  * Run a script on a client; a Redis failure is StoreUnavailableError, named after `operation`
  * (default: the script's name). A reply of another shape than the definition decodes throws a
@@ -100,7 +262,7 @@ export async function runScript<K, A, R>(
   args: A,
   operation: string = script.name,
 ): Promise<R> {
-  const call = encodeCall(script.keys(keys), script.args(args));
+  const call = script.encode(keys, args);
   const raw = await storeCall(operation, () => evalScript(redis, script, call));
   return script.reply(raw);
 }

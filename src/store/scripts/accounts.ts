@@ -14,20 +14,20 @@ export interface AccountKeys {
  */
 export const ACCOUNT_CREATE = defineScript({
   name: 'ddnsAccountCreate',
+  keys: ['account', 'accounts'],
+  args: ['name', 'passwordHash', 'donator', 'createdAt'],
   lua: `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], '${AF.passwordHash}', ARGV[2], '${AF.donator}', ARGV[3], '${AF.createdAt}', ARGV[4])
-redis.call('SADD', KEYS[2], ARGV[1])
+if redis.call('EXISTS', account) == 1 then return 0 end
+redis.call('HSET', account, '${AF.passwordHash}', passwordHash, '${AF.donator}', donator, '${AF.createdAt}', createdAt)
+redis.call('SADD', accounts, name)
 return 1
 `,
-  numberOfKeys: 2,
-  keys: (k: AccountKeys) => [k.account, k.accounts],
-  args: (a: { name: string; passwordHash: string; donator: boolean; createdAt: number }) => [
-    a.name,
-    a.passwordHash,
-    flag(a.donator),
-    Math.floor(a.createdAt),
-  ],
+  encodeArgs: (a: { name: string; passwordHash: string; donator: boolean; createdAt: number }) => ({
+    name: a.name,
+    passwordHash: a.passwordHash,
+    donator: flag(a.donator),
+    createdAt: Math.floor(a.createdAt),
+  }),
   reply: (raw) => replyInteger(raw, 'account create') === 1,
 });
 
@@ -37,30 +37,29 @@ export type SettableAccountField = typeof AF.passwordHash | typeof AF.donator;
 /** accountSet(KEYS: account; ARGV: field, value) → 1 | 0 (no such account). Decoded: found. */
 export const ACCOUNT_SET = defineScript({
   name: 'ddnsAccountSet',
+  keys: ['account'],
+  args: ['field', 'value'],
   lua: `
-if redis.call('HEXISTS', KEYS[1], '${AF.passwordHash}') == 0 then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+if redis.call('HEXISTS', account, '${AF.passwordHash}') == 0 then return 0 end
+redis.call('HSET', account, field, value)
 return 1
 `,
-  numberOfKeys: 1,
-  keys: (k: { account: string }) => [k.account],
-  args: (a: { field: SettableAccountField; value: string }) => [a.field, a.value],
+  encodeArgs: (a: { field: SettableAccountField; value: string }) => a,
   reply: (raw) => replyInteger(raw, 'account update') === 1,
 });
 
 /** accountRemove(KEYS: account, account set; ARGV: name) → 'ok' | 'gone' | 'owns hosts' | 'owns tokens'. */
 export const ACCOUNT_REMOVE = defineScript({
   name: 'ddnsAccountRemove',
+  keys: ['account', 'accounts'],
+  args: ['name'],
   lua: `
-if redis.call('HEXISTS', KEYS[1], '${AF.passwordHash}') == 0 then return 'gone' end
-if (tonumber(redis.call('HGET', KEYS[1], '${AF.hostCount}')) or 0) > 0 then return 'owns hosts' end
-if (tonumber(redis.call('HGET', KEYS[1], '${AF.tokenCount}')) or 0) > 0 then return 'owns tokens' end
-redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[2], ARGV[1])
+if redis.call('HEXISTS', account, '${AF.passwordHash}') == 0 then return 'gone' end
+if (tonumber(redis.call('HGET', account, '${AF.hostCount}')) or 0) > 0 then return 'owns hosts' end
+if (tonumber(redis.call('HGET', account, '${AF.tokenCount}')) or 0) > 0 then return 'owns tokens' end
+redis.call('DEL', account)
+redis.call('SREM', accounts, name)
 return 'ok'
 `,
-  numberOfKeys: 2,
-  keys: (k: AccountKeys) => [k.account, k.accounts],
-  args: (a: { name: string }) => [a.name],
   reply: (raw) => replyOneOf(raw, ['ok', 'gone', 'owns hosts', 'owns tokens'] as const, 'account remove'),
 });

@@ -42,24 +42,42 @@ export type HostRestoreReply =
  */
 export const HOST_RESTORE = defineScript({
   name: 'ddnsHostRestore',
-  lua: `${NESTING}
-if redis.call('EXISTS', KEYS[2]) == 0 then return {'noaccount'} end
-if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists', redis.call('HGETALL', KEYS[1])} end
-local fields = tonumber(ARGV[4])
-local names = {unpack(ARGV, 5 + 2 * fields)}
-if ARGV[3] == '1' then
-  local conflict = nestingConflict(ARGV[1], 3, 4, names)
+  preamble: NESTING,
+  keys: ['host', 'account', 'nestIndex'],
+  keyTail: 'betweenKeys',
+  args: ['owner', 'fqdn', 'checkNesting', 'fieldCount'],
+  argTail: 'fieldsAndNames',
+  lua: `
+if redis.call('EXISTS', account) == 0 then return {'noaccount'} end
+if redis.call('EXISTS', host) == 1 then return {'exists', redis.call('HGETALL', host)} end
+-- fieldsAndNames: fieldCount field/value pairs, then the names between.
+local nf = tonumber(fieldCount)
+local names = {}
+for i = 2 * nf + 1, #fieldsAndNames do names[#names + 1] = fieldsAndNames[i] end
+if checkNesting == '1' then
+  local conflict = nestingConflict(owner, nestIndex, betweenKeys, 1, names)
   if conflict then return conflict end
 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 5, 4 + 2 * fields))
-redis.call('HINCRBY', KEYS[2], '${AF.hostCount}', 1)
-nest(ARGV[2], ARGV[1], 4, #names)
+redis.call('HSET', host, unpack(fieldsAndNames, 1, 2 * nf))
+redis.call('HINCRBY', account, '${AF.hostCount}', 1)
+nest(fqdn, owner, betweenKeys, 1, #names)
 return {'ok'}
 `,
-  keys: (k: HostRestoreKeys) => [k.host, k.account, k.nestIndex, ...k.between.flatMap((b) => [b.host, b.nestIndex])],
-  args: (a: HostRestoreArgs) => {
+  encodeKeys: (k: HostRestoreKeys) => ({
+    host: k.host,
+    account: k.account,
+    nestIndex: k.nestIndex,
+    betweenKeys: k.between.flatMap((b) => [b.host, b.nestIndex]),
+  }),
+  encodeArgs: (a: HostRestoreArgs) => {
     const pairs = Object.entries(a.fields);
-    return [a.owner, a.fqdn, a.checkNesting ? '1' : '', pairs.length, ...pairs.flat(), ...a.between];
+    return {
+      owner: a.owner,
+      fqdn: a.fqdn,
+      checkNesting: a.checkNesting ? '1' : '',
+      fieldCount: pairs.length,
+      fieldsAndNames: [...pairs.flat(), ...a.between],
+    };
   },
   reply: (raw): HostRestoreReply => {
     const kinds = ['ok', 'noaccount', 'exists', 'below', 'above'] as const;
@@ -102,21 +120,28 @@ export type TokenRestoreReply =
  */
 export const TOKEN_RESTORE = defineScript({
   name: 'ddnsTokenRestore',
+  keys: ['host', 'account', 'token', 'index', 'hostTokens'],
+  args: ['owner', 'id', 'hash'],
+  argTail: 'fields',
   lua: `
-local owner = redis.call('HGET', KEYS[1], '${HF.owner}')
-if not owner then return {'nohost'} end
-if owner ~= ARGV[1] then return {'not-owner', owner} end
-if redis.call('EXISTS', KEYS[3]) == 1 then return {'exists', redis.call('HGET', KEYS[3], '${TF.hash}') or ''} end
-if redis.call('EXISTS', KEYS[4]) == 1 then return {'hash-taken'} end
-redis.call('HSET', KEYS[3], unpack(ARGV, 4))
-redis.call('SET', KEYS[4], ARGV[2])
-redis.call('SADD', KEYS[5], ARGV[2])
-redis.call('HINCRBY', KEYS[2], '${AF.tokenCount}', 1)
+local stored = redis.call('HGET', host, '${HF.owner}')
+if not stored then return {'nohost'} end
+if stored ~= owner then return {'not-owner', stored} end
+if redis.call('EXISTS', token) == 1 then return {'exists', redis.call('HGET', token, '${TF.hash}') or ''} end
+if redis.call('EXISTS', index) == 1 then return {'hash-taken'} end
+redis.call('HSET', token, unpack(fields))
+redis.call('SET', index, id)
+redis.call('SADD', hostTokens, id)
+redis.call('HINCRBY', account, '${AF.tokenCount}', 1)
 return {'ok'}
 `,
-  numberOfKeys: 5,
-  keys: (k: TokenRestoreKeys) => [k.host, k.account, k.token, k.index, k.hostTokens],
-  args: (a: TokenRestoreArgs) => [a.owner, a.id, a.hash, ...Object.entries(a.fields).flat()],
+  encodeKeys: (k: TokenRestoreKeys) => k,
+  encodeArgs: (a: TokenRestoreArgs) => ({
+    owner: a.owner,
+    id: a.id,
+    hash: a.hash,
+    fields: Object.entries(a.fields).flat(),
+  }),
   reply: (raw): TokenRestoreReply => {
     const { kind, rest } = replyKind(
       raw,

@@ -16,22 +16,28 @@ export interface StrikePair {
  */
 export const STRIKE = defineScript({
   name: 'ddnsStrike',
+  keys: [],
+  keyTail: 'countersAndMarkers',
+  args: ['threshold', 'windowMs', 'markMs'],
   lua: `
-local threshold = tonumber(ARGV[1])
+local limit = tonumber(threshold)
 local marked = 0
-for i = 1, #KEYS, 2 do
-  local n = redis.call('INCR', KEYS[i])
-  if n == 1 or redis.call('PTTL', KEYS[i]) < 0 then redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
-  if n >= threshold then
-    redis.call('SET', KEYS[i + 1], '1', 'PX', ARGV[3])
-    redis.call('DEL', KEYS[i])
+for i = 1, #countersAndMarkers, 2 do
+  local counter, marker = countersAndMarkers[i], countersAndMarkers[i + 1]
+  local n = redis.call('INCR', counter)
+  if n == 1 or redis.call('PTTL', counter) < 0 then redis.call('PEXPIRE', counter, windowMs) end
+  if n >= limit then
+    redis.call('SET', marker, '1', 'PX', markMs)
+    redis.call('DEL', counter)
     marked = marked + 1
   end
 end
 return marked
 `,
-  keys: (k: { pairs: readonly StrikePair[] }) => k.pairs.flatMap((p) => [p.counter, p.marker]),
-  args: (a: { threshold: number; windowMs: number; markMs: number }) => [a.threshold, a.windowMs, a.markMs],
+  encodeKeys: (k: { pairs: readonly StrikePair[] }) => ({
+    countersAndMarkers: k.pairs.flatMap((p) => [p.counter, p.marker]),
+  }),
+  encodeArgs: (a: { threshold: number; windowMs: number; markMs: number }) => a,
   reply: (raw) => replyInteger(raw, 'strike'),
 });
 
@@ -41,17 +47,20 @@ return marked
  */
 export const ECHO = defineScript({
   name: 'ddnsEcho',
-  lua: `${NOW}
-local key = KEYS[1]
-local minInterval = tonumber(ARGV[1])
-local cooldown = tonumber(ARGV[3])
+  preamble: NOW,
+  keys: ['echo'],
+  args: ['minIntervalMs', 'maxFrequent', 'cooldownMs'],
+  lua: `
+local key = echo
+local minInterval = tonumber(minIntervalMs)
+local cooldown = tonumber(cooldownMs)
 local v = redis.call('HMGET', key, '${EF.lastRequest}', '${EF.frequentCount}', '${EF.blockedUntil}')
 local blockedUntil = tonumber(v[3])
 if blockedUntil ~= nil and now < blockedUntil then return 'abuse' end
 local last = tonumber(v[1])
 local count = tonumber(v[2]) or 0
 if last ~= nil and now - last < minInterval then count = count + 1 else count = 0 end
-if count > tonumber(ARGV[2]) then
+if count > tonumber(maxFrequent) then
   redis.call('HSET', key, '${EF.lastRequest}', ms(now), '${EF.frequentCount}', '0', '${EF.blockedUntil}', ms(now + cooldown))
   redis.call('PEXPIRE', key, math.max(cooldown, minInterval))
   return 'abuse'
@@ -62,12 +71,10 @@ redis.call('HDEL', key, '${EF.blockedUntil}')
 redis.call('PEXPIRE', key, minInterval)
 return 'ok'
 `,
-  numberOfKeys: 1,
-  keys: (k: { echo: string }) => [k.echo],
-  args: (a: { minIntervalMs: number; maxFrequent: number; cooldownMs: number }) => [
-    Math.max(1, Math.floor(a.minIntervalMs)),
-    a.maxFrequent,
-    Math.max(1, Math.floor(a.cooldownMs)),
-  ],
+  encodeArgs: (a: { minIntervalMs: number; maxFrequent: number; cooldownMs: number }) => ({
+    minIntervalMs: Math.max(1, Math.floor(a.minIntervalMs)),
+    maxFrequent: a.maxFrequent,
+    cooldownMs: Math.max(1, Math.floor(a.cooldownMs)),
+  }),
   reply: (raw) => replyOneOf(raw, ['ok', 'abuse'] as const, 'echo'),
 });

@@ -46,18 +46,28 @@ export type HostAddReply = { kind: 'ok' | 'noaccount' | 'exists' } | Shadowing;
  */
 export const HOST_ADD = defineScript({
   name: 'ddnsHostAdd',
-  lua: `${NESTING}
-if redis.call('EXISTS', KEYS[2]) == 0 then return {'noaccount'} end
-if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists'} end
-local conflict = nestingConflict(ARGV[1], 3, 4, {unpack(ARGV, 4)})
+  preamble: NESTING,
+  keys: ['host', 'account', 'nestIndex'],
+  keyTail: 'betweenKeys',
+  args: ['owner', 'hostType', 'fqdn'],
+  argTail: 'between',
+  lua: `
+if redis.call('EXISTS', account) == 0 then return {'noaccount'} end
+if redis.call('EXISTS', host) == 1 then return {'exists'} end
+local conflict = nestingConflict(owner, nestIndex, betweenKeys, 1, between)
 if conflict then return conflict end
-redis.call('HSET', KEYS[1], '${HF.owner}', ARGV[1], '${HF.type}', ARGV[2], '${HF.state}', 'active')
-redis.call('HINCRBY', KEYS[2], '${AF.hostCount}', 1)
-nest(ARGV[3], ARGV[1], 4, #ARGV - 3)
+redis.call('HSET', host, '${HF.owner}', owner, '${HF.type}', hostType, '${HF.state}', 'active')
+redis.call('HINCRBY', account, '${AF.hostCount}', 1)
+nest(fqdn, owner, betweenKeys, 1, #between)
 return {'ok'}
 `,
-  keys: (k: HostAddKeys) => [k.host, k.account, k.nestIndex, ...k.between.flatMap((b) => [b.host, b.nestIndex])],
-  args: (a: HostAddArgs) => [a.owner, a.type, a.fqdn, ...a.between],
+  encodeKeys: (k: HostAddKeys) => ({
+    host: k.host,
+    account: k.account,
+    nestIndex: k.nestIndex,
+    betweenKeys: k.between.flatMap((b) => [b.host, b.nestIndex]),
+  }),
+  encodeArgs: (a: HostAddArgs) => ({ owner: a.owner, hostType: a.type, fqdn: a.fqdn, between: a.between }),
   reply: (raw): HostAddReply => {
     const { kind, rest } = replyKind(raw, ['ok', 'noaccount', 'exists', 'below', 'above'] as const, 'host add');
     if (kind !== 'below' && kind !== 'above') return { kind };
@@ -98,37 +108,42 @@ export interface HostRemoveArgs {
  */
 export const HOST_REMOVE = defineScript({
   name: 'ddnsHostRemove',
-  lua: `${DROP_TOKEN_COUNT}
-local owner = redis.call('HGET', KEYS[1], '${HF.owner}')
-if not owner then return 'gone' end
-if owner ~= ARGV[1] then return 'changed' end
-if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], '${HF.leaseToken}') ~= ARGV[2] then return 'lost' end
-local ancestors = tonumber(ARGV[4])
-local tokens = #ARGV - 4
-if redis.call('SCARD', KEYS[4]) ~= tokens then return 'changed' end
+  preamble: DROP_TOKEN_COUNT,
+  keys: ['host', 'account', 'pending', 'hostTokens'],
+  keyTail: 'indexesAndTokens',
+  args: ['owner', 'leaseToken', 'fqdn', 'ancestors'],
+  argTail: 'tokenIds',
+  lua: `
+local stored = redis.call('HGET', host, '${HF.owner}')
+if not stored then return 'gone' end
+if stored ~= owner then return 'changed' end
+if leaseToken ~= '' and redis.call('HGET', host, '${HF.leaseToken}') ~= leaseToken then return 'lost' end
+local nAncestors = tonumber(ancestors)
+local tokens = #tokenIds
+if redis.call('SCARD', hostTokens) ~= tokens then return 'changed' end
 for i = 1, tokens do
-  if redis.call('SISMEMBER', KEYS[4], ARGV[i + 4]) == 0 then return 'changed' end
+  if redis.call('SISMEMBER', hostTokens, tokenIds[i]) == 0 then return 'changed' end
 end
-for i = 5, 4 + ancestors do redis.call('HDEL', KEYS[i], ARGV[3]) end
-for i = 5 + ancestors, #KEYS do redis.call('DEL', KEYS[i]) end
-redis.call('DEL', KEYS[4])
-dropTokenCount(KEYS[2], tokens)
-redis.call('DEL', KEYS[1])
-redis.call('ZREM', KEYS[3], KEYS[1])
-if redis.call('HEXISTS', KEYS[2], '${AF.passwordHash}') == 1 then
-  if redis.call('HINCRBY', KEYS[2], '${AF.hostCount}', -1) <= 0 then redis.call('HDEL', KEYS[2], '${AF.hostCount}') end
+-- indexesAndTokens: the ancestors' nest indexes, then each token's record and index.
+for i = 1, nAncestors do redis.call('HDEL', indexesAndTokens[i], fqdn) end
+for i = nAncestors + 1, #indexesAndTokens do redis.call('DEL', indexesAndTokens[i]) end
+redis.call('DEL', hostTokens)
+dropTokenCount(account, tokens)
+redis.call('DEL', host)
+redis.call('ZREM', pending, host)
+if redis.call('HEXISTS', account, '${AF.passwordHash}') == 1 then
+  if redis.call('HINCRBY', account, '${AF.hostCount}', -1) <= 0 then redis.call('HDEL', account, '${AF.hostCount}') end
 end
 return 'ok'
 `,
-  keys: (k: HostRemoveKeys) => [
-    k.host,
-    k.account,
-    k.pending,
-    k.hostTokens,
-    ...k.nestIndexes,
-    ...k.tokens.flatMap((t) => [t.record, t.index]),
-  ],
-  args: (a: HostRemoveArgs) => [a.owner, a.leaseToken, a.fqdn, a.ancestors, ...a.tokenIds],
+  encodeKeys: (k: HostRemoveKeys) => ({
+    host: k.host,
+    account: k.account,
+    pending: k.pending,
+    hostTokens: k.hostTokens,
+    indexesAndTokens: [...k.nestIndexes, ...k.tokens.flatMap((t) => [t.record, t.index])],
+  }),
+  encodeArgs: (a: HostRemoveArgs) => a,
   reply: (raw) => replyOneOf(raw, ['ok', 'gone', 'changed', 'lost'] as const, 'host remove'),
 });
 
@@ -141,24 +156,25 @@ return 'ok'
  */
 export const HOST_SET_STATE = defineScript({
   name: 'ddnsHostSetState',
+  keys: ['host'],
+  args: ['state'],
+  argTail: 'onlyFrom',
   lua: `
-if redis.call('HEXISTS', KEYS[1], '${HF.owner}') == 0 then return 0 end
-if #ARGV > 1 then
-  local current = redis.call('HGET', KEYS[1], '${HF.state}') or 'active'
+if redis.call('HEXISTS', host, '${HF.owner}') == 0 then return 0 end
+if #onlyFrom > 0 then
+  local current = redis.call('HGET', host, '${HF.state}') or 'active'
   local allowed = false
-  for i = 2, #ARGV do if ARGV[i] == current then allowed = true end end
+  for _, from in ipairs(onlyFrom) do if from == current then allowed = true end end
   if not allowed then return {'from', current} end
 end
-redis.call('HSET', KEYS[1], '${HF.state}', ARGV[1])
-if ARGV[1] == 'active' then
-  redis.call('HDEL', KEYS[1], '${HF.lastRequest}', '${HF.frequentCount}')
-  redis.call('HINCRBY', KEYS[1], '${HF.frequencySeq}', 1)
+redis.call('HSET', host, '${HF.state}', state)
+if state == 'active' then
+  redis.call('HDEL', host, '${HF.lastRequest}', '${HF.frequentCount}')
+  redis.call('HINCRBY', host, '${HF.frequencySeq}', 1)
 end
 return 1
 `,
-  numberOfKeys: 1,
-  keys: (k: { host: string }) => [k.host],
-  args: (a: { state: 'active' | 'blocked' | 'closed'; onlyFrom: readonly string[] }) => [a.state, ...a.onlyFrom],
+  encodeArgs: (a: { state: 'active' | 'blocked' | 'closed'; onlyFrom: readonly string[] }) => a,
   reply: (raw): 'set' | 'gone' | { refused: string } => {
     if (Array.isArray(raw) && raw[0] === 'from' && typeof raw[1] === 'string') return { refused: raw[1] };
     return replyInteger(raw, 'host state') === 1 ? 'set' : 'gone';
@@ -216,39 +232,48 @@ export type ImportOutcome =
  */
 export const HOST_IMPORT = defineScript({
   name: 'ddnsHostImport',
-  lua: `${NESTING}
-local k = tonumber(ARGV[1])
+  preamble: NESTING,
+  keys: [],
+  keyTail: 'batchKeys',
+  args: ['accountCount'],
+  argTail: 'batch',
+  lua: `
+-- batchKeys: the accounts, then per host its key, nest index and between keys (as KEYS were);
+-- batch: the account names, then per host: account index, type, fqdn, count of names between, those.
+local keyList, argList = batchKeys, batch
+local k = tonumber(accountCount)
 local live = {}
 local added = {}
 for i = 1, k do
-  live[i] = redis.call('EXISTS', KEYS[i]) == 1
+  live[i] = redis.call('EXISTS', keyList[i]) == 1
   added[i] = 0
 end
 local out = {}
-local arg = k + 2
+local arg = k + 1
 local key = k + 1
-while arg <= #ARGV do
-  local a = tonumber(ARGV[arg])
-  local t = ARGV[arg + 1]
-  local fqdn = ARGV[arg + 2]
-  local nb = tonumber(ARGV[arg + 3])
-  local names = {unpack(ARGV, arg + 4, arg + 3 + nb)}
-  local hostKey = KEYS[key]
+while arg <= #argList do
+  local a = tonumber(argList[arg])
+  local t = argList[arg + 1]
+  local fqdn = argList[arg + 2]
+  local nb = tonumber(argList[arg + 3])
+  local names = {}
+  for j = 1, nb do names[j] = argList[arg + 3 + j] end
+  local hostKey = keyList[key]
   arg = arg + 4 + nb
   if not live[a] then
     out[#out + 1] = 'noaccount'
   elseif redis.call('EXISTS', hostKey) == 1 then
     local o = redis.call('HGET', hostKey, '${HF.owner}') or ''
     local ht = redis.call('HGET', hostKey, '${HF.type}') or ''
-    if o == ARGV[1 + a] and ht == t then out[#out + 1] = 'same'
+    if o == argList[a] and ht == t then out[#out + 1] = 'same'
     else out[#out + 1] = '=' .. ht .. ':' .. o end
   else
-    local conflict = nestingConflict(ARGV[1 + a], key + 1, key + 2, names)
+    local conflict = nestingConflict(argList[a], keyList[key + 1], keyList, key + 2, names)
     if conflict then
       out[#out + 1] = (conflict[1] == 'below' and '<' or '>') .. conflict[2] .. ' ' .. conflict[3]
     else
-      redis.call('HSET', hostKey, '${HF.owner}', ARGV[1 + a], '${HF.type}', t, '${HF.state}', 'active')
-      nest(fqdn, ARGV[1 + a], key + 2, nb)
+      redis.call('HSET', hostKey, '${HF.owner}', argList[a], '${HF.type}', t, '${HF.state}', 'active')
+      nest(fqdn, argList[a], keyList, key + 2, nb)
       added[a] = added[a] + 1
       out[#out + 1] = 'ok'
     end
@@ -256,19 +281,20 @@ while arg <= #ARGV do
   key = key + 2 + 2 * nb
 end
 for i = 1, k do
-  if added[i] > 0 then redis.call('HINCRBY', KEYS[i], '${AF.hostCount}', added[i]) end
+  if added[i] > 0 then redis.call('HINCRBY', keyList[i], '${AF.hostCount}', added[i]) end
 end
 return out
 `,
-  keys: (k: HostImportKeys) => [
-    ...k.accounts,
-    ...k.hosts.flatMap((h) => [h.host, h.nestIndex, ...h.between.flatMap((b) => [b.host, b.nestIndex])]),
-  ],
-  args: (a: HostImportArgs) => [
-    a.accounts.length,
-    ...a.accounts,
-    ...a.hosts.flatMap((h) => [h.account, h.type, h.fqdn, h.between.length, ...h.between]),
-  ],
+  encodeKeys: (k: HostImportKeys) => ({
+    batchKeys: [
+      ...k.accounts,
+      ...k.hosts.flatMap((h) => [h.host, h.nestIndex, ...h.between.flatMap((b) => [b.host, b.nestIndex])]),
+    ],
+  }),
+  encodeArgs: (a: HostImportArgs) => ({
+    accountCount: a.accounts.length,
+    batch: [...a.accounts, ...a.hosts.flatMap((h) => [h.account, h.type, h.fqdn, h.between.length, ...h.between])],
+  }),
   reply: (raw) => replyArray(raw, 'host import').map((v) => importOutcome(replyString(v, 'host import'))),
 });
 

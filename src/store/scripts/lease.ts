@@ -120,16 +120,32 @@ export const NO_COUNT_UNDO: CountUndo = {
   countedAt: '-',
 };
 
-const admitArgv = (a: AdmitArgs): (string | number)[] => [
-  a.account,
-  Math.max(0, Math.floor(a.minIntervalMs)),
-  a.maxFrequent,
-  Math.max(1, Math.floor(a.leaseMs)),
-  a.leaseToken,
-  a.expect === null ? 'count' : 'expect',
-  encodeWrittenFamilies(a.expect),
-  ...(a.expect === null ? [] : encodeExpectations(a.expect)),
-];
+/** The keys of a token login's checks, as tokenRefusal takes them (host and pending first). */
+export const TOKEN_GUARD_KEYS = ['host', 'pending', 'junkBlock', 'sourceCooldown', 'token', 'account'] as const;
+
+/** admit's own arguments, in ARGV order after a guard's; then the expectations ([field, value]…) as `expect`. */
+const ADMIT_ARGS = [
+  'accountName',
+  'minIntervalMs',
+  'maxFrequent',
+  'leaseMs',
+  'leaseToken',
+  'mode',
+  'families',
+] as const;
+
+const NO_EXPECTATIONS: readonly string[] = [];
+
+const admitArgs = (a: AdmitArgs) => ({
+  accountName: a.account,
+  minIntervalMs: Math.max(0, Math.floor(a.minIntervalMs)),
+  maxFrequent: a.maxFrequent,
+  leaseMs: Math.max(1, Math.floor(a.leaseMs)),
+  leaseToken: a.leaseToken,
+  mode: a.expect === null ? 'count' : 'expect',
+  families: encodeWrittenFamilies(a.expect),
+  expect: a.expect === null ? NO_EXPECTATIONS : encodeExpectations(a.expect),
+});
 
 function admitReply(raw: unknown, script: string): AdmitReply {
   const { kind, rest } = replyKind(raw, ADMIT_KINDS, script);
@@ -160,21 +176,26 @@ function admitReply(raw: unknown, script: string): AdmitReply {
 }
 
 /**
- * admit(KEYS: host, pending; ARGV: account, minIntervalMs, maxFrequent, leaseMs, token, mode, families, [field,
- * value]…) → {kind} | {'change', hostFlat, prevFl, prevFc, seq, repairDue, la, takenOver}. repairDue = '1': the lease
- * taken over had expired (a repair was due), else ''. mode 'count' = only the frequency rule; 'expect' = compare the
- * field/value pairs (absent field = '', flag '0' = ''). families: the address families the request writes ('4', '6',
+ * admit(host, pending, account, minIntervalMs, maxFrequent, leaseMs, token, mode, families, expect) → {kind} |
+ * {'change', hostFlat, prevFl, prevFc, seq, repairDue, la, takenOver}. repairDue = '1': the lease taken over had
+ * expired (a repair was due), else ''. mode 'count' = only the frequency rule; 'expect' = compare the field/value
+ * pairs of `expect` (absent field = '', flag '0' = ''). families: the address families the request writes ('4', '6',
  * '46', ''). la: those the change must write in full (kept with the lease: the lease record of FAMILIES); takenOver:
- * those of the expired lease it took over ('' when none). The body reads its arguments from `A` (see GUARD).
+ * those of the expired lease it took over ('' when none). A Lua function of the preamble: the three admits call it
+ * with their own named arguments, after their login checks.
  */
-const ADMIT_BODY = `${HOST_ADMISSION}-- An expired lease: its holder died between publishing and recording, so DNS may hold a
+const ADMIT_FUNCTION = `${HOST_ADMISSION}
+local function admit(key, pending, account, minIntervalMs, maxFrequent, leaseMs, leaseToken, mode, families, expect)
+local refusal, h, state = hostAdmission(key, account)
+if refusal then return refusal end
+-- An expired lease: its holder died between publishing and recording, so DNS may hold a
 -- change Redis does not know. Never nochg then: this request republishes it (FAMILIES).
 local stale = h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= ''
 
 -- The frequency rule: a request sooner than minInterval after the previous one is frequent;
 -- a non-frequent one resets the run. More than maxFrequent in a row blocks the host.
-local minInterval = tonumber(A[2])
-local maxFrequent = tonumber(A[3])
+local minInterval = tonumber(minIntervalMs)
+local maxRun = tonumber(maxFrequent)
 local prevFl = h['${HF.lastRequest}'] or ''
 local prevFc = h['${HF.frequentCount}'] or ''
 local last = tonumber(prevFl)
@@ -184,7 +205,7 @@ local seq = (tonumber(h['${HF.frequencySeq}']) or 0) + 1
 h['${HF.lastRequest}'] = ms(now)
 h['${HF.frequentCount}'] = tostring(count)
 h['${HF.frequencySeq}'] = tostring(seq)
-if count > maxFrequent then
+if count > maxRun then
   redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.state}', 'blocked')
   return {'rejected', 'abuse'}
 end
@@ -197,16 +218,16 @@ local function hostFlat()
   return out
 end
 
-local changed = stale and A[6] == 'expect'
-if A[6] == 'expect' and not changed then
-  for i = 8, #A, 2 do
-    local f = A[i]
+local changed = stale and mode == 'expect'
+if mode == 'expect' and not changed then
+  for i = 1, #expect, 2 do
+    local f = expect[i]
     local v = h[f] or ''
     if (f == '${HF.wildcard}' or f == '${HF.backmx}') and v == '0' then v = '' end
     -- The backup-MX flag means nothing without an MX (mx=NOCHG on a host that has none);
     -- a request that names a new MX already differs on m.
     local moot = f == '${HF.backmx}' and (h['${HF.mx}'] or '') == ''
-    if v ~= A[i + 1] and not moot then changed = true; break end
+    if v ~= expect[i + 1] and not moot then changed = true; break end
   end
 end
 if not changed then
@@ -216,66 +237,71 @@ end
 -- The address families this change writes in full, kept with its lease (FAMILIES): the
 -- ones it names; both for a host back from offline; plus, taking over an interrupted
 -- change, what that one wrote.
-local la = union(A[7], '')
+local la = union(families, '')
 if state == 'offline' then la = '46' end
 local takenOver = ''
 if stale then
-  takenOver = familiesOf(h['${HF.leaseToken}'])
+  takenOver = familiesOf(key, h['${HF.leaseToken}'])
   la = union(la, takenOver)
 end
-local leaseEnd = leaseEndFor(h['${HF.leaseAbandoned}'], A[5], tonumber(A[4]))
+local leaseEnd = leaseEndFor(h['${HF.leaseAbandoned}'], leaseToken, tonumber(leaseMs))
 -- The lease and its record (setLeaseRecord's fields) in one HSET.
-redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.leaseToken}', A[5], '${HF.leaseUntil}', ms(leaseEnd), '${HF.linksSeen}', h['${HF.linksChanged}'] or '', '${HF.leaseFamilies}', la, '${HF.leaseFamiliesOf}', A[5])
+redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.leaseToken}', leaseToken, '${HF.leaseUntil}', ms(leaseEnd), '${HF.linksSeen}', h['${HF.linksChanged}'] or '', '${HF.leaseFamilies}', la, '${HF.leaseFamiliesOf}', leaseToken)
 if h['${HF.leaseLate}'] or h['${HF.legacyLeaseRecord}'] then redis.call('HDEL', key, '${HF.leaseLate}', '${HF.legacyLeaseRecord}') end
-redis.call('ZADD', KEYS[2], leaseEnd, key)
+redis.call('ZADD', pending, leaseEnd, key)
 return {'change', hostFlat(), prevFl, prevFc, h['${HF.frequencySeq}'], stale and '1' or '', la, takenOver}
+end
 `;
+
+/** The call of admit with the names every admit binds. */
+const CALL_ADMIT =
+  'return admit(host, pending, accountName, minIntervalMs, maxFrequent, leaseMs, leaseToken, mode, families, expect)\n';
 
 /** admit without login checks (the echo with a hostname, the tests). */
 export const ADMIT = defineBatchableScript({
   name: 'ddnsAdmit',
-  preamble: LEASE_PREAMBLE,
-  body: `local A = ARGV${ADMIT_BODY}`,
-  numberOfKeys: 2,
-  keys: (k: LeaseKeys) => [k.host, k.pending],
-  args: admitArgv,
+  preamble: `${LEASE_PREAMBLE}${ADMIT_FUNCTION}`,
+  keys: ['host', 'pending'],
+  args: ADMIT_ARGS,
+  argTail: 'expect',
+  encodeArgs: admitArgs,
+  lua: CALL_ADMIT,
   reply: (raw) => admitReply(raw, 'admit'),
 });
 
 /** admit after a password login's checks (GUARD in lua.ts), in the same atomic step. */
 export const ADMIT_GUARDED = defineBatchableScript({
   name: 'ddnsAdmitGuarded',
-  preamble: LEASE_PREAMBLE,
-  body: `${GUARD}${ADMIT_BODY}`,
-  numberOfKeys: 6,
-  keys: (k: GuardedAdmitKeys) => [k.host, k.pending, k.junkBlock, k.sourceCooldown, k.accountCooldown, k.account],
-  args: (a: GuardedAdmitArgs) => [
-    blindDigest(a.hashDigest),
-    flag(a.donator),
-    a.passwordOnly ? '1' : '',
-    ...admitArgv(a),
-  ],
+  preamble: `${LEASE_PREAMBLE}${GUARD}${ADMIT_FUNCTION}`,
+  keys: ['host', 'pending', 'junkBlock', 'sourceCooldown', 'accountCooldown', 'account'],
+  args: ['digest', 'donator', 'passwordOnly', ...ADMIT_ARGS],
+  argTail: 'expect',
+  encodeArgs: (a: GuardedAdmitArgs) => ({
+    digest: blindDigest(a.hashDigest),
+    donator: flag(a.donator),
+    passwordOnly: a.passwordOnly ? '1' : '',
+    ...admitArgs(a),
+  }),
+  lua: `local refused = guardRefusal(junkBlock, sourceCooldown, accountCooldown, account, digest, donator, passwordOnly)
+if refused then return refused end
+${CALL_ADMIT}`,
   reply: (raw) => admitReply(raw, 'admit'),
 });
 
 /** admit for a token login: its checks (TOKEN_CHECKS in lua.ts), the time it was last used, then admit. */
 export const ADMIT_TOKEN = defineBatchableScript({
   name: 'ddnsAdmitToken',
-  preamble: LEASE_PREAMBLE,
-  body: `${TOKEN_CHECKS}
-redis.call('HSET', KEYS[5], '${TF.lastUsedAt}', ms(now))
-local A = {unpack(ARGV, 3)}
-${ADMIT_BODY}`,
-  numberOfKeys: 6,
-  keys: tokenGuardKeyList,
-  args: (a: TokenAdmitArgs) => [a.tokenHash, flag(a.donator), ...admitArgv(a)],
+  preamble: `${LEASE_PREAMBLE}${TOKEN_CHECKS}${ADMIT_FUNCTION}`,
+  keys: TOKEN_GUARD_KEYS,
+  args: ['tokenHash', 'donator', ...ADMIT_ARGS],
+  argTail: 'expect',
+  encodeArgs: (a: TokenAdmitArgs) => ({ tokenHash: a.tokenHash, donator: flag(a.donator), ...admitArgs(a) }),
+  lua: `local refused = tokenRefusal(junkBlock, sourceCooldown, token, account, tokenHash, donator)
+if refused then return refused end
+redis.call('HSET', token, '${TF.lastUsedAt}', ms(now))
+${CALL_ADMIT}`,
   reply: (raw) => admitReply(raw, 'admit'),
 });
-
-/** The keys of a token login's checks, as TOKEN_CHECKS reads them (KEYS 3–6; host and pending first). */
-export function tokenGuardKeyList(k: TokenGuardKeys): string[] {
-  return [k.host, k.pending, k.junkBlock, k.sourceCooldown, k.token, k.account];
-}
 
 export interface CommitArgs {
   /** The lease token. */
@@ -308,59 +334,74 @@ export interface CommitArgs {
 export const COMMIT = defineBatchableScript({
   name: 'ddnsCommit',
   preamble: LEASE_PREAMBLE,
-  body: `
-local key = KEYS[1]
+  keys: ['host', 'pending'],
+  args: [
+    'token',
+    'ipv4',
+    'ipv6',
+    'wildcard',
+    'mx',
+    'backmx',
+    'offline',
+    'republish',
+    'prevFl',
+    'prevFc',
+    'seq',
+    'countedAt',
+    'families',
+    'prefix',
+  ],
+  lua: `
 -- What the commit reads, in one call: owner, lease token, state, then the lease record (recordOf).
-local r = redis.call('HMGET', key, '${HF.owner}', '${HF.leaseToken}', '${HF.state}', ${LEASE_RECORD_FIELDS})
+local r = redis.call('HMGET', host, '${HF.owner}', '${HF.leaseToken}', '${HF.state}', ${LEASE_RECORD_FIELDS})
 if not r[1] then
-  redis.call('ZREM', KEYS[2], key)
+  redis.call('ZREM', pending, host)
   return 'gone'
 end
 local lk = r[2]
-if lk ~= ARGV[1] then
-  lostChange(lk, 0, ARGV[13])
-  undoCount(ARGV[9], ARGV[10], ARGV[11], ARGV[12])
+if lk ~= token then
+  lostChange(host, pending, lk, 0, families)
+  undoCount(host, prevFl, prevFc, seq, countedAt)
   return 'lost'
 end
 local _, late = recordOf({r[4], r[5], r[6], r[7]}, lk)
 local state = r[3]
 if state ~= 'blocked' and state ~= 'closed' then
-  if ARGV[7] == '1' then state = 'offline' else state = 'active' end
+  if offline == '1' then state = 'offline' else state = 'active' end
 end
 -- One HSET for the whole record; the emptied fields go with the lease's (endLease).
 local sets, dels = {'${HF.state}', state}, {}
-if ARGV[8] ~= '1' then sets[3] = '${HF.updatedAt}'; sets[4] = ms(now) end
+if republish ~= '1' then sets[3] = '${HF.updatedAt}'; sets[4] = ms(now) end
 local fields = {'${HF.ipv4}', '${HF.ipv6}', '${HF.wildcard}', '${HF.mx}', '${HF.backmx}'}
+local values = {ipv4, ipv6, wildcard, mx, backmx}
 for i, f in ipairs(fields) do
-  local v = ARGV[i + 1]
+  local v = values[i]
   if v == '' then dels[#dels + 1] = f else sets[#sets + 1] = f; sets[#sets + 1] = v end
 end
-redis.call('HSET', key, unpack(sets))
--- ARGV[14]: the prefix its linked hosts now follow. The links counted when the lease was taken
--- followed it too; one made since did not (its host was not among them): its mark stays.
-if ARGV[14] and ARGV[14] ~= '' then
-  redis.call('HSET', key, '${HF.lastPrefix}', ARGV[14])
-  local marks = redis.call('HMGET', key, '${HF.linksChanged}', '${HF.linksSeen}')
-  if (marks[1] or '') == (marks[2] or '') then redis.call('HDEL', key, '${HF.linksChanged}') end
+redis.call('HSET', host, unpack(sets))
+-- The prefix its linked hosts now follow. The links counted when the lease was taken followed
+-- it too; one made since did not (its host was not among them): its mark stays.
+if prefix ~= '' then
+  redis.call('HSET', host, '${HF.lastPrefix}', prefix)
+  local marks = redis.call('HMGET', host, '${HF.linksChanged}', '${HF.linksSeen}')
+  if (marks[1] or '') == (marks[2] or '') then redis.call('HDEL', host, '${HF.linksChanged}') end
 end
-endLease(late, dels)
+endLease(host, pending, late, dels)
 return 'ok'
 `,
-  numberOfKeys: 2,
-  keys: (k: LeaseKeys) => [k.host, k.pending],
-  args: (a: CommitArgs) => [
-    a.token,
-    a.target.ipv4 ?? '',
-    a.target.ipv6 ?? '',
-    presentFlag(a.target.wildcard),
-    a.target.mx ?? '',
-    presentFlag(a.target.mx !== null && a.target.backmx),
-    flag(a.target.offline),
-    flag(a.republish),
-    ...countUndoArgv(a.undo),
-    a.families,
-    a.prefix ?? '',
-  ],
+  encodeArgs: (a: CommitArgs) => ({
+    token: a.token,
+    ipv4: a.target.ipv4 ?? '',
+    ipv6: a.target.ipv6 ?? '',
+    wildcard: presentFlag(a.target.wildcard),
+    mx: a.target.mx ?? '',
+    backmx: presentFlag(a.target.mx !== null && a.target.backmx),
+    offline: flag(a.target.offline),
+    republish: flag(a.republish),
+    ...countUndoArgs(a.undo),
+    families: a.families,
+    prefix: a.prefix ?? '',
+  }),
   reply: (raw) => replyOneOf(raw, ['ok', 'lost', 'gone'] as const, 'commit'),
 });
 
@@ -396,48 +437,51 @@ export interface ReleaseArgs {
  */
 export const RELEASE = defineScript({
   name: 'ddnsRelease',
-  lua: `${LEASE_PREAMBLE}
-local key = KEYS[1]
+  preamble: LEASE_PREAMBLE,
+  keys: ['host', 'pending'],
+  args: ['token', 'prevFl', 'prevFc', 'seq', 'countedAt', 'republishInMs', 'failed', 'families', 'refused'],
+  lua: `
 -- Even when the lease was taken over: if nobody counted since, this request's count goes.
-undoCount(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
-local republishIn = tonumber(ARGV[6])
-local lk = redis.call('HGET', key, '${HF.leaseToken}')
-if lk ~= ARGV[1] then
+undoCount(host, prevFl, prevFc, seq, countedAt)
+local republishIn = tonumber(republishInMs)
+local lk = redis.call('HGET', host, '${HF.leaseToken}')
+if lk ~= token then
   -- Taken over, while what this caller sent may still be applied after the newer holder's
   -- change: as for a lost commit. Not when the primary refused it: nothing of it reached DNS.
-  if republishIn and ARGV[9] ~= '1' and redis.call('HEXISTS', key, '${HF.owner}') == 1 then
-    lostChange(lk, republishIn, ARGV[8])
+  if republishIn and refused ~= '1' and redis.call('HEXISTS', host, '${HF.owner}') == 1 then
+    lostChange(host, pending, lk, republishIn, families)
   end
   return 0
 end
-local late = lateFor(ARGV[1])
+local late = lateFor(host, token)
 if republishIn then
-  repairDue(republishIn)
-  if ARGV[7] == '1' then redis.call('HINCRBY', key, '${HF.republishFailures}', 1) end
+  repairDue(host, pending, republishIn)
+  if failed == '1' then redis.call('HINCRBY', host, '${HF.republishFailures}', 1) end
   -- The families the repair rewrites: what may still be applied (a refused change leaves
   -- those of the interrupted one it took over) — all of them after a late change.
-  if not late then setLeaseRecord(union(ARGV[8], ''), ARGV[1], false) end
+  if not late then setLeaseRecord(host, union(families, ''), token, false) end
 else
-  endLease(late)
+  endLease(host, pending, late)
 end
 return 1
 `,
-  numberOfKeys: 2,
-  keys: (k: LeaseKeys) => [k.host, k.pending],
-  args: (a: ReleaseArgs) => [
-    a.token,
-    ...countUndoArgv(a.undo),
-    a.republishInMs === undefined ? '' : Math.max(0, Math.round(a.republishInMs)),
-    flag(a.failedRepublish),
-    a.families,
-    flag(a.refused),
-  ],
+  encodeArgs: (a: ReleaseArgs) => ({
+    token: a.token,
+    ...countUndoArgs(a.undo),
+    republishInMs: a.republishInMs === undefined ? '' : Math.max(0, Math.round(a.republishInMs)),
+    failed: flag(a.failedRepublish),
+    families: a.families,
+    refused: flag(a.refused),
+  }),
   reply: (raw) => replyInteger(raw, 'release') === 1,
 });
 
-function countUndoArgv(u: CountUndo): string[] {
-  return [u.previousLastRequest, u.previousFrequentCount, u.sequence, u.countedAt];
-}
+const countUndoArgs = (u: CountUndo) => ({
+  prevFl: u.previousLastRequest,
+  prevFc: u.previousFrequentCount,
+  seq: u.sequence,
+  countedAt: u.countedAt,
+});
 
 /** A lease to take (reclaim, hostClaim): its token and length. */
 export interface TakeLeaseArgs {
@@ -445,7 +489,7 @@ export interface TakeLeaseArgs {
   leaseMs: number;
 }
 
-const takeLeaseArgv = (a: TakeLeaseArgs) => [a.token, Math.max(1, Math.floor(a.leaseMs))];
+const takeLeaseArgs = (a: TakeLeaseArgs) => ({ token: a.token, leaseMs: Math.max(1, Math.floor(a.leaseMs)) });
 
 export type ReclaimReply =
   { kind: 'gone' | 'clean' | 'held' } | { kind: 'reclaimed'; host: HashFields; families: string };
@@ -458,19 +502,19 @@ export type ReclaimReply =
  */
 export const RECLAIM = defineScript({
   name: 'ddnsReclaim',
-  lua: `${LEASE_PREAMBLE}
-local key = KEYS[1]
-if redis.call('HEXISTS', key, '${HF.owner}') == 0 then redis.call('ZREM', KEYS[2], key); return {'gone'} end
-local lk = redis.call('HGET', key, '${HF.leaseToken}')
-if not lk or lk == '' then redis.call('ZREM', KEYS[2], key); return {'clean'} end
-local lu = tonumber(redis.call('HGET', key, '${HF.leaseUntil}')) or 0
-if lu > now then redis.call('ZADD', KEYS[2], lu, key); return {'held'} end
-local families = familiesOf(lk)
-return {'reclaimed', takeLease(families), families}
+  preamble: LEASE_PREAMBLE,
+  keys: ['host', 'pending'],
+  args: ['token', 'leaseMs'],
+  lua: `
+if redis.call('HEXISTS', host, '${HF.owner}') == 0 then redis.call('ZREM', pending, host); return {'gone'} end
+local lk = redis.call('HGET', host, '${HF.leaseToken}')
+if not lk or lk == '' then redis.call('ZREM', pending, host); return {'clean'} end
+local lu = tonumber(redis.call('HGET', host, '${HF.leaseUntil}')) or 0
+if lu > now then redis.call('ZADD', pending, lu, host); return {'held'} end
+local families = familiesOf(host, lk)
+return {'reclaimed', takeLease(host, pending, families, token, leaseMs), families}
 `,
-  numberOfKeys: 2,
-  keys: (k: LeaseKeys) => [k.host, k.pending],
-  args: takeLeaseArgv,
+  encodeArgs: takeLeaseArgs,
   reply: (raw): ReclaimReply => {
     const { kind, rest } = replyKind(raw, ['gone', 'clean', 'held', 'reclaimed'] as const, 'reclaim');
     if (kind !== 'reclaimed') return { kind };
@@ -481,12 +525,12 @@ return {'reclaimed', takeLease(families), families}
 /** staleLeases(KEYS: pending; ARGV: limit) → the host keys whose lease has ended, earliest first. */
 export const STALE = defineScript({
   name: 'ddnsStale',
-  lua: `${NOW}
-return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ms(now), 'LIMIT', 0, tonumber(ARGV[1]))
+  preamble: NOW,
+  keys: ['pending'],
+  args: ['limit'],
+  lua: `
+return redis.call('ZRANGEBYSCORE', pending, '-inf', ms(now), 'LIMIT', 0, tonumber(limit))
 `,
-  numberOfKeys: 1,
-  keys: (k: { pending: string }) => [k.pending],
-  args: (a: { limit: number }) => [a.limit],
   reply: (raw) => replyArray(raw, 'stale leases').map((k) => replyString(k, 'stale leases')),
 });
 
@@ -497,14 +541,19 @@ return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ms(now), 'LIMIT', 0, tonumbe
  */
 export const POSTPONE = defineScript({
   name: 'ddnsPostpone',
-  lua: `${NOW}
-local due = ms(now + tonumber(ARGV[1]))
-for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', 'GT', due, ARGV[i]) end
-return #ARGV - 1
+  preamble: NOW,
+  keys: ['pending'],
+  args: ['delayMs'],
+  argTail: 'hostKeys',
+  lua: `
+local due = ms(now + tonumber(delayMs))
+for _, hostKey in ipairs(hostKeys) do redis.call('ZADD', pending, 'XX', 'GT', due, hostKey) end
+return #hostKeys
 `,
-  numberOfKeys: 1,
-  keys: (k: { pending: string }) => [k.pending],
-  args: (a: { ms: number; hostKeys: readonly string[] }) => [Math.max(0, Math.round(a.ms)), ...a.hostKeys],
+  encodeArgs: (a: { ms: number; hostKeys: readonly string[] }) => ({
+    delayMs: Math.max(0, Math.round(a.ms)),
+    hostKeys: a.hostKeys,
+  }),
   reply: (raw) => replyInteger(raw, 'postpone'),
 });
 
@@ -519,19 +568,19 @@ export type HostClaimReply =
  */
 export const HOST_CLAIM = defineScript({
   name: 'ddnsHostClaim',
-  lua: `${LEASE_PREAMBLE}
-local key = KEYS[1]
-if redis.call('HEXISTS', key, '${HF.owner}') == 0 then return {'gone'} end
-local lk = redis.call('HGET', key, '${HF.leaseToken}')
-if lk and lk ~= '' and (tonumber(redis.call('HGET', key, '${HF.leaseUntil}')) or 0) > now then return {'busy'} end
+  preamble: LEASE_PREAMBLE,
+  keys: ['host', 'pending'],
+  args: ['token', 'leaseMs'],
+  lua: `
+if redis.call('HEXISTS', host, '${HF.owner}') == 0 then return {'gone'} end
+local lk = redis.call('HGET', host, '${HF.leaseToken}')
+if lk and lk ~= '' and (tonumber(redis.call('HGET', host, '${HF.leaseUntil}')) or 0) > now then return {'busy'} end
 local stale = lk and lk ~= ''
-local takenOver = stale and familiesOf(lk) or ''
+local takenOver = stale and familiesOf(host, lk) or ''
 -- The removal deletes every record: both families.
-return {'claimed', takeLease('46'), stale and '1' or '', takenOver}
+return {'claimed', takeLease(host, pending, '46', token, leaseMs), stale and '1' or '', takenOver}
 `,
-  numberOfKeys: 2,
-  keys: (k: LeaseKeys) => [k.host, k.pending],
-  args: takeLeaseArgv,
+  encodeArgs: takeLeaseArgs,
   reply: (raw): HostClaimReply => {
     const { kind, rest } = replyKind(raw, ['gone', 'busy', 'claimed'] as const, 'host claim');
     if (kind !== 'claimed') return { kind };
@@ -568,18 +617,23 @@ export interface AbandonItem extends LeaseKeys {
  */
 export const ABANDON = defineScript({
   name: 'ddnsAbandon',
-  lua: `${NOW}
+  preamble: NOW,
+  keys: [],
+  keyTail: 'hostsAndPending',
+  args: [],
+  argTail: 'tokensAndMarks',
+  lua: `
 local ended = 0
-for i = 1, #KEYS, 2 do
-  local key, token = KEYS[i], ARGV[i]
+for i = 1, #hostsAndPending, 2 do
+  local key, token = hostsAndPending[i], tokensAndMarks[i]
   -- A key that is no host hash (WRONGTYPE) is skipped, not an error for every host of the call.
   local r = redis.pcall('HMGET', key, '${HF.owner}', '${HF.leaseToken}', '${HF.leaseUntil}', '${HF.leaseAbandoned}')
   if not r.err and r[1] then
     if r[2] == token then
       if (tonumber(r[3]) or 0) > now then redis.call('HSET', key, '${HF.leaseUntil}', ms(now)) end
-      redis.call('ZADD', KEYS[i + 1], 'LT', now, key)
+      redis.call('ZADD', hostsAndPending[i + 1], 'LT', now, key)
       ended = ended + 1
-    elseif ARGV[i + 1] == '1' then
+    elseif tokensAndMarks[i + 1] == '1' then
       local marks = {}
       for t in string.gmatch(r[4] or '', '%S+') do marks[#marks + 1] = t end
       marks[#marks + 1] = token
@@ -590,7 +644,11 @@ for i = 1, #KEYS, 2 do
 end
 return ended
 `,
-  keys: (k: { items: readonly AbandonItem[] }) => k.items.flatMap((i) => [i.host, i.pending]),
-  args: (a: { items: readonly AbandonItem[] }) => a.items.flatMap((i) => [i.token, i.mark ? '1' : '']),
+  encodeKeys: (k: { items: readonly AbandonItem[] }) => ({
+    hostsAndPending: k.items.flatMap((i) => [i.host, i.pending]),
+  }),
+  encodeArgs: (a: { items: readonly AbandonItem[] }) => ({
+    tokensAndMarks: a.items.flatMap((i) => [i.token, i.mark ? '1' : '']),
+  }),
   reply: (raw) => replyInteger(raw, 'abandon'),
 });

@@ -48,29 +48,36 @@ export type LinkReply =
  */
 export const LINK = defineScript({
   name: 'ddnsHostLink',
+  keys: ['host', 'parent', 'parentLinks', 'formerParentLinks', 'hostLinks'],
+  args: ['fqdn', 'parentName', 'iid', 'formerParent', 'maxLinks'],
   lua: `
-local h = redis.call('HMGET', KEYS[1], '${HF.owner}', '${HF.type}', '${HF.linkParent}')
-if not h[1] then return {'nohost', ARGV[1]} end
-if ARGV[1] == ARGV[2] then return {'self'} end
-local p = redis.call('HMGET', KEYS[2], '${HF.owner}', '${HF.type}', '${HF.linkParent}')
-if not p[1] then return {'nohost', ARGV[2]} end
-if (h[3] or '') ~= ARGV[4] then return {'moved'} end
+local h = redis.call('HMGET', host, '${HF.owner}', '${HF.type}', '${HF.linkParent}')
+if not h[1] then return {'nohost', fqdn} end
+if fqdn == parentName then return {'self'} end
+local p = redis.call('HMGET', parent, '${HF.owner}', '${HF.type}', '${HF.linkParent}')
+if not p[1] then return {'nohost', parentName} end
+if (h[3] or '') ~= formerParent then return {'moved'} end
 if h[1] ~= p[1] then return {'owner', h[1], p[1]} end
-if h[2] ~= 'dynamic' then return {'type', ARGV[1], h[2] or ''} end
-if p[2] ~= 'dynamic' then return {'type', ARGV[2], p[2] or ''} end
+if h[2] ~= 'dynamic' then return {'type', fqdn, h[2] or ''} end
+if p[2] ~= 'dynamic' then return {'type', parentName, p[2] or ''} end
 if p[3] and p[3] ~= '' then return {'chain-up', p[3]} end
-local followers = redis.call('SCARD', KEYS[5])
+local followers = redis.call('SCARD', hostLinks)
 if followers > 0 then return {'chain-down', tostring(followers)} end
-if redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 0 and redis.call('SCARD', KEYS[3]) >= tonumber(ARGV[5]) then return {'full'} end
-if ARGV[4] ~= '' and ARGV[4] ~= ARGV[2] then redis.call('SREM', KEYS[4], ARGV[1]) end
-redis.call('HSET', KEYS[1], '${HF.linkParent}', ARGV[2], '${HF.linkIid}', ARGV[3])
-redis.call('SADD', KEYS[3], ARGV[1])
-redis.call('HINCRBY', KEYS[2], '${HF.linksChanged}', 1)
+if redis.call('SISMEMBER', parentLinks, fqdn) == 0 and redis.call('SCARD', parentLinks) >= tonumber(maxLinks) then return {'full'} end
+if formerParent ~= '' and formerParent ~= parentName then redis.call('SREM', formerParentLinks, fqdn) end
+redis.call('HSET', host, '${HF.linkParent}', parentName, '${HF.linkIid}', iid)
+redis.call('SADD', parentLinks, fqdn)
+redis.call('HINCRBY', parent, '${HF.linksChanged}', 1)
 return {'ok'}
 `,
-  numberOfKeys: 5,
-  keys: (k: LinkKeys) => [k.host, k.parent, k.parentLinks, k.formerParentLinks, k.hostLinks],
-  args: (a: LinkArgs) => [a.fqdn, a.parent, a.iid, a.formerParent, a.maxLinks],
+  encodeKeys: (k: LinkKeys) => k,
+  encodeArgs: (a: LinkArgs) => ({
+    fqdn: a.fqdn,
+    parentName: a.parent,
+    iid: a.iid,
+    formerParent: a.formerParent,
+    maxLinks: a.maxLinks,
+  }),
   reply: (raw): LinkReply => {
     const kinds = ['ok', 'moved', 'full', 'self', 'nohost', 'owner', 'type', 'chain-up', 'chain-down'] as const;
     const { kind, rest } = replyKind(raw, kinds, 'host link');
@@ -97,18 +104,17 @@ return {'ok'}
  */
 export const UNLINK = defineScript({
   name: 'ddnsHostUnlink',
+  keys: ['host', 'parentLinks'],
+  args: ['fqdn', 'parent'],
   lua: `
-if redis.call('HEXISTS', KEYS[1], '${HF.owner}') == 0 then return 'nohost' end
-local pp = redis.call('HGET', KEYS[1], '${HF.linkParent}') or ''
-if pp ~= ARGV[2] then return 'moved' end
+if redis.call('HEXISTS', host, '${HF.owner}') == 0 then return 'nohost' end
+local pp = redis.call('HGET', host, '${HF.linkParent}') or ''
+if pp ~= parent then return 'moved' end
 if pp == '' then return 'notlinked' end
-redis.call('HDEL', KEYS[1], '${HF.linkParent}', '${HF.linkIid}')
-redis.call('SREM', KEYS[2], ARGV[1])
+redis.call('HDEL', host, '${HF.linkParent}', '${HF.linkIid}')
+redis.call('SREM', parentLinks, fqdn)
 return 'ok'
 `,
-  numberOfKeys: 2,
-  keys: (k: { host: string; parentLinks: string }) => [k.host, k.parentLinks],
-  args: (a: { fqdn: string; parent: string }) => [a.fqdn, a.parent],
   reply: (raw) => replyOneOf(raw, ['ok', 'nohost', 'notlinked', 'moved'] as const, 'host unlink'),
 });
 
@@ -118,24 +124,21 @@ return 'ok'
  */
 export const FORGET = defineScript({
   name: 'ddnsHostLinksForget',
+  keys: ['hostLinks', 'parentLinks'],
+  keyTail: 'followers',
+  args: ['fqdn'],
   lua: `
 local n = 0
-for i = 3, #KEYS do
-  if redis.call('HGET', KEYS[i], '${HF.linkParent}') == ARGV[1] then
-    redis.call('HDEL', KEYS[i], '${HF.linkParent}', '${HF.linkIid}')
+for _, follower in ipairs(followers) do
+  if redis.call('HGET', follower, '${HF.linkParent}') == fqdn then
+    redis.call('HDEL', follower, '${HF.linkParent}', '${HF.linkIid}')
     n = n + 1
   end
 end
-redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[2], ARGV[1])
+redis.call('DEL', hostLinks)
+redis.call('SREM', parentLinks, fqdn)
 return n
 `,
-  keys: (k: { hostLinks: string; parentLinks: string; followers: readonly string[] }) => [
-    k.hostLinks,
-    k.parentLinks,
-    ...k.followers,
-  ],
-  args: (a: { fqdn: string }) => [a.fqdn],
   reply: (raw) => Number(raw),
 });
 
@@ -161,26 +164,27 @@ export type AdmitLinkedReply =
  */
 export const ADMIT_LINKED = defineScript({
   name: 'ddnsAdmitLinked',
-  lua: `${LEASE_PREAMBLE}
-local key = KEYS[1]
+  preamble: LEASE_PREAMBLE,
+  keys: ['host', 'pending'],
+  args: ['token', 'leaseMs', 'parent', 'account', 'iid', 'ipv6'],
+  lua: `
+local key = host
 local h = redis.call('HMGET', key, '${HF.owner}', '${HF.linkParent}', '${HF.linkIid}', '${HF.type}', '${HF.state}', '${HF.leaseToken}', '${HF.leaseUntil}', '${HF.ipv6}')
 if not h[1] then return {'skipped', 'gone'} end
-if h[2] ~= ARGV[3] or h[3] ~= ARGV[5] then return {'skipped', 'unlinked'} end
-if h[1] ~= ARGV[4] then return {'skipped', 'not-owner'} end
+if h[2] ~= parent or h[3] ~= iid then return {'skipped', 'unlinked'} end
+if h[1] ~= account then return {'skipped', 'not-owner'} end
 if h[4] ~= 'dynamic' then return {'skipped', 'not-dynamic'} end
 local state = h[5] or 'active'
 if state ~= 'active' then return {'skipped', state} end
 local stale = h[6] ~= false and h[6] ~= ''
 if stale and (tonumber(h[7]) or 0) > now then return {'skipped', 'busy'} end
-if not stale and h[8] == ARGV[6] then return {'nochg'} end
+if not stale and h[8] == ipv6 then return {'nochg'} end
 local takenOver = ''
-if stale then takenOver = familiesOf(h[6]) end
+if stale then takenOver = familiesOf(key, h[6]) end
 local families = union('6', takenOver)
-return {'change', takeLease(families), stale and '1' or '', families, takenOver}
+return {'change', takeLease(key, pending, families, token, leaseMs), stale and '1' or '', families, takenOver}
 `,
-  numberOfKeys: 2,
-  keys: (k: { host: string; pending: string }) => [k.host, k.pending],
-  args: (a: AdmitLinkedArgs) => [a.token, Math.max(1, Math.floor(a.leaseMs)), a.parent, a.account, a.iid, a.ipv6],
+  encodeArgs: (a: AdmitLinkedArgs) => ({ ...a, leaseMs: Math.max(1, Math.floor(a.leaseMs)) }),
   reply: (raw): AdmitLinkedReply => {
     const { kind, rest } = replyKind(raw, ['skipped', 'nochg', 'change'] as const, 'admit linked');
     if (kind === 'skipped') return { kind, reason: replyOneOf(rest[0], SKIPS, 'admit linked') };

@@ -4,17 +4,19 @@ import { flag } from '../../core/types.js';
 import { ACCOUNT_FIELDS as AF, HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
 import { DROP_TOKEN_COUNT, NOW, TOKEN_CHECKS } from '../lua.js';
 import { defineScript, replyArray, replyKind, replyOneOf, replyString } from '../script.js';
-import { tokenGuardKeyList, type TokenGuardArgs } from './lease.js';
+import { TOKEN_GUARD_KEYS, type TokenGuardArgs, type TokenGuardKeys } from './lease.js';
 
 /** tokenCheck(KEYS, ARGV: as ADMIT_TOKEN's first six and two) → {'ok'} | {'refused', check}. */
 export const TOKEN_CHECK = defineScript({
   name: 'ddnsTokenCheck',
-  lua: `${NOW}${TOKEN_CHECKS}
-return {'ok'}
+  preamble: `${NOW}${TOKEN_CHECKS}`,
+  keys: TOKEN_GUARD_KEYS,
+  args: ['tokenHash', 'donator'],
+  lua: `
+return tokenRefusal(junkBlock, sourceCooldown, token, account, tokenHash, donator) or {'ok'}
 `,
-  numberOfKeys: 6,
-  keys: tokenGuardKeyList,
-  args: (a: TokenGuardArgs) => [a.tokenHash, flag(a.donator)],
+  encodeKeys: (k: TokenGuardKeys) => k,
+  encodeArgs: (a: TokenGuardArgs) => ({ tokenHash: a.tokenHash, donator: flag(a.donator) }),
   reply: (raw): 'ok' | GuardCheck => {
     const { kind, rest } = replyKind(raw, ['ok', 'refused'] as const, 'token check');
     return kind === 'ok' ? 'ok' : replyOneOf(rest[0], GUARD_CHECKS, 'token check');
@@ -41,21 +43,21 @@ export interface FoundToken {
  */
 export const TOKEN_FIND = defineScript({
   name: 'ddnsTokenFind',
-  lua: `${NOW}
-if redis.call('EXISTS', KEYS[2]) > 0 then return {'refused', 'agent'} end
-if redis.call('EXISTS', KEYS[3]) > 0 then return {'refused', 'login'} end
-local id = redis.call('GET', KEYS[1])
+  preamble: NOW,
+  keys: ['index', 'junkBlock', 'sourceCooldown'],
+  args: ['keyPrefix', 'hash'],
+  lua: `
+if redis.call('EXISTS', junkBlock) > 0 then return {'refused', 'agent'} end
+if redis.call('EXISTS', sourceCooldown) > 0 then return {'refused', 'login'} end
+local id = redis.call('GET', index)
 if not id then return false end
-local t = redis.call('HMGET', ARGV[1] .. 't:' .. id, '${TF.hash}', '${TF.fqdn}', '${TF.account}', '${TF.expiresAt}', '${TF.from}', '${TF.acmeOnly}')
-if t[1] ~= ARGV[2] or not t[2] or not t[3] then return false end
+local t = redis.call('HMGET', keyPrefix .. 't:' .. id, '${TF.hash}', '${TF.fqdn}', '${TF.account}', '${TF.expiresAt}', '${TF.from}', '${TF.acmeOnly}')
+if t[1] ~= hash or not t[2] or not t[3] then return false end
 if t[4] and tonumber(t[4]) <= now then return false end
 local donator = '0'
-if redis.call('HGET', ARGV[1] .. 'a:' .. t[3], '${AF.donator}') == '1' then donator = '1' end
+if redis.call('HGET', keyPrefix .. 'a:' .. t[3], '${AF.donator}') == '1' then donator = '1' end
 return {id, t[2], t[3], donator, t[5] or '', t[6] or ''}
 `,
-  numberOfKeys: 3,
-  keys: (k: { index: string; junkBlock: string; sourceCooldown: string }) => [k.index, k.junkBlock, k.sourceCooldown],
-  args: (a: { keyPrefix: string; hash: string }) => [a.keyPrefix, a.hash],
   reply: (raw): FoundToken | 'agent' | 'login' | undefined => {
     // Lua false arrives as null.
     if (raw === null) return undefined;
@@ -98,33 +100,35 @@ export type TokenAddReply =
  */
 export const TOKEN_ADD = defineScript({
   name: 'ddnsTokenAdd',
-  lua: `${NOW}
-if redis.call('HGET', KEYS[1], '${HF.owner}') ~= ARGV[1] then return {'changed'} end
-if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then return {'exists'} end
+  preamble: NOW,
+  keys: ['host', 'account', 'token', 'index', 'hostTokens'],
+  args: ['owner', 'id', 'fqdn', 'hash', 'expiresInMs', 'from', 'note', 'acmeOnly'],
+  lua: `
+if redis.call('HGET', host, '${HF.owner}') ~= owner then return {'changed'} end
+if redis.call('EXISTS', token, index) > 0 then return {'exists'} end
 local expires = ''
-if ARGV[5] ~= '' then expires = ms(now + tonumber(ARGV[5])) end
-redis.call('HSET', KEYS[3], '${TF.fqdn}', ARGV[3], '${TF.account}', ARGV[1], '${TF.hash}', ARGV[4], '${TF.createdAt}', ms(now))
-if expires ~= '' then redis.call('HSET', KEYS[3], '${TF.expiresAt}', expires) end
-if ARGV[6] ~= '' then redis.call('HSET', KEYS[3], '${TF.from}', ARGV[6]) end
-if ARGV[7] ~= '' then redis.call('HSET', KEYS[3], '${TF.note}', ARGV[7]) end
-if ARGV[8] == '1' then redis.call('HSET', KEYS[3], '${TF.acmeOnly}', '1') end
-redis.call('SET', KEYS[4], ARGV[2])
-redis.call('SADD', KEYS[5], ARGV[2])
-redis.call('HINCRBY', KEYS[2], '${AF.tokenCount}', 1)
+if expiresInMs ~= '' then expires = ms(now + tonumber(expiresInMs)) end
+redis.call('HSET', token, '${TF.fqdn}', fqdn, '${TF.account}', owner, '${TF.hash}', hash, '${TF.createdAt}', ms(now))
+if expires ~= '' then redis.call('HSET', token, '${TF.expiresAt}', expires) end
+if from ~= '' then redis.call('HSET', token, '${TF.from}', from) end
+if note ~= '' then redis.call('HSET', token, '${TF.note}', note) end
+if acmeOnly == '1' then redis.call('HSET', token, '${TF.acmeOnly}', '1') end
+redis.call('SET', index, id)
+redis.call('SADD', hostTokens, id)
+redis.call('HINCRBY', account, '${AF.tokenCount}', 1)
 return {'ok', ms(now), expires}
 `,
-  numberOfKeys: 5,
-  keys: (k: TokenAddKeys) => [k.host, k.account, k.token, k.index, k.hostTokens],
-  args: (a: TokenAddArgs) => [
-    a.owner,
-    a.id,
-    a.fqdn,
-    a.hash,
-    a.expiresInMs ?? '',
-    a.from.join(','),
-    a.note,
-    a.acmeOnly ? '1' : '',
-  ],
+  encodeKeys: (k: TokenAddKeys) => k,
+  encodeArgs: (a: TokenAddArgs) => ({
+    owner: a.owner,
+    id: a.id,
+    fqdn: a.fqdn,
+    hash: a.hash,
+    expiresInMs: a.expiresInMs ?? '',
+    from: a.from.join(','),
+    note: a.note,
+    acmeOnly: a.acmeOnly ? '1' : '',
+  }),
   reply: (raw): TokenAddReply => {
     const { kind, rest } = replyKind(raw, ['ok', 'changed', 'exists'] as const, 'token add');
     if (kind !== 'ok') return { kind };
@@ -143,20 +147,15 @@ return {'ok', ms(now), expires}
  */
 export const TOKEN_REMOVE = defineScript({
   name: 'ddnsTokenRemove',
-  lua: `${DROP_TOKEN_COUNT}
-if redis.call('HGET', KEYS[1], '${TF.hash}') ~= ARGV[2] then return 'changed' end
-redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('SREM', KEYS[3], ARGV[1])
-dropTokenCount(KEYS[4], 1)
+  preamble: DROP_TOKEN_COUNT,
+  keys: ['token', 'index', 'hostTokens', 'account'],
+  args: ['id', 'hash'],
+  lua: `
+if redis.call('HGET', token, '${TF.hash}') ~= hash then return 'changed' end
+redis.call('DEL', token, index)
+redis.call('SREM', hostTokens, id)
+dropTokenCount(account, 1)
 return 'ok'
 `,
-  numberOfKeys: 4,
-  keys: (k: { token: string; index: string; hostTokens: string; account: string }) => [
-    k.token,
-    k.index,
-    k.hostTokens,
-    k.account,
-  ],
-  args: (a: { id: string; hash: string }) => [a.id, a.hash],
   reply: (raw) => replyOneOf(raw, ['ok', 'changed'] as const, 'token remove'),
 });

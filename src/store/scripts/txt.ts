@@ -10,14 +10,7 @@ import type { HashFields } from '../codec.js';
 import { HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
 import { blindDigest, GUARD, HOST_ADMISSION, LEASE_PREAMBLE, TOKEN_CHECKS } from '../lua.js';
 import { defineScript, replyFields, replyKind, replyOneOf, replyString } from '../script.js';
-import {
-  tokenGuardKeyList,
-  type AdmitNoLease,
-  type GuardedAdmitKeys,
-  type LeaseKeys,
-  type TokenGuardArgs,
-  type TokenGuardKeys,
-} from './lease.js';
+import { TOKEN_GUARD_KEYS, type AdmitNoLease, type TokenGuardArgs } from './lease.js';
 
 export interface TxtAdmitArgs {
   account: string;
@@ -55,16 +48,19 @@ export type TxtAdmitReply =
       takenOver: string;
     };
 
-const txtAdmitArgv = (a: TxtAdmitArgs): (string | number)[] => [
-  a.account,
-  a.op,
-  a.value,
-  Math.max(1, Math.floor(a.keep)),
-  Math.max(0, Math.floor(a.limit)),
-  Math.max(1, Math.floor(a.windowMs)),
-  Math.max(1, Math.floor(a.leaseMs)),
-  a.leaseToken,
-];
+/** txtAdmit's own arguments, in ARGV order after a guard's. */
+const TXT_ADMIT_ARGS = ['accountName', 'op', 'value', 'keep', 'limit', 'windowMs', 'leaseMs', 'leaseToken'] as const;
+
+const txtAdmitArgs = (a: TxtAdmitArgs) => ({
+  accountName: a.account,
+  op: a.op,
+  value: a.value,
+  keep: Math.max(1, Math.floor(a.keep)),
+  limit: Math.max(0, Math.floor(a.limit)),
+  windowMs: Math.max(1, Math.floor(a.windowMs)),
+  leaseMs: Math.max(1, Math.floor(a.leaseMs)),
+  leaseToken: a.leaseToken,
+});
 
 function txtAdmitReply(raw: unknown): TxtAdmitReply {
   const script = 'txt admit';
@@ -92,19 +88,23 @@ function txtAdmitReply(raw: unknown): TxtAdmitReply {
 }
 
 /**
- * txtAdmit(KEYS: host, pending; ARGV (in `A`): account, op, value, keep, limit, windowMs, leaseMs, token) → {kind} |
+ * txtAdmit(key, pending, account, op, value, keep, limit, windowMs, leaseMs, leaseToken) → {kind} |
  * {'change', hostFlat, values, repairDue, takenOver}. The host checks of admit (nohost … abuse: a blocked host gets
  * abuse), then the TXT rate rule: more than `limit` TXT requests in the host's window → abuse for this request only
  * (the host is not blocked, address updates go on). nochg when the set already is what the request asks, unless the
  * lease taken over had expired (a repair is due: the change republishes the stored state). A change marks the host as
  * managing its TXT set (HF.txt present) before anything is published, so a repair of it rewrites the set.
  */
-const TXT_ADMIT_BODY = `${HOST_ADMISSION}local stale = h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= ''
+const TXT_ADMIT_FUNCTION = `${HOST_ADMISSION}
+local function txtAdmit(key, pending, account, op, value, keep, limit, windowMs, leaseMs, leaseToken)
+local refusal, h = hostAdmission(key, account)
+if refusal then return refusal end
+local stale = h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= ''
 
 local start = tonumber(h['${HF.txtWindowStart}'])
 local count = tonumber(h['${HF.txtCount}']) or 0
-if start == nil or now - start >= tonumber(A[6]) then start = now; count = 0 end
-if count >= tonumber(A[5]) then return {'rejected', 'abuse'} end
+if start == nil or now - start >= tonumber(windowMs) then start = now; count = 0 end
+if count >= tonumber(limit) then return {'rejected', 'abuse'} end
 redis.call('HSET', key, '${HF.txtWindowStart}', ms(start), '${HF.txtCount}', tostring(count + 1))
 
 local stored = h['${HF.txt}']
@@ -114,25 +114,25 @@ if stored ~= nil and stored ~= '' then
 end
 local nextValues = {}
 local changed = false
-if A[2] == 'set' then
+if op == 'set' then
   local found = false
-  for _, v in ipairs(current) do if v == A[3] then found = true end end
+  for _, v in ipairs(current) do if v == value then found = true end end
   for _, v in ipairs(current) do nextValues[#nextValues + 1] = v end
   if not found then
-    nextValues[#nextValues + 1] = A[3]
-    while #nextValues > tonumber(A[4]) do table.remove(nextValues, 1) end
+    nextValues[#nextValues + 1] = value
+    while #nextValues > tonumber(keep) do table.remove(nextValues, 1) end
     changed = true
-  elseif current[#current] ~= A[3] then
+  elseif current[#current] ~= value then
     -- Presented again: it becomes the newest (the next new value evicts the other). The records
     -- are the same set, so only Redis changes.
     nextValues = {}
-    for _, v in ipairs(current) do if v ~= A[3] then nextValues[#nextValues + 1] = v end end
-    nextValues[#nextValues + 1] = A[3]
+    for _, v in ipairs(current) do if v ~= value then nextValues[#nextValues + 1] = v end end
+    nextValues[#nextValues + 1] = value
     redis.call('HSET', key, '${HF.txt}', table.concat(nextValues, '\\n'))
   end
-elseif A[2] == 'remove' then
+elseif op == 'remove' then
   for _, v in ipairs(current) do
-    if v == A[3] then changed = true else nextValues[#nextValues + 1] = v end
+    if v == value then changed = true else nextValues[#nextValues + 1] = v end
   end
 else
   changed = #current > 0
@@ -141,53 +141,63 @@ if not changed and not stale then return {'nochg'} end
 
 if stored == nil then redis.call('HSET', key, '${HF.txt}', ''); h['${HF.txt}'] = '' end
 local takenOver = ''
-if stale then takenOver = familiesOf(h['${HF.leaseToken}']) end
-local leaseEnd = leaseEndFor(h['${HF.leaseAbandoned}'], A[8], tonumber(A[7]))
-redis.call('HSET', key, '${HF.leaseToken}', A[8], '${HF.leaseUntil}', ms(leaseEnd))
-setLeaseRecord(takenOver, A[8], false)
-redis.call('ZADD', KEYS[2], leaseEnd, key)
+if stale then takenOver = familiesOf(key, h['${HF.leaseToken}']) end
+local leaseEnd = leaseEndFor(h['${HF.leaseAbandoned}'], leaseToken, tonumber(leaseMs))
+redis.call('HSET', key, '${HF.leaseToken}', leaseToken, '${HF.leaseUntil}', ms(leaseEnd))
+setLeaseRecord(key, takenOver, leaseToken, false)
+redis.call('ZADD', pending, leaseEnd, key)
 local out = {}
 for f, v in pairs(h) do
   if not isLeaseField(f) then out[#out + 1] = f; out[#out + 1] = v end
 end
 return {'change', out, table.concat(nextValues, '\\n'), stale and '1' or '', takenOver}
+end
 `;
+
+/** The call of txtAdmit with the names every txtAdmit binds. */
+const CALL_TXT_ADMIT =
+  'return txtAdmit(host, pending, accountName, op, value, keep, limit, windowMs, leaseMs, leaseToken)\n';
 
 /** txtAdmit without login checks (tests). */
 export const TXT_ADMIT = defineScript({
   name: 'ddnsTxtAdmit',
-  lua: `${LEASE_PREAMBLE}local A = ARGV${TXT_ADMIT_BODY}`,
-  numberOfKeys: 2,
-  keys: (k: LeaseKeys) => [k.host, k.pending],
-  args: txtAdmitArgv,
+  preamble: `${LEASE_PREAMBLE}${TXT_ADMIT_FUNCTION}`,
+  keys: ['host', 'pending'],
+  args: TXT_ADMIT_ARGS,
+  encodeArgs: txtAdmitArgs,
+  lua: CALL_TXT_ADMIT,
   reply: txtAdmitReply,
 });
 
 /** txtAdmit after a password login's checks (GUARD in lua.ts), in the same atomic step. */
 export const TXT_ADMIT_GUARDED = defineScript({
   name: 'ddnsTxtAdmitGuarded',
-  lua: `${LEASE_PREAMBLE}${GUARD}${TXT_ADMIT_BODY}`,
-  numberOfKeys: 6,
-  keys: (k: GuardedAdmitKeys) => [k.host, k.pending, k.junkBlock, k.sourceCooldown, k.accountCooldown, k.account],
-  args: (a: GuardedTxtAdmitArgs) => [
-    blindDigest(a.hashDigest),
-    flag(a.donator),
-    a.passwordOnly ? '1' : '',
-    ...txtAdmitArgv(a),
-  ],
+  preamble: `${LEASE_PREAMBLE}${GUARD}${TXT_ADMIT_FUNCTION}`,
+  keys: ['host', 'pending', 'junkBlock', 'sourceCooldown', 'accountCooldown', 'account'],
+  args: ['digest', 'donator', 'passwordOnly', ...TXT_ADMIT_ARGS],
+  encodeArgs: (a: GuardedTxtAdmitArgs) => ({
+    digest: blindDigest(a.hashDigest),
+    donator: flag(a.donator),
+    passwordOnly: a.passwordOnly ? '1' : '',
+    ...txtAdmitArgs(a),
+  }),
+  lua: `local refused = guardRefusal(junkBlock, sourceCooldown, accountCooldown, account, digest, donator, passwordOnly)
+if refused then return refused end
+${CALL_TXT_ADMIT}`,
   reply: txtAdmitReply,
 });
 
 /** txtAdmit for a token login: its checks (TOKEN_CHECKS in lua.ts), the time it was last used, then txtAdmit. */
 export const TXT_ADMIT_TOKEN = defineScript({
   name: 'ddnsTxtAdmitToken',
-  lua: `${LEASE_PREAMBLE}${TOKEN_CHECKS}
-redis.call('HSET', KEYS[5], '${TF.lastUsedAt}', ms(now))
-local A = {unpack(ARGV, 3)}
-${TXT_ADMIT_BODY}`,
-  numberOfKeys: 6,
-  keys: (k: TokenGuardKeys) => tokenGuardKeyList(k),
-  args: (a: TokenTxtAdmitArgs) => [a.tokenHash, flag(a.donator), ...txtAdmitArgv(a)],
+  preamble: `${LEASE_PREAMBLE}${TOKEN_CHECKS}${TXT_ADMIT_FUNCTION}`,
+  keys: TOKEN_GUARD_KEYS,
+  args: ['tokenHash', 'donator', ...TXT_ADMIT_ARGS],
+  encodeArgs: (a: TokenTxtAdmitArgs) => ({ tokenHash: a.tokenHash, donator: flag(a.donator), ...txtAdmitArgs(a) }),
+  lua: `local refused = tokenRefusal(junkBlock, sourceCooldown, token, account, tokenHash, donator)
+if refused then return refused end
+redis.call('HSET', token, '${TF.lastUsedAt}', ms(now))
+${CALL_TXT_ADMIT}`,
   reply: txtAdmitReply,
 });
 
@@ -198,28 +208,28 @@ ${TXT_ADMIT_BODY}`,
  */
 export const TXT_COMMIT = defineScript({
   name: 'ddnsTxtCommit',
-  lua: `${LEASE_PREAMBLE}
-local key = KEYS[1]
-if redis.call('HEXISTS', key, '${HF.owner}') == 0 then
-  redis.call('ZREM', KEYS[2], key)
+  preamble: LEASE_PREAMBLE,
+  keys: ['host', 'pending'],
+  args: ['token', 'values', 'families'],
+  lua: `
+if redis.call('HEXISTS', host, '${HF.owner}') == 0 then
+  redis.call('ZREM', pending, host)
   return 'gone'
 end
-local lk = redis.call('HGET', key, '${HF.leaseToken}')
-if lk ~= ARGV[1] then
-  lostChange(lk, 0, ARGV[3])
+local lk = redis.call('HGET', host, '${HF.leaseToken}')
+if lk ~= token then
+  lostChange(host, pending, lk, 0, families)
   return 'lost'
 end
-local late = lateFor(lk)
-redis.call('HSET', key, '${HF.txt}', ARGV[2])
-endLease(late)
+local late = lateFor(host, lk)
+redis.call('HSET', host, '${HF.txt}', values)
+endLease(host, pending, late)
 return 'ok'
 `,
-  numberOfKeys: 2,
-  keys: (k: LeaseKeys) => [k.host, k.pending],
-  args: (a: { token: string; values: readonly string[]; families: string }) => [
-    a.token,
-    a.values.join('\n'),
-    a.families,
-  ],
+  encodeArgs: (a: { token: string; values: readonly string[]; families: string }) => ({
+    token: a.token,
+    values: a.values.join('\n'),
+    families: a.families,
+  }),
   reply: (raw) => replyOneOf(raw, ['ok', 'lost', 'gone'] as const, 'txt commit'),
 });
