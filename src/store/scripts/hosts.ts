@@ -238,7 +238,7 @@ export const HOST_IMPORT = defineScript({
   args: ['accountCount'],
   argTail: 'batch',
   lua: `
--- batchKeys: the accounts, then per host its key, nest index and between keys (as KEYS were);
+-- batchKeys: the accounts, then per host its key, its nest index and those of the names between;
 -- batch: the account names, then per host: account index, type, fqdn, count of names between, those.
 local keyList, argList = batchKeys, batch
 local k = tonumber(accountCount)
