@@ -136,7 +136,38 @@ function prologueOf(
   return bind(keys, keyTail, 'KEYS') + bind(args, argTail, 'ARGV');
 }
 
-const NO_TAIL: readonly never[] = [];
+type Encoder = (keys: Record<string, unknown>, args: Record<string, unknown>) => string[];
+
+/**
+ * The encoder of one definition, compiled once from its names: one array literal with a plain
+ * property read per name (`k.host`, `a.token`), as fast as the hand-written lists it replaces
+ * (a loop over the names reading `k[name]` costs about ten times as much on the hot path). The
+ * names are checked identifiers (prologueOf), so the generated text holds nothing else. A value
+ * of the wrong type (a name missing at run time) throws instead of shifting ARGV.
+ */
+function compileEncoder(
+  name: string,
+  keys: readonly string[],
+  keyTail: string | undefined,
+  args: readonly string[],
+  argTail: string | undefined,
+): Encoder {
+  const fail = (what: string, value: unknown): never => {
+    throw new Error(`script ${name}: ${what} is ${typeof value}`);
+  };
+  const key = (v: unknown, n: string): string => (typeof v === 'string' ? v : fail(`key ${n}`, v));
+  const arg = (v: unknown, n: string): string =>
+    typeof v === 'string' ? v : typeof v === 'number' ? String(v) : fail(`argument ${n}`, v);
+  const count = keyTail === undefined ? `'${keys.length}'` : `String(${keys.length} + k.${keyTail}.length)`;
+  const body = [
+    `const out = ['', ${count}, ${keys.map((n) => `key(k.${n}, '${n}')`).join(', ')}];`,
+    keyTail === undefined ? '' : `for (const v of k.${keyTail}) out.push(key(v, '${keyTail}'));`,
+    args.length === 0 ? '' : `out.push(${args.map((n) => `arg(a.${n}, '${n}')`).join(', ')});`,
+    argTail === undefined ? '' : `for (const v of a.${argTail}) out.push(arg(v, '${argTail}'));`,
+    'return out;',
+  ].join('\n');
+  return new Function('key', 'arg', `return function encode(k, a) {\n${body}\n};`)(key, arg) as Encoder;
+}
 
 /**
  * A script definition from its spec: the prologue generated from the names (once), and an encoder
@@ -160,31 +191,12 @@ export function defineScript<
   const keyNames = spec.keys as readonly string[];
   const argNames = spec.args as readonly string[];
   const { keyTail, argTail, encodeKeys, encodeArgs } = spec;
-  const encode = (keys: K, args: A): string[] => {
-    const k = (encodeKeys ? encodeKeys(keys) : keys) as Record<string, unknown>;
-    const a = (encodeArgs ? encodeArgs(args) : args) as Record<string, unknown>;
-    const kt = keyTail === undefined ? NO_TAIL : (k[keyTail] as readonly string[]);
-    const at = argTail === undefined ? NO_TAIL : (a[argTail] as readonly Wire[]);
-    const numberOfKeys = keyNames.length + kt.length;
-    const out = new Array<string>(2 + numberOfKeys + argNames.length + at.length);
-    out[0] = '';
-    out[1] = String(numberOfKeys);
-    let i = 2;
-    for (const n of keyNames) {
-      const v = k[n];
-      if (typeof v !== 'string') throw new Error(`script ${spec.name}: key ${n} is ${typeof v}`);
-      out[i++] = v;
-    }
-    for (const v of kt) out[i++] = v;
-    for (const n of argNames) {
-      const v = a[n];
-      if (typeof v === 'string') out[i++] = v;
-      else if (typeof v === 'number') out[i++] = String(v);
-      else throw new Error(`script ${spec.name}: argument ${n} is ${typeof v}`);
-    }
-    for (const v of at) out[i++] = typeof v === 'string' ? v : String(v);
-    return out;
-  };
+  const compiled = compileEncoder(spec.name, keyNames, keyTail, argNames, argTail);
+  const encode = (keys: K, args: A): string[] =>
+    compiled(
+      (encodeKeys ? encodeKeys(keys) : keys) as Record<string, unknown>,
+      (encodeArgs ? encodeArgs(args) : args) as Record<string, unknown>,
+    );
   return {
     name: spec.name,
     lua: preamble + prologue + spec.lua,

@@ -398,7 +398,10 @@ return 'ok'
     backmx: presentFlag(a.target.mx !== null && a.target.backmx),
     offline: flag(a.target.offline),
     republish: flag(a.republish),
-    ...countUndoArgs(a.undo),
+    prevFl: a.undo.previousLastRequest,
+    prevFc: a.undo.previousFrequentCount,
+    seq: a.undo.sequence,
+    countedAt: a.undo.countedAt,
     families: a.families,
     prefix: a.prefix ?? '',
   }),
@@ -467,20 +470,16 @@ return 1
 `,
   encodeArgs: (a: ReleaseArgs) => ({
     token: a.token,
-    ...countUndoArgs(a.undo),
+    prevFl: a.undo.previousLastRequest,
+    prevFc: a.undo.previousFrequentCount,
+    seq: a.undo.sequence,
+    countedAt: a.undo.countedAt,
     republishInMs: a.republishInMs === undefined ? '' : Math.max(0, Math.round(a.republishInMs)),
     failed: flag(a.failedRepublish),
     families: a.families,
     refused: flag(a.refused),
   }),
   reply: (raw) => replyInteger(raw, 'release') === 1,
-});
-
-const countUndoArgs = (u: CountUndo) => ({
-  prevFl: u.previousLastRequest,
-  prevFc: u.previousFrequentCount,
-  seq: u.sequence,
-  countedAt: u.countedAt,
 });
 
 /** A lease to take (reclaim, hostClaim): its token and length. */
