@@ -205,8 +205,8 @@ describe('store scripts: every script loads into Redis and runs its happy path (
     expect(replies.map((r) => r.kind)).to.deep.equal(['change', 'change']);
     expect(await field(k.host(H1), HF.leaseToken)).to.equal('B1');
     expect(await field(k.host(H2), HF.leaseToken)).to.equal('B2');
-    await commit(H1, 'B1', replies[0]!, target('192.0.2.11'));
-    await commit(H2, 'B2', replies[1]!, target('192.0.2.12'));
+    await commit(H1, 'B1', replies[0], target('192.0.2.11'));
+    await commit(H2, 'B2', replies[1], target('192.0.2.12'));
   });
 
   it('tokens: add, find, check, and a token login’s admission (its last use written)', async () => {

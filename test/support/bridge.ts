@@ -130,7 +130,10 @@ export class BridgeEnv {
     return runCli([...args, '--config', direct], stdin);
   }
 
-  /** DNS messages (by opcode: 'update', 'query') the bridge sent to the primary for hosts, not readiness probes (needs countDns). */
+  /**
+   * DNS messages (by opcode: 'update', 'query') the bridge sent to the primary for hosts; the
+   * readiness probes are not counted (needs countDns).
+   */
   dnsMessages(opcode: 'update' | 'query' = 'update'): number {
     if (!this.proxy) throw new Error('start the env with countDns: true');
     return this.proxy.counts[opcode];

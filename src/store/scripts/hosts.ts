@@ -2,7 +2,7 @@
  * The host scripts of the operator's commands: add, remove, set state, and the bulk import.
  * No shadowing across accounts: NESTING in lua.ts.
  */
-import type { HostType } from '../../core/types.js';
+import type { HostType, SettableHostState } from '../../core/types.js';
 import { ACCOUNT_FIELDS as AF, HOST_FIELDS as HF } from '../keys.js';
 import { DROP_TOKEN_COUNT, NESTING } from '../lua.js';
 import { defineScript, replyArray, replyInteger, replyKind, replyOneOf, replyString } from '../script.js';
@@ -174,7 +174,7 @@ if state == 'active' then
 end
 return 1
 `,
-  encodeArgs: (a: { state: 'active' | 'blocked' | 'closed'; onlyFrom: readonly string[] }) => a,
+  encodeArgs: (a: { state: SettableHostState; onlyFrom: readonly string[] }) => a,
   reply: (raw): 'set' | 'gone' | { refused: string } => {
     if (Array.isArray(raw) && raw[0] === 'from' && typeof raw[1] === 'string') return { refused: raw[1] };
     return replyInteger(raw, 'host state') === 1 ? 'set' : 'gone';
