@@ -81,23 +81,25 @@ describe('http/reply', () => {
   });
 });
 
+/** A frontend's settings and stubbed services for the tests over a real socket (every service answers 911). */
+const services = {
+  update: { update: async () => ({ kind: 'request' as const, token: '911' as const }) },
+  echo: { echo: async () => ({ kind: 'request' as const, token: '911' as const }) },
+} as unknown as ConstructorParameters<typeof HttpFrontend>[1];
+const settings = {
+  basePath: '',
+  trustedProxies: [],
+  realm: 'r',
+  maxBodyBytes: 100,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 15_000,
+  keepAliveTimeoutMs: 1000,
+  maxHeaderBytes: 16_384,
+  maxConnections: 10,
+};
+
 describe('http/server connection lifetime (a real socket on 127.0.0.1, services stubbed)', () => {
   const quiet = { debug() {}, info() {}, warn() {}, error() {} };
-  const services = {
-    update: { update: async () => ({ kind: 'request' as const, token: '911' as const }) },
-    echo: { echo: async () => ({ kind: 'request' as const, token: '911' as const }) },
-  } as unknown as ConstructorParameters<typeof HttpFrontend>[1];
-  const settings = {
-    basePath: '',
-    trustedProxies: [],
-    realm: 'r',
-    maxBodyBytes: 100,
-    headersTimeoutMs: 10_000,
-    requestTimeoutMs: 15_000,
-    keepAliveTimeoutMs: 1000,
-    maxHeaderBytes: 16_384,
-    maxConnections: 10,
-  };
 
   it('a connection whose peer address is unknown is closed unanswered and reaches no service', async () => {
     const calls: string[] = [];
@@ -234,22 +236,6 @@ describe('http/server connection lifetime (a real socket on 127.0.0.1, services 
 });
 
 describe('http/server: an error after the reply never escapes the request', () => {
-  const services = {
-    update: { update: async () => ({ kind: 'request' as const, token: '911' as const }) },
-    echo: { echo: async () => ({ kind: 'request' as const, token: '911' as const }) },
-  } as unknown as ConstructorParameters<typeof HttpFrontend>[1];
-  const settings = {
-    basePath: '',
-    trustedProxies: [],
-    realm: 'r',
-    maxBodyBytes: 100,
-    headersTimeoutMs: 10_000,
-    requestTimeoutMs: 15_000,
-    keepAliveTimeoutMs: 1000,
-    maxHeaderBytes: 16_384,
-    maxConnections: 10,
-  };
-
   it('telemetry that throws: the reply is sent, the error logged, no unhandled rejection, the next request served', async () => {
     const errors: string[] = [];
     const logger = { debug() {}, info() {}, warn() {}, error: (msg: string) => errors.push(msg) };
