@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { BridgeEnv, ZONE, deepMerge, expectedReply, runCli, sleep, type CliResult } from '../support/bridge.js';
+import { BridgeEnv, ZONE, deepMerge, expectedReply, runCli, type CliResult } from '../support/bridge.js';
 import {
   freePort,
   generateTsigKey,
@@ -484,7 +484,7 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       await env.addAccount(acct, 'agent-pw');
       const h = uniqHost('agent');
       await env.addHost(h, acct);
-      await sleep(2500);
+      await env.untilAgentBlocked(`CliBlocked-${process.pid}/2.0`);
       const refused = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.95`, {
         auth: [acct, 'agent-pw'],
         ua: `CliBlocked-${process.pid}/2.0`,
@@ -494,7 +494,7 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       const unblocked = await env.cli(['agent', 'unblock', pattern]);
       expect(unblocked.code, unblocked.stderr).to.equal(0);
       expect((await env.cliOk(['agent', 'list'])).trimEnd().split('\n')).to.deep.equal(before);
-      await sleep(2500);
+      await env.untilAgentBlocked(`CliBlocked-${process.pid}/2.0`, false);
       const served = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.95`, {
         auth: [acct, 'agent-pw'],
         ua: `CliBlocked-${process.pid}/2.0`,
@@ -525,7 +525,7 @@ describe('CLI (knot): accounts, hosts, agents', function () {
         await env.addAccount(acct, 'dash-pw');
         const h = uniqHost('dash');
         await env.addHost(h, acct);
-        await sleep(2500);
+        for (const ua of ['-', dashed]) await env.untilAgentBlocked(ua);
         for (const ua of ['-', dashed]) {
           const refused = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.96`, { auth: [acct, 'dash-pw'], ua });
           expect(refused.body, ua).to.equal('badagent\n');

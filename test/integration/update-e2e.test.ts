@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { BridgeEnv, ZONE, expectedReply, sleep } from '../support/bridge.js';
+import { waitFor } from '../support/wait.js';
 import { LAB_KINDS, requireBinariesOrSkip, serverBinaries, type LabKind } from '../../src/lab/index.js';
 
 const UA = 'ddns-bridge-tests/1.0 tests@example.test';
@@ -34,6 +35,9 @@ async function answers(env: BridgeEnv, name: string, type: string): Promise<stri
     .filter(Boolean)
     .map((l) => l.split(/\s+/).join(' '));
 }
+
+/** Time past frequency.minInterval (50 ms in the first suites): the next change is not frequent. */
+const pastMinInterval = () => sleep(60);
 
 let seq = 0;
 const uniq = (label: string) => `${label}-${process.pid}-${++seq}.${ZONE}`;
@@ -88,7 +92,7 @@ for (const kind of LAB_KINDS) {
       const h = await host();
       expect((await update(`hostname=${h}&myip=203.0.113.8`)).body).to.equal('good 203.0.113.8\n');
       const serial = await env.ns.serial();
-      await sleep(60);
+      await pastMinInterval();
       const r = await update(`hostname=${h}&myip=203.0.113.8`);
       expect(r.raw.toString()).to.equal(OK('nochg 203.0.113.8\n'));
       expect(await env.ns.serial()).to.equal(serial);
@@ -97,7 +101,7 @@ for (const kind of LAB_KINDS) {
     it('a changed address is good again and replaces the record', async () => {
       const h = await host();
       await update(`hostname=${h}&myip=203.0.113.9`);
-      await sleep(60);
+      await pastMinInterval();
       expect((await update(`hostname=${h}&myip=198.51.100.9`)).body).to.equal('good 198.51.100.9\n');
       expect(await env.ns.query(h, 'A')).to.deep.equal(['198.51.100.9']);
     });
@@ -145,7 +149,7 @@ for (const kind of LAB_KINDS) {
         'badagent\n',
       );
       await env.cliOk(['agent', 'block', 'EvilClient/*']);
-      await sleep(2500); // the frontends refresh the shared block list every ~2 s
+      await env.untilAgentBlocked('EvilClient/2.0'); // the serve process refetches the shared list every ~2 s
       expect((await update(`hostname=${h}&myip=192.0.2.2`, auth, 'EvilClient/2.0')).body).to.equal('badagent\n');
       await env.cliOk(['agent', 'unblock', 'EvilClient/*']);
       expect(await env.ns.query(h, 'A')).to.deep.equal([]);
@@ -175,7 +179,7 @@ for (const kind of LAB_KINDS) {
       await env.writeConfig({ zones: [...zones, { ...zones[0], name: h }] });
       try {
         const port = await env.startServe();
-        await sleep(60);
+        await pastMinInterval();
         const r = await env.get(`/dyndns/update?hostname=${h}&myip=192.0.2.7`, { auth, ua: UA, port });
         expect(r.raw.toString()).to.equal(OK('nohost\n'));
         expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.6']);
@@ -200,7 +204,7 @@ for (const kind of LAB_KINDS) {
       // order: !yours is decided before badsys
       expect((await update(`system=webhop&hostname=${bobs}&myip=192.0.2.5`)).body).to.equal('!yours\n');
       for (const [i, sys] of ['dyndns', 'statdns', 'custom', ''].entries()) {
-        await sleep(60);
+        await pastMinInterval();
         expect((await update(`system=${sys}&hostname=${h}&myip=192.0.2.${50 + i}`)).body).to.equal(
           `good 192.0.2.${50 + i}\n`,
         );
@@ -227,7 +231,7 @@ for (const kind of LAB_KINDS) {
     it('!donator: offline=YES from a non-paying account changes nothing', async () => {
       const h = await host();
       await update(`hostname=${h}&myip=192.0.2.7`);
-      await sleep(60);
+      await pastMinInterval();
       expect((await update(`hostname=${h}&myip=192.0.2.7&offline=YES`)).body).to.equal('!donator\n');
       expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.7']);
       expect((await env.hostJson(h)).state).to.equal('active');
@@ -238,7 +242,7 @@ for (const kind of LAB_KINDS) {
       const r1 = await update(`hostname=${h}&myip=192.0.2.8,2001:db8::8&wildcard=ON&mx=mail.${ZONE}`, donor);
       expect(r1.body).to.equal('good 192.0.2.8,2001:db8::8\n');
       expect(await env.ns.query(`x.${h}`, 'A')).to.deep.equal(['192.0.2.8']);
-      await sleep(60);
+      await pastMinInterval();
       expect((await update(`hostname=${h}&myip=192.0.2.8&offline=YES`, donor)).body).to.equal('good 192.0.2.8\n');
       expect(await env.ns.query(h, 'A')).to.deep.equal([]);
       expect(await env.ns.query(h, 'AAAA')).to.deep.equal([]);
@@ -246,9 +250,9 @@ for (const kind of LAB_KINDS) {
       expect(await env.ns.query(`x.${h}`, 'AAAA')).to.deep.equal([]);
       expect(await env.ns.query(h, 'MX')).to.deep.equal([`10 mail.${ZONE}.`]);
       expect((await env.hostJson(h)).state).to.equal('offline');
-      await sleep(60);
+      await pastMinInterval();
       expect((await update(`hostname=${h}&myip=192.0.2.8&offline=YES`, donor)).body).to.equal('nochg 192.0.2.8\n');
-      await sleep(60);
+      await pastMinInterval();
       expect((await update(`hostname=${h}&myip=192.0.2.9`, donor)).body).to.equal('good 192.0.2.9\n');
       expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.9']);
       expect(await env.ns.query(h, 'AAAA')).to.deep.equal([]);
@@ -259,15 +263,15 @@ for (const kind of LAB_KINDS) {
       const h = await host();
       expect((await update(`hostname=${h}&myip=2001:DB8:0:0::10`)).body).to.equal('good 2001:db8::10\n');
       expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::10']);
-      await sleep(60);
+      await pastMinInterval();
       expect((await update(`hostname=${h}&myip=192.0.2.10`)).body).to.equal('good 192.0.2.10\n');
       expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.10']);
       expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::10']);
-      await sleep(60);
+      await pastMinInterval();
       expect((await update(`hostname=${h}&myip=192.0.2.11&myipv6=2001:db8::11`)).body).to.equal(
         'good 192.0.2.11,2001:db8::11\n',
       );
-      await sleep(60);
+      await pastMinInterval();
       expect((await update(`hostname=${h}&myip=2001:db8::12%2C192.0.2.12`)).body).to.equal(
         'good 192.0.2.12,2001:db8::12\n',
       );
@@ -278,7 +282,7 @@ for (const kind of LAB_KINDS) {
     it('myip missing or invalid: the detected client address is used', async () => {
       const h = await host();
       expect((await update(`hostname=${h}`)).body).to.equal('good 127.0.0.1\n');
-      await sleep(60);
+      await pastMinInterval();
       expect((await update(`hostname=${h}&myip=not-an-ip`)).body).to.equal('nochg 127.0.0.1\n');
       expect(await env.ns.query(h, 'A')).to.deep.equal(['127.0.0.1']);
     });
@@ -314,11 +318,11 @@ for (const kind of LAB_KINDS) {
       expect(await env.ns.query(random, 'A')).to.deep.equal(['192.0.2.14']);
       expect(await env.ns.query(random, 'AAAA')).to.deep.equal(['2001:db8::14']);
       expect((await env.hostJson(h)).wildcard).to.equal(true);
-      await sleep(60);
+      await pastMinInterval();
       expect((await update(`hostname=${h}&myip=192.0.2.14,2001:db8::14&wildcard=NOCHG`)).body).to.equal(
         'nochg 192.0.2.14,2001:db8::14\n',
       );
-      await sleep(60);
+      await pastMinInterval();
       expect((await update(`hostname=${h}&myip=192.0.2.14,2001:db8::14`)).body).to.equal(
         'good 192.0.2.14,2001:db8::14\n',
       );
@@ -332,11 +336,11 @@ for (const kind of LAB_KINDS) {
       const h = await host();
       await update(`hostname=${h}&myip=192.0.2.15&mx=mail.${ZONE}`);
       expect(await env.ns.query(h, 'MX')).to.deep.equal([`10 mail.${ZONE}.`]);
-      await sleep(60);
+      await pastMinInterval();
       await update(`hostname=${h}&myip=192.0.2.15&mx=mail.${ZONE}&backmx=YES`);
       expect(await env.ns.query(h, 'MX')).to.deep.equal([`10 ${h}.`, `20 mail.${ZONE}.`]);
       expect(await env.hostJson(h)).to.include({ mx: `mail.${ZONE}`, backmx: true });
-      await sleep(60);
+      await pastMinInterval();
       const r = await update(`hostname=${h}&myip=192.0.2.15&mx=no-such-name.${ZONE}&backmx=YES`);
       expect(r.body).to.equal('good 192.0.2.15\n');
       expect(await env.ns.query(h, 'MX')).to.deep.equal([]);
@@ -349,7 +353,7 @@ for (const kind of LAB_KINDS) {
       const h = await host();
       expect((await update(`hostname=${h}&myip=192.0.2.41&mx=${mailHost}`)).body).to.equal('good 192.0.2.41\n');
       expect(await env.ns.query(h, 'MX')).to.deep.equal([`10 ${mailHost}.`]);
-      await sleep(60);
+      await pastMinInterval();
       expect((await update(`hostname=${mailHost}&myip=192.0.2.40&offline=YES`, donor)).body).to.equal(
         'good 192.0.2.40\n',
       );
@@ -378,7 +382,7 @@ for (const kind of LAB_KINDS) {
           `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
       );
       expect(post.toString()).to.equal(OK('good 192.0.2.17\n'));
-      await sleep(60);
+      await pastMinInterval();
       const postQuery = await env.raw(
         `POST /v3/update?${body} HTTP/1.0\r\nUser-Agent: ${UA}\r\nAuthorization: Basic ${creds}\r\nContent-Length: 0\r\n\r\n`,
       );
@@ -413,10 +417,10 @@ for (const kind of LAB_KINDS) {
       for (let i = 0; i < 5; i++) {
         const ip = `192.0.2.${30 + i}`;
         const first = one.replace('192.0.2.22', ip);
-        await sleep(60); // past frequency.minInterval: no run of frequent updates
+        await pastMinInterval(); // no run of frequent updates
         expect((await env.raw(first + expecting)).toString(), `round ${i}`).to.equal(OK(`good ${ip}\n`));
       }
-      await sleep(60);
+      await pastMinInterval();
       expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.34']);
       // On its own, the same POST is answered once its body is in: no HTTP/1.1 interim
       // `100 Continue` (the service speaks HTTP/1.0, which has none).
@@ -434,7 +438,7 @@ for (const kind of LAB_KINDS) {
       for (const p of ['/checkip', '/ip', '/nic/checkip']) {
         const r = await env.raw(`GET ${p} HTTP/1.0\r\nX-Test: ${p}\r\n\r\n`, env.port);
         expect(r.toString()).to.equal(OK('Current IP Address: 127.0.0.1\n'));
-        await sleep(60);
+        await pastMinInterval();
       }
     });
 
@@ -451,7 +455,7 @@ for (const kind of LAB_KINDS) {
       } finally {
         await env.ns.start();
       }
-      await sleep(60);
+      await pastMinInterval();
       expect((await update(`hostname=${h}&myip=192.0.2.19`)).body).to.equal('good 192.0.2.19\n');
       expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.19']);
     });
@@ -531,7 +535,7 @@ for (const kind of LAB_KINDS) {
       const h = uniq('known');
       await env.addHost(h, 'olga');
       expect((await up(`hostname=${h}&myip=192.0.2.12,2001:db8::12`)).body).to.equal('good 192.0.2.12,2001:db8::12\n');
-      await sleep(60);
+      await pastMinInterval();
       expect((await up(`hostname=${h}&myip=192.0.2.13`)).body).to.equal('good 192.0.2.13\n');
       expect(await env.ns.query(h, 'AAAA')).to.deep.equal(['2001:db8::12']);
       expect(await env.hostJson(h)).to.include({ ipv4: '192.0.2.13', ipv6: '2001:db8::12' });
@@ -545,7 +549,7 @@ for (const kind of LAB_KINDS) {
       expect(await env.ns.query(h, 'A')).to.deep.equal([]);
       expect(await env.hostJson(h)).to.include({ ipv4: null, wildcard: false });
       // Without the wildcard the host itself is fine.
-      await sleep(60);
+      await pastMinInterval();
       expect((await up(`hostname=${h}&myip=192.0.2.40`)).body).to.equal('good 192.0.2.40\n');
     });
   });
@@ -615,14 +619,14 @@ describe('frequency rule and states (knot)', function () {
     await env.addHost(h, 'dana');
     for (let i = 0; i < 6; i++) {
       expect((await up(h, `192.0.2.${50 + i}`, ['dana', 'dana-pw'])).body).to.equal(`good 192.0.2.${50 + i}\n`);
-      await sleep(400);
+      await sleep(400); // past donatorMinInterval (0.3 s), within minInterval (2 s)
     }
     const f = uniq('nodon');
     await env.addHost(f, 'fred');
     const bodies: string[] = [];
     for (let i = 0; i < 5; i++) {
       bodies.push((await up(f, `192.0.2.${60 + i}`)).body);
-      await sleep(400);
+      await sleep(400); // within minInterval (2 s): frequent for a non-donator
     }
     expect(bodies[4]).to.equal('abuse\n');
   });
@@ -697,7 +701,7 @@ describe('frequency rule and states (knot)', function () {
       bodies.push((await env.raw('GET /checkip HTTP/1.0\r\n\r\n')).toString().split('\r\n\r\n')[1]!);
     expect(bodies.slice(0, 4)).to.deep.equal(Array(4).fill('Current IP Address: 127.0.0.1\n'));
     expect(bodies[4]).to.equal('abuse\n');
-    await sleep(2200);
+    await sleep(2200); // past echoCooldown (2 s)
     expect((await env.raw('GET /checkip HTTP/1.0\r\n\r\n')).toString()).to.match(
       /\r\n\r\nCurrent IP Address: 127\.0\.0\.1\n$/,
     );
@@ -734,7 +738,7 @@ describe('throttles and blocks through the running service (knot)', function () 
     expect(
       (await env.get(`/nic/update?hostname=${h}&myip=192.0.2.70`, { auth: ['tess', 'tess-pw'], ua: UA })).body,
     ).to.equal('good 192.0.2.70\n');
-    await sleep(1700);
+    await sleep(1700); // past the junk block (1.5 s)
     expect((await send(`hostname=${h}&myip=192.0.2.70`)).body).to.match(/^(good|nochg) 192\.0\.2\.70\n$/);
   });
 
@@ -748,7 +752,7 @@ describe('throttles and blocks through the running service (knot)', function () 
     for (let i = 0; i < 3; i++) expect((await send(`wrong-${i}`)).raw.toString()).to.equal(BADAUTH);
     expect((await send('tess-pw')).raw.toString()).to.equal(BADAUTH);
     expect(await env.ns.query(h, 'A')).to.deep.equal([]);
-    await sleep(1700);
+    await sleep(1700); // past the login cool-down (1.5 s)
     expect((await send('tess-pw')).body).to.equal('good 192.0.2.71\n');
   });
 
@@ -831,7 +835,7 @@ describe('DNS traffic as the primary sees it (counting relay, knot)', function (
     expect((await up(`hostname=${h}&myip=192.0.2.80&mx=mail.${ZONE}&wildcard=ON`)).body).to.equal('good 192.0.2.80\n');
     expect(env.dnsMessages()).to.equal(n0 + 1);
     for (let i = 0; i < 3; i++) {
-      await sleep(20);
+      await sleep(20); // past frequency.minInterval (10 ms)
       expect((await up(`hostname=${h}&myip=192.0.2.80&mx=mail.${ZONE}&wildcard=ON`)).body).to.equal(
         'nochg 192.0.2.80\n',
       );
@@ -844,8 +848,13 @@ describe('DNS traffic as the primary sees it (counting relay, knot)', function (
     await env.addHost(h, 'nico');
     env.delayDns(1000); // the bridge's UPDATE reaches the primary 1 s late; the CLI's is not delayed
     try {
+      const sent = env.dnsMessages();
       const pending = up(`hostname=${h}&myip=192.0.2.82`);
-      await sleep(300);
+      // In flight once its UPDATE reached the proxy (which holds it 1 s): the host's lease is taken.
+      await waitFor(() => env.dnsMessages() > sent, {
+        what: "the bridge's UPDATE to reach the proxy",
+        timeoutMs: 5000,
+      });
       const rm = await env.cliDirect(['host', 'remove', h]);
       expect(rm.code, rm.stderr).to.equal(0);
       expect((await pending).body).to.equal('good 192.0.2.82\n');
@@ -861,7 +870,7 @@ describe('DNS traffic as the primary sees it (counting relay, knot)', function (
     await env.addHost(h, 'nico');
     expect((await up(`hostname=${h}&myip=192.0.2.81&mx=NOCHG&backmx=YES`)).body).to.equal('good 192.0.2.81\n');
     const n1 = env.dnsMessages();
-    await sleep(20);
+    await sleep(20); // past frequency.minInterval (10 ms)
     expect((await up(`hostname=${h}&myip=192.0.2.81&mx=NOCHG&backmx=YES`)).body).to.equal('nochg 192.0.2.81\n');
     expect(env.dnsMessages()).to.equal(n1);
     expect(await env.ns.query(h, 'MX')).to.deep.equal([]);

@@ -20,6 +20,8 @@ import {
   type RedisServer,
 } from '../../src/lab/index.js';
 import type { TsigAlgorithm } from '../../src/config/schema.js';
+import { AGENT_LIST_CACHE_MS } from '../../src/store/client-policy.js';
+import { waitFor } from './wait.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const CLI = path.join(ROOT, 'dist/src/cli/main.js');
@@ -273,6 +275,23 @@ export class BridgeEnv {
       lines.push(`Authorization: Basic ${Buffer.from(`${opts.auth[0]}:${opts.auth[1]}`).toString('base64')}`);
     lines.push(...(opts.headers ?? []));
     return parseHttp(await this.raw(lines.join('\r\n') + '\r\n\r\n', opts.port));
+  }
+
+  /**
+   * Wait until every serve process's copy of the shared User-Agent block list (refetched every
+   * AGENT_LIST_CACHE_MS) refuses `ua`, or with `blocked` false no longer does. The probe has no
+   * credentials: it is answered badagent when the agent is refused and badauth otherwise (a
+   * challenge, neither a failure nor junk), and changes nothing.
+   */
+  async untilAgentBlocked(ua: string, blocked = true): Promise<void> {
+    const want = blocked ? 'badagent\n' : 'badauth\n';
+    for (const port of this.ports) {
+      await waitFor(async () => (await this.get('/nic/update?hostname=x', { ua, port })).body === want, {
+        what: `the serve process on port ${port} to answer ${want.trim()} for the agent ${ua}`,
+        timeoutMs: 2 * AGENT_LIST_CACHE_MS + 1000,
+        intervalMs: 50,
+      });
+    }
   }
 }
 
