@@ -6,7 +6,8 @@ import { expect } from 'chai';
 import net from 'node:net';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { BridgeEnv, ZONE, sleep } from '../support/bridge.js';
+import { BridgeEnv, ZONE } from '../support/bridge.js';
+import { waitFor } from '../support/wait.js';
 import { requireBinariesOrSkip } from '../../src/lab/index.js';
 
 const UA = 'lifecycle-tests/1.0';
@@ -16,11 +17,20 @@ describe('graceful stop (SIGTERM)', function () {
   let env: BridgeEnv;
   let blackHole: net.Server;
   const sockets: net.Socket[] = [];
+  /** Host changes the silent primary has received: UPDATEs (opcode 5) with an update section. */
+  let updates = 0;
 
   before(async function () {
     requireBinariesOrSkip(this, ['redis-server', 'knotd', 'dig']);
     // A "primary" that accepts TCP and never answers: updates stay in flight for dns.timeout.
-    blackHole = net.createServer((s) => sockets.push(s.on('error', () => undefined)));
+    blackHole = net.createServer((s) => {
+      sockets.push(s.on('error', () => undefined));
+      s.on('data', (d: Buffer) => {
+        // TCP DNS: a 2-byte length, then the header (opcode in its third byte, UPCOUNT at 8).
+        const msg = d.subarray(2);
+        if (msg.length >= 12 && ((msg[2]! >> 3) & 0xf) === 5 && msg.readUInt16BE(8) > 0) updates++;
+      });
+    });
     await new Promise<void>((r) => blackHole.listen(0, '127.0.0.1', r));
     const port = (blackHole.address() as net.AddressInfo).port;
     env = await BridgeEnv.start({
@@ -48,20 +58,27 @@ describe('graceful stop (SIGTERM)', function () {
   it('answers the request in flight, then refuses new connections and exits 0', async () => {
     const serve = env.serves[0]!;
     const port = env.port;
-    const inFlight = env.get(`/nic/update?hostname=slow.${ZONE}&myip=192.0.2.1`, { auth: ['gina', 'gina-pw'], ua: UA });
-    await sleep(300); // the request is now waiting on the silent primary
+    const sent = updates;
+    let answered = false;
+    const inFlight = env
+      .get(`/nic/update?hostname=slow.${ZONE}&myip=192.0.2.1`, { auth: ['gina', 'gina-pw'], ua: UA })
+      .finally(() => (answered = true));
+    // The request is waiting on the silent primary once its UPDATE got there.
+    await waitFor(() => updates > sent, { what: 'the UPDATE to reach the silent primary', timeoutMs: 5000 });
     const exited = new Promise<number | null>((r) => serve.once('exit', (code) => r(code)));
     serve.kill('SIGTERM');
-    await sleep(200);
-    const refused = await new Promise<boolean>((resolve) => {
-      const s = net.connect({ host: '127.0.0.1', port });
-      s.on('connect', () => {
-        s.destroy();
-        resolve(false);
+    const refused = () =>
+      new Promise<boolean>((resolve) => {
+        const s = net.connect({ host: '127.0.0.1', port });
+        s.on('connect', () => {
+          s.destroy();
+          resolve(false);
+        });
+        s.on('error', () => resolve(true));
       });
-      s.on('error', () => resolve(true));
-    });
-    expect(refused, 'a new connection after SIGTERM').to.equal(true);
+    // Bounded well below the in-flight request's dns.timeout (2 s): the listener closes first.
+    await waitFor(refused, { what: 'a new connection after SIGTERM to be refused', timeoutMs: 1000 });
+    expect(answered, 'the request is still in flight when new connections are refused').to.equal(false);
     const reply = await inFlight;
     expect(reply.body).to.equal('dnserr\n');
     expect(await exited).to.equal(0);

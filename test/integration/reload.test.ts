@@ -10,9 +10,10 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort, requireBinariesOrSkip } from '../../src/lab/index.js';
 import { Keys } from '../../src/store/keys.js';
-import { BridgeEnv, ZONE, deepMerge, sleep } from '../support/bridge.js';
+import { BridgeEnv, ZONE, deepMerge } from '../support/bridge.js';
 import { Serve } from '../support/serve-process.js';
 import { clearLoginCounters } from '../support/bridge-commands.js';
+import { waitFor } from '../support/wait.js';
 
 const KEYS = new Keys('ddns:');
 const ALICE = { user: 'reload-alice', password: 'reload-alice-pw' };
@@ -96,7 +97,8 @@ describe('SIGHUP reloads the config: live settings applied, the rest left (knot)
       expect(await blockedAnswer(serve.port)).to.equal('badauth\n');
       expect((await fetch(`http://127.0.0.1:${adminPort}/healthz`)).status).to.equal(200);
       const load = new UpdateLoad(env, serve.port, hosts);
-      await sleep(300);
+      // Reloaded under load: answers are coming before the SIGHUP, and go on after it.
+      await waitFor(() => load.answers.length >= 10 || load.failures.length > 0, { what: '10 answers to the load' });
       await rewrite({
         agents: { blocked: ['ddclient/3.8.1', `ReloadBot/*`] },
         log: { level: 'debug' },
@@ -118,7 +120,11 @@ describe('SIGHUP reloads the config: live settings applied, the rest left (knot)
         since,
       );
       expect(restart!.settings).to.deep.equal(['listen', 'dns']);
-      await sleep(300);
+      const atReload = load.answers.length;
+      const enough = Math.max(atReload + 10, 21); // more than the 20 asserted below
+      await waitFor(() => load.answers.length >= enough || load.failures.length > 0, {
+        what: '10 more answers to the load after the reload',
+      });
       await load.stop();
 
       // No request of the load was dropped or refused across the reload.

@@ -4,10 +4,11 @@
  * Each is bounded by a configured limit while other clients keep getting answers.
  */
 import { expect } from 'chai';
-import { writeFile, chmod } from 'node:fs/promises';
+import { readFile, writeFile, chmod } from 'node:fs/promises';
 import net from 'node:net';
 import { BridgeEnv, ZONE, deepMerge, sleep } from '../support/bridge.js';
 import { requireBinariesOrSkip } from '../../src/lab/index.js';
+import { waitFor } from '../support/wait.js';
 
 const UA = 'slow-clients-tests/1.0 tests@example.test';
 /** How long past a configured timeout the connection may stay open. */
@@ -42,6 +43,19 @@ function open(port: number): Watched {
 /** The close within `ms`, or undefined if the socket is still open then. */
 async function closedWithin(w: Watched, ms: number): Promise<{ afterMs: number; data: Buffer } | undefined> {
   return Promise.race([w.closed, sleep(ms).then(() => undefined)]);
+}
+
+/**
+ * Connections to 127.0.0.1:`port` the kernel has completed and the server not yet accepted: the
+ * listening socket's rx_queue in /proc/net/tcp is its accept queue (Linux).
+ */
+async function acceptQueue(port: number): Promise<number> {
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  for (const line of (await readFile('/proc/net/tcp', 'utf8')).split('\n').slice(1)) {
+    const [, address, , state, queues] = line.trim().split(/\s+/);
+    if (address === local && state === '0A') return parseInt(queues!.split(':')[1]!, 16);
+  }
+  throw new Error(`nothing listens on 127.0.0.1:${port}`);
 }
 
 async function reconfigure(env: BridgeEnv, patch: Record<string, unknown>): Promise<number> {
@@ -135,7 +149,7 @@ describe('slow and greedy clients (knot)', function () {
         'all idle connections accepted',
       ).to.equal(true);
     }
-    await sleep(200);
+    await sleep(200); // a negative check: the server closes none of them meanwhile
     const stillOpen = watched.filter((w) => !w.socket.destroyed).length;
     expect(stillOpen).to.equal(IDLE);
     for (let i = 0; i < 3; i++) await promptUpdate(2000);
@@ -147,7 +161,8 @@ describe('slow and greedy clients (knot)', function () {
     const held = Array.from({ length: 50 }, () => open(env.port));
     watched.push(...held);
     expect((await Promise.all(held.map((w) => w.connected))).every(Boolean)).to.equal(true);
-    await sleep(300); // the server has accepted all 50
+    // Counted by the server once it accepted them all (the handshakes alone are the kernel's).
+    await waitFor(async () => (await acceptQueue(env.port)) === 0, { what: 'the server to accept all 50' });
     const extra = open(env.port);
     watched.push(extra);
     await extra.connected; // the kernel completes the handshake; node drops the socket
@@ -158,7 +173,13 @@ describe('slow and greedy clients (knot)', function () {
     expect(held.filter((w) => !w.socket.destroyed).length, 'the 50 held connections are untouched').to.equal(50);
 
     for (const w of held.slice(0, 10)) w.socket.destroy();
-    await sleep(300);
+    // Served again once the server counted those closes: a challenge (no credentials) is answered.
+    const answered = () =>
+      env.get('/nic/update?hostname=x', { ua: UA }).then(
+        (r) => r.raw.length > 0,
+        () => false, // dropped at the cap: reset
+      );
+    await waitFor(answered, { what: 'a connection to be served again', timeoutMs: 2000, intervalMs: 50 });
     await promptUpdate(2000);
     expect(env.serves[0]!.exitCode).to.equal(null);
   });

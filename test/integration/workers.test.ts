@@ -15,6 +15,8 @@ import { makeTempDir, removeDir, requireBinariesOrSkip, startRedis } from '../..
 import { runHttpLoad } from '../../bench/load.js';
 import { procCpu } from '../../bench/targets.js';
 import { hashesPerWorker, WORKER_SEMI_SPACE_MIB } from '../../src/cli/commands/serve.js';
+import { RedisMonitor } from '../support/redis-monitor.js';
+import { waitFor } from '../support/wait.js';
 
 const UA = 'ddns-bridge-tests/1.0 tests@example.test';
 
@@ -69,12 +71,17 @@ const workerPids = (c: Cluster): number[] =>
     .filter((l) => l.msg === 'worker listening')
     .map((l) => Number(l.pid));
 
-async function waitFor(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const until = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
+/**
+ * Counts from now on the commands Redis is sent that name `host`'s key (MONITOR): a request for
+ * the host is inside a worker, past its HTTP parsing, once one is seen (and retries while busy).
+ */
+async function watchHost(env: BridgeEnv, host: string): Promise<{ seen: () => number; close: () => void }> {
+  const key = `ddns:h:${host}`;
+  let seen = 0;
+  const monitor = await RedisMonitor.open(env.redis.url, (l) => {
+    if (l.args.includes(key)) seen++;
+  });
+  return { seen: () => seen, close: () => monitor.close() };
 }
 
 /** Another frontend's change in flight holds `host` for `ms` (by Redis's clock): an update of it waits. */
@@ -204,7 +211,7 @@ describe('serve --workers 2 (node:cluster)', function () {
   it('replaces a worker that dies, and keeps serving', async () => {
     const [victim] = workerPids(cluster!);
     process.kill(victim!, 'SIGKILL');
-    await waitFor(() => workerPids(cluster!).length === 3, 15000, 'a replacement worker');
+    await waitFor(() => workerPids(cluster!).length === 3, { timeoutMs: 15000, what: 'a replacement worker' });
     expect(cluster!.log()).to.include('"worker died; starting another"');
     const h = `after-restart.${ZONE}`;
     await env.addHost(h, 'fred');
@@ -220,7 +227,10 @@ describe('serve --workers 2 (node:cluster)', function () {
       const before = workerPids(cluster!).length;
       const [victim] = workerPids(cluster!).filter(alive);
       process.kill(victim!, 'SIGKILL');
-      await waitFor(() => workerPids(cluster!).length === before + 1, 15000, 'a replacement worker');
+      await waitFor(() => workerPids(cluster!).length === before + 1, {
+        timeoutMs: 15000,
+        what: 'a replacement worker',
+      });
       // Enough connections that the replacement takes some (each worker accepts for itself).
       for (const [i, h] of hosts.entries())
         expect((await up(h, `203.0.113.${i + 10}`)).body).to.equal(`good 203.0.113.${i + 10}\n`);
@@ -250,7 +260,7 @@ describe('serve --workers 2 (node:cluster)', function () {
         .sort(),
     ).to.deep.equal([...pids].sort());
     expect(lines.at(-1)?.msg).to.equal('stopped');
-    await waitFor(() => pids.every((p) => !alive(p)), 5000, 'the workers to be gone');
+    await waitFor(() => pids.every((p) => !alive(p)), { timeoutMs: 5000, what: 'the workers to be gone' });
   });
 
   it('gives up with exit 1 when workers keep dying (bounded restarts per minute)', async () => {
@@ -264,14 +274,17 @@ describe('serve --workers 2 (node:cluster)', function () {
       }
       process.kill(pid, 'SIGKILL');
       killed++;
-      await waitFor(() => !alive(pid), 5000, 'the killed worker to be gone');
+      await waitFor(() => !alive(pid), { timeoutMs: 5000, what: 'the killed worker to be gone' });
     }
     const { code } = await cluster.exited;
     expect(code).to.equal(1);
     expect(cluster.log()).to.include('"workers keep dying; giving up"');
     // 10 restarts allowed, the 11th death ends it.
     expect(logLines(cluster.log()).filter((l) => l.msg === 'worker died; starting another')).to.have.length(10);
-    await waitFor(() => workerPids(cluster!).every((p) => !alive(p)), 5000, 'the workers to be gone');
+    await waitFor(() => workerPids(cluster!).every((p) => !alive(p)), {
+      timeoutMs: 5000,
+      what: 'the workers to be gone',
+    });
   });
 
   it('--workers auto forks one worker per CPU (as the systemd unit runs it)', async () => {
@@ -302,8 +315,9 @@ describe('serve --workers 2 (node:cluster)', function () {
     await env.addHost(h, 'fred');
     // Another frontend's change in flight holds the host for 1.5 s: this request waits for it.
     await holdLease(env, h, 1500);
+    const redis = await watchHost(env, h);
     const reply = up(h, '203.0.113.88');
-    await sleep(300);
+    await waitFor(() => redis.seen() > 0, { what: 'the request to reach a worker and Redis' }).finally(redis.close);
     const pids = [cluster.child.pid!, ...workerPids(cluster)];
     for (const pid of pids) process.kill(pid, 'SIGTERM');
     expect((await reply).body, 'answered, not cut off by the second SIGTERM').to.equal('good 203.0.113.88\n');
@@ -318,13 +332,14 @@ describe('serve --workers 2 (node:cluster)', function () {
     await env.addHost(h, 'fred');
     await holdLease(env, h, 1500);
     let answered = false;
+    const redis = await watchHost(env, h);
     const reply = up(h, '203.0.113.89').finally(() => (answered = true));
-    await sleep(300);
+    await waitFor(() => redis.seen() > 0, { what: 'the request to reach a worker and Redis' }).finally(redis.close);
     expect(answered, 'still waiting for the lease when the primary dies').to.equal(false);
     cluster.child.kill('SIGKILL');
     expect((await reply).body, 'answered, not cut off').to.equal('good 203.0.113.89\n');
     expect(await env.ns.query(h, 'A')).to.deep.equal(['203.0.113.89']);
-    await waitFor(() => workers.every((p) => !alive(p)), 10000, 'the workers to end');
+    await waitFor(() => workers.every((p) => !alive(p)), { timeoutMs: 10000, what: 'the workers to end' });
     const lines = logLines(cluster.log());
     expect(lines.filter((l) => l.msg === 'worker stopping').map((l) => l.reason)).to.deep.equal([
       'primary gone',
