@@ -34,6 +34,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { buildBridge, type Bridge } from '../../src/cli/compose.js';
 import { RecordingLogger } from '../support/store-server.js';
 import { tieSockets } from '../support/relay.js';
+import { waitFor } from '../support/wait.js';
 
 const UA = 'faults-tests/1.0 tests@example.test';
 const OK = (body: string) => expectedReply(200, 'OK', body);
@@ -706,7 +707,11 @@ describe('fault: kill -9 of the bridge during a stream of changes (knot)', funct
       }
     };
     const clients = hosts.map((_, i) => client(i));
-    await sleep(2000);
+    // Killed mid-stream, once every client has had a few goods (or something unexpected came).
+    await waitFor(() => Math.min(...lastGood) >= 5 || unexpected.length > 0, {
+      what: 'every client to get 5 goods',
+      timeoutMs: 20_000,
+    });
     killed = true;
     serve.kill('SIGKILL');
     await Promise.all(clients);
@@ -1068,7 +1073,7 @@ describe('fault: a frontend stalls after the primary applied its change, past it
     hosts.commit = async (lease, target, opts) => {
       if (target.ipv4 === '192.0.2.91') {
         expect(await env.ns.query(h, 'A'), "the primary applied A's change").to.deep.equal(['192.0.2.91']);
-        await sleep(3800); // past A's lease: B serves the host meanwhile
+        await sleep(3800); // past A's lease (dns.timeout 1.5 s + 2 s): B serves the host meanwhile
         takeover = await env.get(`/nic/update?hostname=${h}&myip=192.0.2.92`, { auth, ua: UA, port: env.ports[0] });
       }
       return commit(lease, target, opts);

@@ -9,6 +9,7 @@
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import { BridgeEnv, ZONE, sleep } from '../support/bridge.js';
+import { waitFor } from '../support/wait.js';
 import {
   requireBinariesOrSkip,
   sentinelPrimary,
@@ -113,7 +114,7 @@ describe('Redis failover: a replica, three Sentinels, two serve processes (waitR
         const r = await e.get(`/dyndns/update?hostname=${host}&myip=${ip}`, { auth: AUTH, ua: UA, port });
         inFlight.delete(host);
         samples.push({ host, port, n, ip, start, end: Date.now(), body: r.body.trim() });
-        await sleep(40);
+        await sleep(40); // a client's pause between two requests: paces the stream
       }
     };
     const loops = [
@@ -121,7 +122,14 @@ describe('Redis failover: a replica, three Sentinels, two serve processes (waitR
       ...B_HOSTS.map((host, i) => stream(host, 10 + i, () => stopB)),
     ];
 
-    await sleep(4000);
+    // A steady stream: every host updated a few times through each serve process.
+    const answers = (host: string, port: number, after: number, body: (s: Sample) => boolean) =>
+      samples.filter((s) => s.host === host && s.port === port && s.start > after && body(s)).length;
+    await waitFor(
+      () =>
+        [...A_HOSTS, ...B_HOSTS].every((h) => e.ports.every((p) => answers(h, p, 0, (s) => s.body === good(s)) >= 5)),
+      { what: '5 goods per host through each serve process', timeoutMs: 20_000 },
+    );
     // Mid-stream: an A request in flight (and the B hosts wherever they are: a change in flight
     // at the kill holds its host for a lease, and the next request waits at most MAX_BUSY_WAIT_MS).
     const killable = () => A_HOSTS.some((h) => inFlight.has(h));
@@ -166,7 +174,11 @@ describe('Redis failover: a replica, three Sentinels, two serve processes (waitR
     const resumedAt = Math.max(
       ...e.ports.map((port) => samples.find((s) => s.port === port && s.start > killAt && s.body === good(s))!.end),
     );
-    await sleep(1500);
+    // Watched for a while after the resumption: a few requests per B host through each process.
+    await waitFor(() => B_HOSTS.every((h) => e.ports.every((p) => answers(h, p, resumedAt, () => true) >= 4)), {
+      what: '4 requests per B host through each serve process after the resumption',
+      timeoutMs: 20_000,
+    });
     stopB = true;
     await Promise.all(loops);
 

@@ -5,6 +5,7 @@ import { StoreUnavailableError } from '../../src/core/errors.js';
 import { freePort } from '../../src/lab/index.js';
 import { openStore, type StoreConfig } from '../../src/store/index.js';
 import { RecordingLogger, storeTestConfig, useRedisStore } from '../support/store-server.js';
+import { waitFor } from '../support/wait.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -44,6 +45,9 @@ describe('store: Redis outages (real redis-server)', function () {
 
   it('fails every adapter fast while redis-server is down, logs once, and recovers after start()', async () => {
     expect((await lab.store.hosts.admit(REQUEST)).kind).to.equal('nochg');
+    let reconnects = 0;
+    const counted = () => reconnects++;
+    lab.store.redis.on('reconnecting', counted);
     await lab.server.stop();
     const calls: [string, () => Promise<unknown>][] = [
       ['admit', () => lab.store.hosts.admit(REQUEST)],
@@ -64,8 +68,11 @@ describe('store: Redis outages (real redis-server)', function () {
         expect(error, `${name} (round ${round})`).to.be.instanceOf(StoreUnavailableError);
         expect(ms, `${name} took ${ms} ms`).to.be.below(1000);
       }
-      await sleep(1200);
+      // Each 'reconnecting' after the first follows a failed attempt: two more have failed.
+      const before = reconnects;
+      await waitFor(() => reconnects >= before + 2, { what: 'two more failed reconnect attempts', timeoutMs: 5000 });
     }
+    lab.store.redis.off('reconnecting', counted);
     const errors = logger.lines.filter((l) => l.level === 'error');
     expect(errors, JSON.stringify(errors)).to.have.length(1);
 
@@ -98,7 +105,7 @@ describe('store: Redis outages (real redis-server)', function () {
           0,
         )
         .catch(() => undefined);
-      await sleep(100);
+      await sleep(100); // for the script to start (a busy Redis answers no one: nothing to poll)
       const { ms, error } = await timed(() => lab.store.accounts.get('alice'));
       expect(error).to.be.instanceOf(StoreUnavailableError);
       expect(ms).to.be.within(400, 1000);
@@ -128,9 +135,12 @@ describe('store: Redis outages (real redis-server)', function () {
     const port = await freePort();
     const log = new RecordingLogger();
     const s = openStore(config(`redis://:hunter2-secret@127.0.0.1:${port}/0`), log);
+    let reconnects = 0;
+    s.redis.on('reconnecting', () => reconnects++);
     try {
       await timed(() => s.ping());
-      await sleep(300);
+      // What it logs about the failing connection, and about attempts to reconnect.
+      await waitFor(() => log.lines.length > 0 && reconnects >= 2, { what: 'a log line and failed reconnects' });
     } finally {
       await s.close();
     }
