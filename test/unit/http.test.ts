@@ -287,25 +287,7 @@ describe('http/server: a body cut off by the client', () => {
       warn: (msg: string) => lines.push(`warn ${msg}`),
       error: (msg: string) => lines.push(`error ${msg}`),
     };
-    const services = {
-      update: { update: async () => ({ kind: 'request' as const, token: '911' as const }) },
-      echo: { echo: async () => ({ kind: 'request' as const, token: '911' as const }) },
-    } as unknown as ConstructorParameters<typeof HttpFrontend>[1];
-    const frontend = new HttpFrontend(
-      {
-        basePath: '',
-        trustedProxies: [],
-        realm: 'r',
-        maxBodyBytes: 100,
-        headersTimeoutMs: 10_000,
-        requestTimeoutMs: 15_000,
-        keepAliveTimeoutMs: 1000,
-        maxHeaderBytes: 16_384,
-        maxConnections: 10,
-      },
-      services,
-      logger,
-    );
+    const frontend = new HttpFrontend(settings, services, logger);
     const port = await frontend.listen('127.0.0.1', 0);
     try {
       for (const path of ['/nic/update', '/acme/present']) {
@@ -335,21 +317,7 @@ describe('http/server: an error event of a listening server', () => {
     const lines: string[] = [];
     const logger = { debug() {}, info() {}, warn() {}, error: (msg: string) => lines.push(msg) };
     const services = {} as unknown as ConstructorParameters<typeof HttpFrontend>[1];
-    const frontend = new HttpFrontend(
-      {
-        basePath: '',
-        trustedProxies: [],
-        realm: 'r',
-        maxBodyBytes: 100,
-        headersTimeoutMs: 10_000,
-        requestTimeoutMs: 15_000,
-        keepAliveTimeoutMs: 1000,
-        maxHeaderBytes: 16_384,
-        maxConnections: 10,
-      },
-      services,
-      logger,
-    );
+    const frontend = new HttpFrontend(settings, services, logger);
     await frontend.listen('127.0.0.1', 0);
     try {
       // What node emits when accept() fails (EMFILE under a flood of connections).
