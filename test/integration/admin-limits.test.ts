@@ -12,6 +12,7 @@ import path from 'node:path';
 import { freePort, makeTempDir, removeDir, requireBinariesOrSkip } from '../../src/lab/index.js';
 import { BridgeEnv, rawRequest, sleep } from '../support/bridge.js';
 import { Serve } from '../support/serve-process.js';
+import { waitFor } from '../support/wait.js';
 
 const TOKEN = 'b'.repeat(24) + '0123456789abcdef0123456789abcdef';
 const MAX_CONNECTIONS = 4;
@@ -47,15 +48,6 @@ function halfClosed(port: number, request: string): Promise<Buffer> {
     socket.on('error', () => undefined);
     socket.on('close', () => resolve(Buffer.concat(chunks)));
   });
-}
-
-/** Resolves once `check` holds (polled every 20 ms), or fails after `ms`. */
-async function until(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await sleep(20);
-  }
 }
 
 describe('admin listener limits (serve --workers 2, the primary holds the admin listener)', function () {
@@ -182,20 +174,21 @@ describe('admin listener limits (serve --workers 2, the primary holds the admin 
     try {
       for (let i = 0; i < MAX_CONNECTIONS; i++) {
         // (The connections of the tests before may take a moment to be counted down: refused until then.)
-        await until(
+        await waitFor(
           async () => {
             const h = await connect(adminPort);
             h.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
             await Promise.race([
               h.closed,
-              until(() => h.received().endsWith('{"status":"ok"}\n'), 3000, 'answer').catch(() => undefined),
+              waitFor(() => h.received().endsWith('{"status":"ok"}\n'), { timeoutMs: 3000, what: 'answer' }).catch(
+                () => undefined,
+              ),
             ]);
             if (!h.received().endsWith('{"status":"ok"}\n')) return false;
             held.push(h);
             return true;
           },
-          5000,
-          `held connection ${i} answered`,
+          { timeoutMs: 5000, what: `held connection ${i} answered` },
         );
       }
       const extra = await connect(adminPort);
@@ -211,10 +204,13 @@ describe('admin listener limits (serve --workers 2, the primary holds the admin 
       const first = held[0]!;
       const before = first.received().length;
       first.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
-      await until(() => first.received().length > before, 3000, 'a held connection answered again');
+      await waitFor(() => first.received().length > before, {
+        timeoutMs: 3000,
+        what: 'a held connection answered again',
+      });
       // One gone: a new connection is served again.
       held.pop()!.socket.destroy();
-      await until(
+      await waitFor(
         async () => {
           // Refused (a reset) until the primary has counted the closed one down.
           const r = await rawRequest(
@@ -224,8 +220,7 @@ describe('admin listener limits (serve --workers 2, the primary holds the admin 
           ).catch(() => Buffer.alloc(0));
           return r.toString().startsWith('HTTP/1.1 200 OK\r\n');
         },
-        3000,
-        'a new connection served once one of the held closed',
+        { timeoutMs: 3000, what: 'a new connection served once one of the held closed' },
       );
       expect(serve.child.exitCode).to.equal(null);
     } finally {

@@ -21,6 +21,7 @@ import { freePort, makeTempDir, removeDir, requireBinariesOrSkip } from '../../s
 import { deepMerge, rawRequest, ZONE } from '../support/bridge.js';
 import { Serve } from '../support/serve-process.js';
 import { TlsBridge } from '../support/tls-bridge.js';
+import { mulberry32 } from '../support/prng.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const SCALE = Number(process.env.FUZZ_SCALE ?? 1);
@@ -43,18 +44,6 @@ const OWNED_HOST = `owned.${ZONE}`;
  * Everything else under the prefix must be byte for byte the same.
  */
 const COUNTER_FAMILIES = ['fi:', 'fa:', 'ti:', 'ta:', 'jc:', 'jb:', 'e:'];
-
-/** mulberry32: small, seeded, deterministic. */
-function mulberry32(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Rnd = () => number;
 const pick = <T>(rnd: Rnd, xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;

@@ -7,26 +7,15 @@ import { expect } from 'chai';
 import net from 'node:net';
 import { BridgeEnv, ZONE } from '../support/bridge.js';
 import { requireBinariesOrSkip } from '../../src/lab/index.js';
+import { mulberry32 } from '../support/prng.js';
 
 const TOTAL = Number(process.env.HOSTILE_REQUESTS ?? 100000);
 const CONCURRENCY = 32;
 const TOKENS =
   /^(good|nochg) [0-9a-f.:,]+\n$|^(badauth|badagent|numhost|911|notfqdn|nohost|!yours|badsys|!active|abuse|!donator|dnserr)\n$/;
 
-/** Small seeded PRNG so a failure can be replayed (seed printed on failure). */
-function prng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function generator(seed: number, host: string, creds: string) {
-  const rnd = prng(seed);
+  const rnd = mulberry32(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
   const junkBytes = (n: number) =>
     Array.from(
