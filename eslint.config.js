@@ -4,7 +4,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const ADAPTERS = ['http', 'admin', 'store', 'dns', 'auth', 'metrics'];
+const ADAPTERS = ['http', 'admin', 'store', 'dns', 'auth', 'metrics', 'gateway'];
 
 /** Libraries that do I/O: never in src/core or src/app (they reach the world through ports). */
 const IO_MODULES = [

@@ -5,7 +5,8 @@
  * apart. Reference: docs/operators.md, "Provisioning API".
  */
 import type { AdminService, HostStateChange } from '../app/admin.js';
-import { tokenView } from '../app/admin.js';
+import { keySnippets, tokenView } from '../app/admin.js';
+import { TSIG_ALGORITHMS } from '../core/tsig.js';
 import { ACCOUNT_NAME_PATTERN, ACCOUNT_NAME_RULE } from '../core/accounts.js';
 import { DEFAULT_HOST_TYPE, HOST_STATES, HOST_TYPES, SETTABLE_HOST_STATES } from '../core/types.js';
 
@@ -180,21 +181,36 @@ export const SCHEMAS: Record<string, JsonSchema> = {
       from: { type: 'array', items: { type: 'string' } },
       note: { type: 'string' },
       acmeOnly: { type: 'boolean', description: 'it may set and clear ACME TXT values only' },
+      tsig: nullable({ enum: [...TSIG_ALGORITHMS], description: 'a TSIG key of the RFC 2136 gateway: its algorithm' }),
     },
-    ['id', 'host', 'account', 'created', 'expires', 'lastUsed', 'from', 'note', 'acmeOnly'],
+    ['id', 'host', 'account', 'created', 'expires', 'lastUsed', 'from', 'note', 'acmeOnly', 'tsig'],
   ),
   NewToken: object(
     {
       id: { type: 'string' },
-      token: str('the token: shown only in this answer, never stored'),
+      token: nullable({ type: 'string', description: 'the token: shown only in this answer, never stored' }),
+      key: nullable(
+        object(
+          {
+            name: str('the TSIG key name'),
+            algorithm: { enum: [...TSIG_ALGORITHMS] },
+            secret: str('base64: shown only in this answer, never stored (derived from the gateway master secret)'),
+            nsupdate: str('for nsupdate -y'),
+            bind: str('a BIND key statement (nsupdate -k, named.conf)'),
+            knot: str('a Knot key section (knsupdate -k, knot.conf)'),
+          },
+          ['name', 'algorithm', 'secret', 'nsupdate', 'bind', 'knot'],
+        ),
+      ),
       host: { type: 'string' },
       account: { type: 'string' },
       expires: nullable({ type: 'string', format: 'date-time' }),
       from: { type: 'array', items: { type: 'string' } },
       note: { type: 'string' },
       acmeOnly: { type: 'boolean' },
+      tsig: nullable({ enum: [...TSIG_ALGORITHMS] }),
     },
-    ['id', 'token', 'host', 'account', 'expires', 'from', 'note', 'acmeOnly'],
+    ['id', 'token', 'key', 'host', 'account', 'expires', 'from', 'note', 'acmeOnly', 'tsig'],
   ),
   AgentBlock: object({ pattern: { type: 'string' }, source: { enum: ['config', 'redis'] } }, ['pattern', 'source']),
   Error: object(
@@ -405,22 +421,27 @@ export const OPERATIONS: readonly Operation[] = [
       },
       note: str('a note for the operator (at most 200 characters)'),
       acmeOnly: { type: 'boolean', description: 'the token may set and clear ACME TXT values and nothing else' },
+      tsig: { type: 'boolean', description: 'a TSIG key of the RFC 2136 gateway instead of an HTTP token' },
+      algorithm: { enum: [...TSIG_ALGORITHMS], description: 'the TSIG key algorithm (default hmac-sha256)' },
     }),
     success: { status: 201, schema: ref('NewToken'), description: 'the token' },
     errors: [404, 409],
     handle: async (admin, req) => {
-      const { record, token } = await admin.addToken(req.params.fqdn, {
+      const made = await admin.addToken(req.params.fqdn, {
         expires: req.body.expires,
         from: req.body.from,
         note: req.body.note,
         acmeOnly: req.body.acmeOnly === true,
+        ...(req.body.tsig === true ? { tsig: req.body.algorithm ?? 'hmac-sha256' } : {}),
       });
-      const v = tokenView(record);
+      const v = tokenView(made.record);
       return {
         status: 201,
         body: {
           id: v.id,
-          token,
+          token: made.key === undefined ? made.token : null,
+          key: made.key === undefined ? null : { ...made.key, ...keySnippets(made.key) },
+          tsig: v.tsig,
           host: v.host,
           account: v.account,
           expires: v.expires,

@@ -24,6 +24,7 @@ import {
   TOKEN_ID_PATTERN,
   type TokenRecord,
 } from '../core/update-tokens.js';
+import { TSIG_ALGORITHMS, type TsigAlgorithm } from '../core/tsig.js';
 import type { AccountStore, DnsRepair, HostAdmin, HostGate, Publisher, TokenAdmin, AgentBlocks } from './ports.js';
 import type { HostLinks } from './ports.js';
 import { checkInterfaceId, MAX_LINKS_PER_PARENT } from '../core/prefix.js';
@@ -34,6 +35,19 @@ export interface AdminSecrets {
   hashPassword(password: string): Promise<string>;
   /** A new token, its id and the hash it is stored under. */
   mintToken(): { token: string; id: string; hash: string };
+  /**
+   * A gateway TSIG key for a new id: the hash its record is stored under and the key (name, algorithm, secret in
+   * base64), derived from the gateway's master secret. undefined: no `gateway.keyFile` is configured here.
+   */
+  tsigKey?(id: string, fqdn: string, algorithm: TsigAlgorithm): { hash: string; key: GatewayKey };
+}
+
+/** A gateway key as a client configures it: shown once, when it is made. */
+export interface GatewayKey {
+  name: string;
+  algorithm: TsigAlgorithm;
+  /** base64 */
+  secret: string;
 }
 
 export interface AdminServiceDeps {
@@ -101,6 +115,8 @@ export interface TokenView {
   note: string;
   /** It may set and clear the host's ACME TXT values and nothing else. */
   acmeOnly: boolean;
+  /** A gateway TSIG key: its algorithm; null: an HTTP update token. */
+  tsig: TsigAlgorithm | null;
 }
 
 /** What `token add` / `POST /v1/hosts/{fqdn}/tokens` asks for, as given (text). */
@@ -112,6 +128,8 @@ export interface TokenOptions {
   note?: string;
   /** TXT only: `--acme-only` (docs/security.md, "Update tokens"). */
   acmeOnly?: boolean;
+  /** A TSIG key of the RFC 2136 gateway with this algorithm instead of an HTTP token (`--tsig`). */
+  tsig?: string;
 }
 
 export const HOST_STATE_CHANGES = {
@@ -182,7 +200,27 @@ export function tokenView(t: TokenRecord): TokenView {
     from: t.from,
     note: t.note,
     acmeOnly: t.acmeOnly,
+    tsig: t.tsig,
   };
+}
+
+/** A gateway key in the three forms clients read (docs/clients.md, "RFC 2136 clients"). */
+export function keySnippets(key: GatewayKey): { nsupdate: string; bind: string; knot: string } {
+  return {
+    nsupdate: `${key.algorithm}:${key.name}:${key.secret}`,
+    bind: `key "${key.name}" {\n\talgorithm ${key.algorithm};\n\tsecret "${key.secret}";\n};`,
+    knot: `key:\n  - id: ${key.name}\n    algorithm: ${key.algorithm}\n    secret: ${key.secret}`,
+  };
+}
+
+/** The key's host may be at most this long: `<12 hex digits>.<host>` stays a DNS name. */
+export const MAX_TSIG_HOST_LENGTH = 240;
+
+function tsigAlgorithmOf(raw: unknown): TsigAlgorithm {
+  const text = typeof raw === 'string' ? raw.trim().toLowerCase() : '';
+  if (!(TSIG_ALGORITHMS as readonly string[]).includes(text))
+    throw new InvalidInputError(`expected one of ${TSIG_ALGORITHMS.join(', ')}`, 'algorithm');
+  return text as TsigAlgorithm;
 }
 
 export class AdminService {
@@ -360,8 +398,17 @@ export class AdminService {
   // --- tokens ---------------------------------------------------------------------------
 
   /** A token for a registered host: the token itself is returned only here, once. */
-  async addToken(name: string, opts: TokenOptions): Promise<{ record: TokenRecord; token: string }> {
+  async addToken(
+    name: string,
+    opts: TokenOptions,
+  ): Promise<{ record: TokenRecord; token: string; key?: undefined } | { record: TokenRecord; key: GatewayKey }> {
     const fqdn = hostName(name);
+    const tsig = opts.tsig === undefined ? undefined : tsigAlgorithmOf(opts.tsig);
+    const tsigKey = this.deps.secrets.tsigKey?.bind(this.deps.secrets);
+    if (tsig !== undefined && tsigKey === undefined)
+      throw new InvalidInputError('TSIG keys need the RFC 2136 gateway: set gateway.keyFile in the config', 'tsig');
+    if (tsig !== undefined && fqdn.length > MAX_TSIG_HOST_LENGTH)
+      throw new InvalidInputError(`a TSIG key's host name has at most ${MAX_TSIG_HOST_LENGTH} characters`, 'tsig');
     const expiresInMs = opts.expires === undefined ? undefined : parseDuration(String(opts.expires));
     if (opts.expires !== undefined && expiresInMs === undefined) {
       throw new InvalidInputError(
@@ -379,17 +426,19 @@ export class AdminService {
     // A random 48-bit id is taken only by bad luck: try another.
     for (let attempt = 0; ; attempt++) {
       const minted = this.deps.secrets.mintToken();
+      const derived = tsig === undefined ? undefined : tsigKey!(minted.id, fqdn, tsig);
       try {
         const record = await this.deps.tokens.add({
           id: minted.id,
-          hash: minted.hash,
+          hash: derived?.hash ?? minted.hash,
           fqdn,
           expiresInMs,
           from: sources.from,
           note,
           acmeOnly: opts.acmeOnly === true,
+          ...(tsig === undefined ? {} : { tsig }),
         });
-        return { record, token: minted.token };
+        return derived === undefined ? { record, token: minted.token } : { record, key: derived.key };
       } catch (err) {
         if (!(err instanceof ConflictError) || attempt >= 2) throw err;
       }

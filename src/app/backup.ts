@@ -11,6 +11,7 @@ import { ConflictError, InvalidInputError } from '../core/errors.js';
 import { parseAddress } from '../core/addresses.js';
 import { namesBetween, normalizeHostname, zoneOf } from '../core/names.js';
 import { checkInterfaceId, checkIpv6Prefix, MAX_LINKS_PER_PARENT } from '../core/prefix.js';
+import { TSIG_ALGORITHMS } from '../core/tsig.js';
 import { isValidTxtValue, TXT_VALUES_KEPT as MAX_TXT_VALUES } from '../core/txt.js';
 import { HOST_STATES, HOST_TYPES, type Account, type HostLink, type HostRecord } from '../core/types.js';
 import { noteProblem, parseSourceList, TOKEN_ID_PATTERN } from '../core/update-tokens.js';
@@ -126,6 +127,8 @@ const tokenLine = (t: StoredToken) => ({
   note: t.note,
   // Only when set: an export without TXT-only tokens reads as before.
   ...(t.acmeOnly ? { acmeOnly: true } : {}),
+  // A gateway key: its algorithm only (the secret is derived, never stored: docs/security.md, "Gateway keys").
+  ...(t.tsig !== null ? { tsig: t.tsig } : {}),
 });
 
 // ---- import ----
@@ -136,6 +139,8 @@ export interface RecordChecks {
   isPasswordHash(hash: string): boolean;
   /** A token hash in the format the token login looks up. */
   isTokenHash(hash: string): boolean;
+  /** The hash a gateway TSIG key with this id is stored under (auth's tsigKeyHash). */
+  tsigKeyHash(id: string): string;
 }
 
 export interface ImportOptions {
@@ -646,6 +651,9 @@ function parseToken(line: Fields, checks: RecordChecks): StoredToken {
   if (!TOKEN_ID_PATTERN.test(id)) throw new Error(`token id ${JSON.stringify(id)}: expected 12 hex digits`);
   const hash = line.string('hash');
   if (!checks.isTokenHash(hash)) throw new Error(`token ${id}: hash is not a token hash`);
+  const tsig = line.optional('tsig', () => line.oneOf('tsig', TSIG_ALGORITHMS)) ?? null;
+  // A key's record is found by its id's hash: any other would be a key nobody can use.
+  if (tsig !== null && hash !== checks.tsigKeyHash(id)) throw new Error(`token ${id}: hash is not this TSIG key's`);
   const fqdn = line.string('host');
   if (normalizeHostname(fqdn) !== fqdn) throw new Error(`token ${id}: host ${JSON.stringify(fqdn)} is not a host name`);
   const account = line.string('account');
@@ -671,6 +679,7 @@ function parseToken(line: Fields, checks: RecordChecks): StoredToken {
     from,
     note,
     acmeOnly: line.flag('acmeOnly'),
+    tsig,
   };
 }
 

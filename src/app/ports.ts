@@ -6,6 +6,7 @@
  * StoreUnavailableError (→ 911); Publisher.publish may throw DnsUpdateError (→ dnserr).
  */
 import type { AdmitRejection, GuardCheck, LinkSkip } from '../core/admission.js';
+import type { TsigAlgorithm } from '../core/tsig.js';
 import type { TokenRecord } from '../core/update-tokens.js';
 import type {
   Account,
@@ -96,6 +97,8 @@ export interface TokenLogin {
   from: readonly string[];
   /** It may set and clear the host's ACME TXT values and nothing else (docs/security.md, "Update tokens"). */
   acmeOnly?: boolean;
+  /** A gateway TSIG key: its algorithm (the HTTP paths never find one: its hash is not a token's). */
+  tsig?: TsigAlgorithm;
 }
 
 export interface TokenAuthenticator {
@@ -397,6 +400,7 @@ export interface NewToken {
   from: readonly string[];
   note: string;
   acmeOnly?: boolean;
+  tsig?: TsigAlgorithm;
 }
 
 /** Update tokens as the operator manages them (the login's lookup is TokenLookup). */

@@ -41,7 +41,7 @@ import type {
 } from './ports.js';
 import { unverifiedLogin } from './ports.js';
 import { TxtFault, type TxtService } from './txt.js';
-import { storedTxt } from '../core/txt.js';
+import { storedTxt, type TxtAsk } from '../core/txt.js';
 
 export interface UpdateRequest {
   /** Parsed Basic credentials, or why there are none. */
@@ -59,6 +59,19 @@ export interface HostLine {
 }
 
 export type UpdateReply = { kind: 'request'; outcome: RequestOutcome } | { kind: 'hosts'; lines: HostLine[] };
+
+/**
+ * A change of a key's own host, asked by another front door than HTTP (the RFC 2136 gateway, whose key the caller
+ * verified): the addresses to set (null: remove that family's record), or one change of the ACME TXT set.
+ */
+export interface KeyChange {
+  token: TokenLogin;
+  clientIp: string;
+  /** What the junk block is keyed by beside the address (the gateway has no User-Agent: GATEWAY_AGENT). */
+  agent: string;
+  addresses?: { ipv4?: string | null; ipv6?: string | null };
+  txt?: Exclude<TxtAsk, { op: 'invalid' }>;
+}
 
 export interface FrequencySettings {
   minIntervalMs: number;
@@ -217,6 +230,49 @@ export class UpdateService {
       return line;
     });
     return { kind: 'hosts', lines: hostLines(await Promise.allSettled(lines), this.deps.logger) };
+  }
+
+  /**
+   * A key's change of its own host (KeyChange): the token path's admission (TokenGuard), the frequency rule, the
+   * host's state and lease, group commit and `good` only once published, as for an HTTP request. Wildcard, MX and
+   * backup MX stay as they are.
+   */
+  async updateWithKey(req: KeyChange): Promise<UpdateReply> {
+    const { token } = req;
+    const zone = this.deps.publisher.zoneFor(token.fqdn);
+    if (zone === undefined) return { kind: 'hosts', lines: [{ outcome: 'unknown-host' }] };
+    const addresses: AddressPair = {};
+    if (typeof req.addresses?.ipv4 === 'string') addresses.ipv4 = req.addresses.ipv4;
+    if (typeof req.addresses?.ipv6 === 'string') addresses.ipv6 = req.addresses.ipv6;
+    const params: UpdateParams = {
+      hosts: [{ raw: token.fqdn, fqdn: token.fqdn }],
+      tooManyHosts: false,
+      addresses,
+      wildcard: 'keep',
+      mx: 'keep',
+      backmx: 'keep',
+      offline: false,
+      systemSupported: true,
+      ...(req.txt === undefined ? {} : { txt: req.txt }),
+    };
+    const asked = new AskedChange(params, req.clientIp, this.deps.mxResolver, req.addresses);
+    const guard: TokenGuard = { sourceIp: req.clientIp, userAgent: req.agent, token };
+    try {
+      const line = await this.updateHost(token.fqdn, zone, token.account, asked, guard);
+      if (!('refused' in line)) return { kind: 'hosts', lines: [line] };
+      if (line.refused === 'stale') this.deps.tokens.forget(token);
+      return { kind: 'request', outcome: refusalOutcome(line.refused) };
+    } catch (err) {
+      if (err instanceof StoreUnavailableError) {
+        this.deps.logger.warn('state store unavailable', { error: err.message });
+        return { kind: 'request', outcome: 'unavailable' };
+      }
+      if (err instanceof ServiceFault) {
+        this.deps.logger.warn('answered 911', { error: err.message });
+        return { kind: 'request', outcome: 'unavailable' };
+      }
+      throw err;
+    }
   }
 
   /**
@@ -520,9 +576,12 @@ class AskedChange {
     readonly params: UpdateParams,
     clientIp: string,
     resolver: MxResolver,
+    /** A key's change: exactly these families (null: remove), never the client's address. */
+    exact?: { ipv4?: string | null; ipv6?: string | null },
   ) {
-    this.addresses = requestedAddresses(params, clientIp);
-    this.settings = { ...this.addresses, wildcard: params.wildcard, backmx: params.backmx, offline: params.offline };
+    this.addresses = exact === undefined ? requestedAddresses(params, clientIp) : params.addresses;
+    const families = exact === undefined ? this.addresses : exact;
+    this.settings = { ...families, wildcard: params.wildcard, backmx: params.backmx, offline: params.offline };
     this.mx = new MxCheck(params, resolver);
   }
 }

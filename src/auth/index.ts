@@ -11,3 +11,4 @@ export { CredentialCache, type CredentialCacheOptions } from './credential-cache
 export { PasswordAuthenticator, DEFAULT_PARALLEL_HASHES, type AuthenticatorOptions } from './authenticator.js';
 export { CachedTokenAuthenticator } from './token-authenticator.js';
 export { newToken, newTokenId, tokenHash } from './update-token.js';
+export { TsigKeyring, tsigKeyHash, tsigKeyId, tsigKeyName } from './tsig-keys.js';

@@ -1,6 +1,6 @@
 /** Wires the admin service (src/app/admin.ts) for the CLI and for the admin listener. */
 import { AdminService, type AdminServiceDeps } from '../app/admin.js';
-import { hashPassword, newToken, newTokenId, tokenHash } from '../auth/index.js';
+import { hashPassword, newToken, newTokenId, tokenHash, TsigKeyring, tsigKeyHash } from '../auth/index.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../core/log.js';
 import { DnsPublisher } from '../dns/index.js';
@@ -14,6 +14,19 @@ export const ADMIN_SECRETS: AdminServiceDeps['secrets'] = {
     return { token, id: newTokenId(), hash: tokenHash(token) };
   },
 };
+
+/** The secrets of a config: with `gateway.keyFile`, gateway TSIG keys can be made too. */
+export function adminSecretsFor(config: Config): AdminServiceDeps['secrets'] {
+  if (config.gateway === undefined) return ADMIN_SECRETS;
+  const keyring = new TsigKeyring(config.gateway.masterSecret);
+  return {
+    ...ADMIN_SECRETS,
+    tsigKey(id, fqdn, algorithm) {
+      const key = keyring.key(id, fqdn, algorithm);
+      return { hash: tsigKeyHash(id), key: { name: key.name, algorithm, secret: key.secret.toString('base64') } };
+    },
+  };
+}
 
 /**
  * The admin service on a store. `publisher` deletes a removed host's records; without one,
@@ -32,7 +45,7 @@ export function adminServiceOn(
     links: store.links,
     tokens: store.tokens,
     agents: store.agents,
-    secrets: ADMIN_SECRETS,
+    secrets: adminSecretsFor(config),
     zones: config.zones.map((z) => z.name),
     configBlockedAgents: () => currentConfig().agents.blocked,
     leaseMs: leaseMs(config),

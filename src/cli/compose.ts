@@ -14,14 +14,25 @@ import { TxtService } from '../app/txt.js';
 import { openStore, type Store } from '../store/index.js';
 import { observeStoreCalls } from '../store/observe.js';
 import { repairsDue } from '../store/repairs-due.js';
-import { CachedTokenAuthenticator, PasswordAuthenticator } from '../auth/index.js';
+import { GatewayService } from '../app/gateway.js';
+import {
+  CachedTokenAuthenticator,
+  PasswordAuthenticator,
+  TsigKeyring,
+  tsigKeyHash,
+  tsigKeyId,
+  tsigKeyName,
+} from '../auth/index.js';
 import { DnsMxResolver, DnsPublisher } from '../dns/index.js';
 import { HttpFrontend } from '../http/server.js';
+import { DnsGateway } from '../gateway/server.js';
 
 export interface Bridge {
   store: Store;
   publisher: DnsPublisher;
   http: HttpFrontend;
+  /** The RFC 2136 gateway, when the config has one; not listening until `listen()`. */
+  gateway?: DnsGateway;
   /**
    * A reloaded config's live settings (config/reload.ts: block list, frequency, junk and
    * credential limits) from the next request on; a request in flight finishes with the old.
@@ -129,10 +140,13 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
     logger,
     telemetry,
   );
+  const gateway =
+    config.gateway === undefined ? undefined : gatewayOf(config, config.gateway, { store, update, telemetry, logger });
   return {
     store,
     publisher,
     http,
+    ...(gateway === undefined ? {} : { gateway }),
     reconfigure(next) {
       Object.assign(frequency, frequencyOf(next));
       Object.assign(echoSettings, echoSettingsOf(next));
@@ -141,10 +155,38 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
     },
     async close() {
       await http.close();
+      await gateway?.close();
       await reconciler.stop();
       await publisher.close();
       await store.close();
       unobserve();
     },
   };
+}
+
+/** The RFC 2136 gateway over the same store and update path (docs/protocol.md, "RFC 2136 gateway"). */
+function gatewayOf(
+  config: Config,
+  settings: NonNullable<Config['gateway']>,
+  parts: { store: Store; update: UpdateService; telemetry: Telemetry; logger: Logger },
+): DnsGateway {
+  const { store, update, telemetry, logger } = parts;
+  const keyring = new TsigKeyring(settings.masterSecret);
+  const service = new GatewayService({
+    keys: store.tokens,
+    keyHash: tsigKeyHash,
+    failures: store.failures,
+    updates: update,
+    registry: store.hosts,
+  });
+  return new DnsGateway({
+    listen: settings.listen,
+    zones: config.zones.map((z) => z.name),
+    ratePerSource: settings.ratePerSource,
+    maxConnections: settings.maxConnections,
+    service,
+    keys: { idOf: tsigKeyId, nameOf: tsigKeyName, secretOf: (id, algorithm) => keyring.secret(id, algorithm) },
+    telemetry,
+    logger,
+  });
 }

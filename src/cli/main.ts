@@ -265,12 +265,28 @@ const cli = yargs(hideBin(process.argv))
               type: 'boolean',
               default: false,
               describe: 'the token may set and clear the ACME TXT values (txt=) and nothing else',
+            })
+            .option('tsig', {
+              type: 'boolean',
+              default: false,
+              describe: 'make a TSIG key for the RFC 2136 gateway instead (needs gateway.keyFile)',
+            })
+            .option('algorithm', {
+              type: 'string',
+              default: 'hmac-sha256',
+              describe: 'the TSIG key algorithm (with --tsig)',
             }),
         async (argv) =>
           (await commands.tokens()).tokenAdd(
             await ctx(argv),
             argv.fqdn,
-            { expires: argv.expires, from: argv.from, note: argv.note, acmeOnly: argv.acmeOnly },
+            {
+              expires: argv.expires,
+              from: argv.from,
+              note: argv.note,
+              acmeOnly: argv.acmeOnly,
+              ...(argv.tsig ? { tsig: argv.algorithm } : {}),
+            },
             out,
           ),
       )

@@ -13,13 +13,21 @@ import {
   TSIG_ALGORITHMS,
   type Config,
   type AdminConfig,
+  type GatewayConfig,
   type ListenConfig,
   type TlsFilesConfig,
   type TsigAlgorithm,
   type ZoneConfig,
 } from './schema.js';
 import { describe, isObject, Section } from './reader.js';
-import { loadPassword, loadSecret, resolveSecretPath, type SecretContext, type SecretSource } from './secret.js';
+import {
+  loadMasterSecret,
+  loadPassword,
+  loadSecret,
+  resolveSecretPath,
+  type SecretContext,
+  type SecretSource,
+} from './secret.js';
 
 /** The placeholder names from the protocol documentation; real agents are never blocked by default. */
 export const DEFAULT_BLOCKED_AGENTS: readonly string[] = [
@@ -90,6 +98,8 @@ export function parseConfig(json: unknown, opts: ParseOptions): Config {
   };
   const admin = top.has('admin') ? readAdmin(top.section('admin'), config.listen, opts) : undefined;
   if (admin) Object.assign(config, { admin });
+  const gateway = top.has('gateway') ? readGateway(top.section('gateway'), config, opts) : undefined;
+  if (gateway) Object.assign(config, { gateway });
   top.done();
   return deepFreeze(config);
 }
@@ -166,6 +176,46 @@ function readAdmin(s: Section, updateListeners: readonly ListenConfig[], opts: P
     throw new ConfigError(sources[0]!.key, `expected a token of at least ${MIN_ADMIN_TOKEN_LENGTH} characters`);
   return { listen, token, maxConnections };
 }
+
+/**
+ * `gateway`: the RFC 2136 listener (UDP and TCP) and the master secret of its keys. Never on an address of the
+ * other listeners (TCP would clash).
+ */
+function readGateway(s: Section, config: Config, opts: ParseOptions): GatewayConfig {
+  const items = s.array('listen', ['127.0.0.1:5353', '[::1]:5353']);
+  if (items.length === 0) throw new ConfigError(s.keyPath('listen'), 'needs at least one address');
+  const taken = [...config.listen, ...(config.admin?.listen ?? [])];
+  const seen = new Set<string>();
+  const listen = items.map((item, i) => {
+    const key = s.itemPath('listen', i);
+    const parsed = typeof item === 'string' ? parseHostPort(item, undefined) : undefined;
+    if (!parsed || !parseAddress(parsed.host)) throw new ConfigError(key, 'expected "address:port" or "[v6]:port"');
+    const id = `${parsed.host}|${parsed.port}`;
+    if (seen.has(id)) throw new ConfigError(key, 'listed twice');
+    seen.add(id);
+    const clash = taken.find(
+      (l) =>
+        parsed.port !== 0 &&
+        l.port === parsed.port &&
+        (l.host === parsed.host || isWildcard(l.host) || isWildcard(parsed.host)),
+    );
+    if (clash !== undefined)
+      throw new ConfigError(key, `is the address of another listener (${clash.host}:${clash.port})`);
+    return parsed;
+  });
+  const keyFile = s.optionalString('keyFile');
+  const ratePerSource = s.integer('ratePerSource', DEFAULT_GATEWAY_RATE, { min: 1, max: 100000 });
+  const maxConnections = s.integer('maxConnections', DEFAULT_GATEWAY_MAX_CONNECTIONS, { min: 1 });
+  s.done();
+  if (keyFile === undefined) throw new ConfigError(s.keyPath('keyFile'), 'required setting is missing');
+  const ctx: SecretContext = { env: opts.env, baseDir: opts.baseDir, readFile: opts.readFile };
+  const masterSecret = loadMasterSecret({ kind: 'file', key: s.keyPath('keyFile'), path: keyFile }, ctx);
+  return { listen, masterSecret, ratePerSource, maxConnections };
+}
+
+/** Messages per second from one source: a client sends a handful per change (SOA lookups, the UPDATE). */
+export const DEFAULT_GATEWAY_RATE = 20;
+export const DEFAULT_GATEWAY_MAX_CONNECTIONS = 256;
 
 /** The shortest admin token accepted (`openssl rand -hex 32` gives 64). */
 export const MIN_ADMIN_TOKEN_LENGTH = 32;

@@ -4,16 +4,8 @@
  * Durations are in milliseconds here (the file uses seconds, fractions allowed).
  */
 
-export const TSIG_ALGORITHMS = ['hmac-sha256', 'hmac-sha1', 'hmac-sha224', 'hmac-sha384', 'hmac-sha512'] as const;
-export type TsigAlgorithm = (typeof TSIG_ALGORITHMS)[number];
-
-export interface TsigKeyConfig {
-  /** Key name as configured on the primary, e.g. `ddns-key`. */
-  name: string;
-  algorithm: TsigAlgorithm;
-  /** The decoded secret. Never logged. */
-  secret: Buffer;
-}
+export { TSIG_ALGORITHMS, type TsigAlgorithm, type TsigKeyConfig } from '../core/tsig.js';
+import type { TsigKeyConfig } from '../core/tsig.js';
 
 export interface ZoneConfig {
   /** Zone apex, normalised (lowercase, no trailing dot). */
@@ -50,10 +42,24 @@ export interface AdminConfig {
   maxConnections: number;
 }
 
+/** The RFC 2136 gateway (docs/protocol.md, "RFC 2136 gateway"). */
+export interface GatewayConfig {
+  /** UDP and TCP on each address. */
+  listen: readonly { host: string; port: number }[];
+  /** The master secret every gateway key's secret is derived from (`gateway.keyFile`). Never logged. */
+  masterSecret: Buffer;
+  /** Messages per second one source address may send (a burst of twice as many); more are dropped. */
+  ratePerSource: number;
+  /** Open TCP connections per address; more are closed at once. */
+  maxConnections: number;
+}
+
 export interface Config {
   listen: readonly ListenConfig[];
   /** Absent: no admin listener. */
   admin?: AdminConfig;
+  /** Absent: no RFC 2136 gateway. */
+  gateway?: GatewayConfig;
   /** Prefix of the update path, e.g. `` or `/ddns` (no trailing slash). */
   basePath: string;
   /** CIDR blocks whose X-Forwarded-For is believed. */

@@ -143,6 +143,26 @@ export function loadSecret(
   }
 }
 
+/** The shortest gateway master secret: its keys are derived from it (`openssl rand -base64 32`). */
+export const MIN_MASTER_SECRET_BYTES = 32;
+
+/**
+ * The gateway's master secret (`gateway.keyFile`): a file holding base64 of at least MIN_MASTER_SECRET_BYTES
+ * bytes, alone (comments with # above it allowed). Errors name the setting and the file, never the content.
+ */
+export function loadMasterSecret(source: Extract<SecretSource, { kind: 'file' }>, ctx: SecretContext): Buffer {
+  const { text, shown } = readFileOf(source, ctx);
+  const parsed = parseSecretFile(text);
+  const secret = parsed !== undefined && parsed.keyName === undefined ? decodeSecret(parsed.secret) : undefined;
+  if (secret === undefined || secret.length < MIN_MASTER_SECRET_BYTES) {
+    throw new ConfigError(
+      source.key,
+      `${shown} must hold one base64 secret of at least ${MIN_MASTER_SECRET_BYTES} bytes (openssl rand -base64 32)`,
+    );
+  }
+  return secret;
+}
+
 /**
  * A password (Redis's, not base64) from a file — its content without the final line break —
  * or an environment variable. Errors never repeat the value, nor the file's path or the

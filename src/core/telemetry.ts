@@ -10,6 +10,11 @@ export type Sampler = () => number | Promise<number>;
 export interface Telemetry {
   /** One HTTP request answered: its route (`update`, `echo`, `other`), reply token and status. */
   httpRequest(route: string, token: string, status: number, seconds: number): void;
+  /**
+   * One message to the RFC 2136 gateway: its opcode (`QUERY`, `UPDATE`, `other`) and what it got (an rcode name,
+   * `BADKEY`/`BADSIG`/`BADTIME` for a TSIG error, `dropped` when unanswered: over the rate, or not a request).
+   */
+  gatewayRequest(opcode: string, rcode: string, seconds: number): void;
   /** One UPDATE message answered (or failed: rcode `TIMEOUT`, `CONNECTION`, `TSIG`, `PROTOCOL`). */
   dnsUpdate(zone: string, rcode: string, seconds: number, hosts: number): void;
   /** One Redis command (or script, or pipeline) and whether it failed. */
@@ -36,6 +41,7 @@ export type SampledGauge =
 /** Counts nothing: the default of every adapter, and what tests that do not look at metrics get. */
 export const NO_TELEMETRY: Telemetry = {
   httpRequest() {},
+  gatewayRequest() {},
   dnsUpdate() {},
   redisCommand() {},
   credentialCache() {},

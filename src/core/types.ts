@@ -63,9 +63,9 @@ export function emptyDnsState(): HostDnsState {
 
 /** What one update request asks for one host, after parameter parsing. */
 export interface RequestedSettings {
-  /** Addresses to set; only the families present are changed. */
-  ipv4?: string;
-  ipv6?: string;
+  /** Addresses to set; only the families present are changed; null removes the family's record (the gateway). */
+  ipv4?: string | null;
+  ipv6?: string | null;
   /** `keep` = NOCHG (OPNsense): leave the wildcard flag as it is. */
   wildcard: boolean | 'keep';
   /** `keep` = NOCHG: leave the backup-MX flag as it is. */
@@ -96,8 +96,8 @@ export function targetState(current: HostRecord, req: RequestedSettings, resolve
   const mx = resolvedMx === 'keep' ? current.mx : resolvedMx;
   const backmx = req.backmx === 'keep' ? current.backmx : req.backmx;
   return {
-    ipv4: req.ipv4 ?? (wasOffline ? null : current.ipv4),
-    ipv6: req.ipv6 ?? (wasOffline ? null : current.ipv6),
+    ipv4: req.ipv4 !== undefined ? req.ipv4 : wasOffline ? null : current.ipv4,
+    ipv6: req.ipv6 !== undefined ? req.ipv6 : wasOffline ? null : current.ipv6,
     wildcard: req.wildcard === 'keep' ? current.wildcard : req.wildcard,
     mx,
     backmx: mx === null ? false : backmx,
@@ -151,8 +151,9 @@ export const flag = (b: boolean): '1' | '0' => (b ? '1' : '0');
 export function expectationsFor(req: RequestedSettings, resolvedMx: ResolvedMx): Record<string, string> {
   if (req.offline) return { state: 'offline' };
   const out: Record<string, string> = { state: 'active' };
-  if (req.ipv4 !== undefined) out.ipv4 = req.ipv4;
-  if (req.ipv6 !== undefined) out.ipv6 = req.ipv6;
+  // A removed family is expected absent (stored '').
+  if (req.ipv4 !== undefined) out.ipv4 = req.ipv4 ?? '';
+  if (req.ipv6 !== undefined) out.ipv6 = req.ipv6 ?? '';
   if (req.wildcard !== 'keep') out.wildcard = flag(req.wildcard);
   if (resolvedMx !== 'keep') out.mx = resolvedMx ?? '';
   // The store ignores this flag while the host has no MX (it means nothing then).

@@ -4,6 +4,7 @@
  * as a hash (see docs/security.md, "Update tokens").
  */
 import { checkCidr, cidrContains, parseCidr } from './addresses.js';
+import type { TsigAlgorithm } from './tsig.js';
 
 /** A token as handed out: 24 random bytes in base64url (192 bits, 32 URL-safe characters). */
 export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{32}$/;
@@ -34,6 +35,11 @@ export interface TokenRecord {
   note: string;
   /** It may set and clear the host's ACME TXT values and nothing else (`--acme-only`). */
   acmeOnly: boolean;
+  /**
+   * A TSIG key of the RFC 2136 gateway (`token add --tsig`): its algorithm. The secret is derived from the gateway's
+   * master secret and the id, never stored (docs/security.md, "Gateway keys"). null: an HTTP update token.
+   */
+  tsig: TsigAlgorithm | null;
 }
 
 /** What `token add` asks for, validated. */
@@ -44,6 +50,7 @@ export interface TokenRequest {
   from: readonly string[];
   note: string;
   acmeOnly?: boolean;
+  tsig?: TsigAlgorithm;
 }
 
 /** Whether a password is shaped like a token (only those are looked up as tokens). */

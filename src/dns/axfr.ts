@@ -12,8 +12,8 @@ import type { Config, ZoneConfig } from '../config/schema.js';
 import { canonicalIPv6 } from '../core/addresses.js';
 import { DnsUpdateError } from '../core/errors.js';
 import { connectionFailure, protocolFailure, rcodeName, responseFailure, timeoutFailure } from './rcode.js';
-import { algorithmFromWireName, extractTsig, signRequest, verifyMessage } from './tsig.js';
-import { CLASS_IN, WireFormatError, encodeName, parseHeader, readName } from './wire.js';
+import { algorithmFromWireName, extractTsig, signRequest, verifyMessage } from '../core/tsig.js';
+import { CLASS_IN, WireFormatError, encodeName, parseHeader, readName } from '../core/dns-wire.js';
 
 const TYPE_AXFR = 252;
 /** RFC 8945 §5.3.1: a client accepts up to 99 unsigned messages between two signed ones. */

@@ -30,7 +30,7 @@ export {
   type SignOptions,
   type SignedMessage,
   type VerifyOptions,
-} from './tsig.js';
+} from '../core/tsig.js';
 export { rcodeName, hintFor, rcodeFailure, responseFailure, RCODE_NAMES } from './rcode.js';
 export {
   encodeUpdate,
@@ -53,4 +53,4 @@ export {
   type UpdateMessage,
   type MessageHeader,
   type ParsedMessage,
-} from './wire.js';
+} from '../core/dns-wire.js';

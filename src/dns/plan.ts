@@ -5,7 +5,7 @@
 import type { HostChange } from '../app/ports.js';
 import { MAX_NAME_LENGTH } from '../core/names.js';
 import { planTxt } from './txt-plan.js';
-import type { Prerequisite, UpdateOperation } from './wire.js';
+import type { Prerequisite, UpdateOperation } from '../core/dns-wire.js';
 
 /** The part of an UPDATE message that one host contributes. */
 export interface HostPlan {

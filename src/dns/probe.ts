@@ -12,7 +12,7 @@ import type { Config, ZoneConfig } from '../config/schema.js';
 import type { DnsUpdateError } from '../core/errors.js';
 import { asDnsUpdateError, signedExchange } from './signed-exchange.js';
 import { TcpTransport } from './transport.js';
-import { encodeUpdate } from './wire.js';
+import { encodeUpdate } from '../core/dns-wire.js';
 
 /** A name no host should have; if one does, with an A record, the probe fails (YXRRSET) and says so. */
 const PROBE_LABEL = 'ddns-bridge-check';

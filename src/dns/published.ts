@@ -5,7 +5,7 @@
 import type { HostChange, PublishedRecords, RecordPlanner, ZoneRecord } from '../app/ports.js';
 import { canonicalIPv6 } from '../core/addresses.js';
 import { planChange } from './plan.js';
-import type { RecordData } from './wire.js';
+import type { RecordData } from '../core/dns-wire.js';
 
 const lower = (name: string): string => name.toLowerCase().replace(/\.$/, '');
 

@@ -4,7 +4,7 @@
  * DNS outcomes into DnsUpdateError.
  */
 import { DnsUpdateError, type DnsFailureCode } from '../core/errors.js';
-import type { TsigFailureReason, TsigVerdict } from './tsig.js';
+import type { TsigFailureReason, TsigVerdict } from '../core/tsig.js';
 
 export const RCODE_NAMES: Readonly<Record<number, string>> = {
   0: 'NOERROR',

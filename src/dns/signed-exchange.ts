@@ -7,8 +7,8 @@ import type { ZoneConfig } from '../config/schema.js';
 import { DnsUpdateError } from '../core/errors.js';
 import { protocolFailure, responseFailure } from './rcode.js';
 import type { TcpTransport } from './transport.js';
-import { signRequest, verifyMessage } from './tsig.js';
-import { parseHeader } from './wire.js';
+import { signRequest, verifyMessage } from '../core/tsig.js';
+import { parseHeader } from '../core/dns-wire.js';
 
 export interface SigningContext {
   zone: ZoneConfig;

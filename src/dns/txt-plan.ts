@@ -4,7 +4,7 @@
  */
 import type { HostChange } from '../app/ports.js';
 import { ACME_LABEL } from '../core/txt.js';
-import type { Prerequisite, UpdateOperation } from './wire.js';
+import type { Prerequisite, UpdateOperation } from '../core/dns-wire.js';
 
 export function planTxt(
   change: Pick<HostChange, 'fqdn' | 'txt'>,

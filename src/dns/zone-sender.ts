@@ -17,7 +17,7 @@ import type { HostPlan } from './plan.js';
 import { connectionFailure, protocolFailure, RCODE_NAMES, timeoutFailure, TsigErrorAnswer } from './rcode.js';
 import { asDnsUpdateError, signedExchange, type SigningContext } from './signed-exchange.js';
 import { TcpTransport } from './transport.js';
-import { encodeUpdate, encodedLength } from './wire.js';
+import { encodeUpdate, encodedLength } from '../core/dns-wire.js';
 
 export interface ZoneSenderOptions {
   /** Seconds since the epoch (before dns.clockOffsetSeconds); tests inject one. */

@@ -64,6 +64,23 @@ const SAMPLED: Readonly<Record<SampledGauge, { help: string; labelNames: readonl
   };
 
 const TOKENS: ReadonlySet<string> = new Set<string>([...HOST_TOKENS, ...REQUEST_TOKENS]);
+/** The gateway's label values: a bounded set, whatever a message carries. */
+const GATEWAY_OPCODES: ReadonlySet<string> = new Set(['QUERY', 'UPDATE', 'other']);
+const GATEWAY_ANSWERS: ReadonlySet<string> = new Set(
+  [
+    'NOERROR',
+    'FORMERR',
+    'SERVFAIL',
+    'NXDOMAIN',
+    'NOTIMP',
+    'REFUSED',
+    'YXDOMAIN',
+    'YXRRSET',
+    'NXRRSET',
+    'NOTAUTH',
+  ].concat(['NOTZONE', 'BADKEY', 'BADSIG', 'BADTIME', 'dropped']),
+);
+
 /** The routes of src/http: the update path, the address echo, and the ACME client APIs (lego httpreq, acme-dns). */
 const ROUTES: ReadonlySet<string> = new Set(['update', 'echo', 'acme-present', 'acme-cleanup', 'acme-dns']);
 
@@ -104,6 +121,8 @@ export class PrometheusTelemetry implements Telemetry {
   readonly registry = new Registry();
   private readonly httpRequests: Counter<'route' | 'token' | 'status'>;
   private readonly httpDuration: Histogram<'route'>;
+  private readonly gatewayRequests: Counter<'opcode' | 'rcode'>;
+  private readonly gatewayDuration: Histogram<'opcode'>;
   private readonly dnsDuration: Histogram<'zone' | 'rcode'>;
   private readonly dnsHosts: Histogram<'zone'>;
   private readonly redisDuration: Histogram<'operation'>;
@@ -126,6 +145,21 @@ export class PrometheusTelemetry implements Telemetry {
       name: `${PREFIX}http_request_duration_seconds`,
       help: 'Time from the request read to its reply written, by route.',
       labelNames: ['route'],
+      buckets: HTTP_BUCKETS,
+      registers,
+      aggregator: 'sum',
+    });
+    this.gatewayRequests = new Counter({
+      name: `${PREFIX}gateway_requests_total`,
+      help: 'Messages to the RFC 2136 gateway by opcode and answer (rcode, TSIG error, or dropped).',
+      labelNames: ['opcode', 'rcode'],
+      registers,
+      aggregator: 'sum',
+    });
+    this.gatewayDuration = new Histogram({
+      name: `${PREFIX}gateway_request_duration_seconds`,
+      help: 'Time from a gateway message read to its answer sent, by opcode.',
+      labelNames: ['opcode'],
       buckets: HTTP_BUCKETS,
       registers,
       aggregator: 'sum',
@@ -220,6 +254,12 @@ export class PrometheusTelemetry implements Telemetry {
     const r = routeLabel(route);
     this.httpRequests.inc({ route: r, token: tokenLabel(token), status: statusLabel(status) });
     this.httpDuration.observe({ route: r }, duration(seconds));
+  }
+
+  gatewayRequest(opcode: string, rcode: string, seconds: number): void {
+    const op = GATEWAY_OPCODES.has(opcode) ? opcode : 'other';
+    this.gatewayRequests.inc({ opcode: op, rcode: GATEWAY_ANSWERS.has(rcode) ? rcode : 'other' });
+    this.gatewayDuration.observe({ opcode: op }, duration(seconds));
   }
 
   dnsUpdate(zone: string, rcode: string, seconds: number, hosts: number): void {

@@ -209,5 +209,6 @@ function tokenFields(t: StoredToken): HashFields {
   if (t.from.length > 0) fields[TF.from] = t.from.join(',');
   if (t.note !== '') fields[TF.note] = t.note;
   if (t.acmeOnly) fields[TF.acmeOnly] = '1';
+  if (t.tsig !== null) fields[TF.tsig] = t.tsig;
   return fields;
 }

@@ -127,6 +127,8 @@ export const TOKEN_FIELDS = {
   note: 'n',
   /** '1': the token may set and clear the host's ACME TXT values and nothing else (`token add --acme-only`). */
   acmeOnly: 'x',
+  /** The algorithm of a gateway TSIG key (`token add --tsig`); absent: an HTTP update token. Never its secret. */
+  tsig: 'g',
 } as const;
 
 export class Keys {

@@ -5,6 +5,7 @@
 import type { Redis } from 'ioredis';
 import type { GuardCheck, NewToken, TokenAdmin, TokenGuard, TokenLogin, TokenLookup } from '../app/ports.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
+import { TSIG_ALGORITHMS, type TsigAlgorithm } from '../core/tsig.js';
 import type { TokenRecord } from '../core/update-tokens.js';
 import { tokenGuardKeys } from './host-store.js';
 import { HOST_FIELDS, Keys, TOKEN_FIELDS } from './keys.js';
@@ -30,8 +31,17 @@ export class RedisTokenStore implements TokenLookup, TokenAdmin {
     };
     const found = await runScript(this.redis, TOKEN_FIND, keys, { keyPrefix: this.keys.prefix, hash }, 'token find');
     if (found === undefined || found === 'agent' || found === 'login') return found;
-    const { id, fqdn, account, donator, from, acmeOnly } = found;
-    return { id, hash, fqdn, account: { name: account, donator }, from: splitList(from), acmeOnly };
+    const { id, fqdn, account, donator, from, acmeOnly, tsig } = found;
+    const algorithm = tsigAlgorithm(tsig);
+    return {
+      id,
+      hash,
+      fqdn,
+      account: { name: account, donator },
+      from: splitList(from),
+      acmeOnly,
+      ...(algorithm === null ? {} : { tsig: algorithm }),
+    };
   }
 
   async check(guard: TokenGuard): Promise<'ok' | GuardCheck> {
@@ -66,6 +76,7 @@ export class RedisTokenStore implements TokenLookup, TokenAdmin {
           from: [...token.from],
           note: token.note,
           acmeOnly: token.acmeOnly === true,
+          tsig: token.tsig ?? null,
         };
       }
       // 'changed': removed or given to another account meanwhile; read the owner again.
@@ -139,7 +150,13 @@ export function decodeToken(id: string, fields: Record<string, string>): TokenRe
     from: splitList(fields[TOKEN_FIELDS.from] ?? ''),
     note: fields[TOKEN_FIELDS.note] ?? '',
     acmeOnly: fields[TOKEN_FIELDS.acmeOnly] === '1',
+    tsig: tsigAlgorithm(fields[TOKEN_FIELDS.tsig] ?? ''),
   };
+}
+
+/** A stored algorithm name, or null (none, or one this version does not know: never usable). */
+function tsigAlgorithm(text: string): TsigAlgorithm | null {
+  return (TSIG_ALGORITHMS as readonly string[]).includes(text) ? (text as TsigAlgorithm) : null;
 }
 
 function splitList(text: string): string[] {

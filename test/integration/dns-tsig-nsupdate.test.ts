@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import path from 'node:path';
 import { TSIG_ALGORITHMS, type TsigKeyConfig } from '../../src/config/schema.js';
-import { extractTsig, signRequest, verifyMessage } from '../../src/dns/tsig.js';
+import { extractTsig, signRequest, verifyMessage } from '../../src/core/tsig.js';
 import { generateTsigKey, makeTempDir, removeDir, requireBinariesOrSkip, writeKeyFile } from '../../src/lab/index.js';
 
 describe('dns tsig (RFC 8945) with nsupdate', () => {

@@ -4,6 +4,7 @@
  * and reading Redis.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { writeFile, chmod } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -76,6 +77,11 @@ export interface BridgeEnvOptions {
   kind?: LabKind;
   /** Deep-merged over the generated config. */
   config?: Record<string, unknown>;
+  /**
+   * The RFC 2136 gateway on a free loopback port (`gatewayPort`), its master secret in `dir`/gateway.key. Started by
+   * every serve process (use one serve, or `--workers`).
+   */
+  gateway?: boolean;
   /** Number of serve processes on the same Redis (each on its own port). */
   serves?: number;
   /** Extra zone-file lines for the nameserver. */
@@ -145,6 +151,13 @@ export class BridgeEnv {
     return this.ports[0]!;
   }
 
+  /** The gateway's port (UDP and TCP), with `gateway: true`. */
+  get gatewayPort(): number {
+    const listen = (this.config.gateway as { listen: string[] } | undefined)?.listen[0];
+    if (listen === undefined) throw new Error('start the env with gateway: true');
+    return Number(listen.split(':').pop());
+  }
+
   static async start(opts: BridgeEnvOptions = {}): Promise<BridgeEnv> {
     const dir = await makeTempDir('ddns-e2e-');
     const redis = await startRedis({ dir, appendonly: false });
@@ -166,6 +179,10 @@ export class BridgeEnv {
       mx: { resolvers: [`127.0.0.1:${ns.port}`], timeout: 1 },
       log: { level: 'debug' },
     };
+    if (opts.gateway) {
+      await writeFile(path.join(dir, 'gateway.key'), randomBytes(32).toString('base64') + '\n', { mode: 0o600 });
+      base.gateway = { listen: [`127.0.0.1:${await freePort()}`], keyFile: 'gateway.key' };
+    }
     const config = deepMerge(base, opts.config ?? {});
     const configPath = path.join(dir, 'config.json');
     await writeFile(configPath, JSON.stringify(config, null, 2));

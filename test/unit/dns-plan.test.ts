@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { HostChange } from '../../src/app/ports.js';
 import { emptyDnsState, type TargetState } from '../../src/core/types.js';
 import { planChange } from '../../src/dns/plan.js';
-import { encodeUpdate, type UpdateOperation } from '../../src/dns/wire.js';
+import { encodeUpdate, type UpdateOperation } from '../../src/core/dns-wire.js';
 
 const HOST = 'h.dyn.example.org';
 const WILD = '*.h.dyn.example.org';

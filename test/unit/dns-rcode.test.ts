@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { hintFor, rcodeFailure, rcodeName, responseFailure } from '../../src/dns/rcode.js';
-import type { TsigVerdict } from '../../src/dns/tsig.js';
+import type { TsigVerdict } from '../../src/core/tsig.js';
 
 const ZONE = 'dyn.example.org';
 const ok: TsigVerdict = {

@@ -11,8 +11,8 @@ import type { Config, ZoneConfig } from '../../src/config/schema.js';
 import { DnsUpdateError } from '../../src/core/errors.js';
 import type { HostPlan } from '../../src/dns/plan.js';
 import { TcpTransport } from '../../src/dns/transport.js';
-import { encodeTsigRecord, extractTsig, signMessage, TSIG_ERRORS, verifyMessage } from '../../src/dns/tsig.js';
-import { readName } from '../../src/dns/wire.js';
+import { encodeTsigRecord, extractTsig, signMessage, TSIG_ERRORS, verifyMessage } from '../../src/core/tsig.js';
+import { readName } from '../../src/core/dns-wire.js';
 import { ZoneSender } from '../../src/dns/zone-sender.js';
 
 interface SeenRequest {

@@ -8,8 +8,8 @@ import {
   signRequest,
   TSIG_ERRORS,
   verifyMessage,
-} from '../../src/dns/tsig.js';
-import { encodeUpdate, type UpdateMessage } from '../../src/dns/wire.js';
+} from '../../src/core/tsig.js';
+import { encodeUpdate, type UpdateMessage } from '../../src/core/dns-wire.js';
 
 const hex = (text: string): string => text.replace(/[\s|]/g, '');
 

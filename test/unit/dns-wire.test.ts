@@ -7,7 +7,7 @@ import {
   readName,
   WireFormatError,
   type UpdateMessage,
-} from '../../src/dns/wire.js';
+} from '../../src/core/dns-wire.js';
 
 /** Hex with whitespace and `|` separators removed, so the expected bytes can be laid out by field. */
 const hex = (text: string): string => text.replace(/[\s|]/g, '');

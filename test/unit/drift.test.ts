@@ -21,7 +21,7 @@ import { DnsUpdateError } from '../../src/core/errors.js';
 import type { HostRecord, TargetState } from '../../src/core/types.js';
 import { answerRecords, encodeAxfrQuery, TsigStreamVerifier } from '../../src/dns/axfr.js';
 import { DnsRecordPlanner } from '../../src/dns/published.js';
-import { signMessage, signRequest } from '../../src/dns/tsig.js';
+import { signMessage, signRequest } from '../../src/core/tsig.js';
 
 const ZONE = 'dyn.example.org';
 const planner = new DnsRecordPlanner(60);

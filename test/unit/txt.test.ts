@@ -18,7 +18,7 @@ import {
 } from '../../src/core/txt.js';
 import type { HostRecord } from '../../src/core/types.js';
 import { planChange } from '../../src/dns/plan.js';
-import { encodeUpdate } from '../../src/dns/wire.js';
+import { encodeUpdate } from '../../src/core/dns-wire.js';
 
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 const VALUE = 'LoqXcYV8q5ONbJQxbmR7SCTNo3tiAXDfowyjxAjEuX0';

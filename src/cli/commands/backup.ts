@@ -16,7 +16,7 @@ import {
   type RecordChecks,
 } from '../../app/backup.js';
 import type { BackupTarget } from '../../app/ports.js';
-import { isPasswordHash, tokenHash } from '../../auth/index.js';
+import { isPasswordHash, tokenHash, tsigKeyHash } from '../../auth/index.js';
 import { InvalidInputError } from '../../core/errors.js';
 import { openStore, RedisBackupStore, type Store } from '../../store/index.js';
 import type { CommandContext } from '../context.js';
@@ -32,6 +32,7 @@ const TOKEN_HASH = new RegExp(`^[A-Za-z0-9_-]{${tokenHash('').length}}$`);
 const CHECKS: RecordChecks = {
   isPasswordHash,
   isTokenHash: (hash) => TOKEN_HASH.test(hash),
+  tsigKeyHash,
 };
 
 function backupStore(store: Store): RedisBackupStore {

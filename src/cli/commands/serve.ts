@@ -225,6 +225,16 @@ async function startBridge(
         parallelHashes: bridgeOptions.parallelHashes,
       });
     }
+    if (bridge.gateway !== undefined) {
+      await bridge.gateway.listen();
+      for (const a of bridge.gateway.addresses)
+        logger.info('RFC 2136 gateway listening', {
+          host: a.host,
+          port: a.port,
+          transport: 'udp+tcp',
+          pid: process.pid,
+        });
+    }
   } catch (err) {
     logger.error('cannot listen', { error: (err as Error).message });
     await adminListener?.close();

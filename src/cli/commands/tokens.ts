@@ -1,5 +1,5 @@
 /** `token add|list|remove`: scoped update tokens (docs/security.md, "Update tokens"). */
-import { tokenView, type TokenOptions } from '../../app/admin.js';
+import { keySnippets, tokenView, type TokenOptions } from '../../app/admin.js';
 import { InvalidInputError } from '../../core/errors.js';
 import type { TokenRecord } from '../../core/update-tokens.js';
 import type { CommandContext } from '../context.js';
@@ -9,15 +9,32 @@ export type TokenAddOptions = TokenOptions;
 
 /** Make a token for a registered host; the token itself is printed once, alone on the last line. */
 export async function tokenAdd(ctx: CommandContext, name: string, opts: TokenAddOptions, out: Out): Promise<void> {
-  const { record, token } = await withAdmin(ctx, (admin) => admin.addToken(name, opts)).catch((err: unknown) => {
+  const made = await withAdmin(ctx, (admin) => admin.addToken(name, opts)).catch((err: unknown) => {
     // The service names the value; here it was a flag.
     if (err instanceof InvalidInputError && err.field !== undefined)
       throw new InvalidInputError(err.detail, `--${err.field}`);
     throw err;
   });
+  const { record } = made;
+  if (made.key !== undefined) {
+    // docs/clients.md, "RFC 2136 clients": the same key in each client's form.
+    const texts = keySnippets(made.key);
+    out(`TSIG key ${record.id} for ${record.fqdn} (account ${record.account}), ${describe(record)}`);
+    out(`It is shown only now. Key name ${made.key.name}, algorithm ${made.key.algorithm}, secret ${made.key.secret}`);
+    out('');
+    out('# nsupdate -y (or ddclient, certbot, lego: name, algorithm, secret)');
+    out(texts.nsupdate);
+    out('');
+    out('# BIND key file (nsupdate -k FILE)');
+    out(texts.bind);
+    out('');
+    out('# Knot key file (knsupdate -k FILE)');
+    out(texts.knot);
+    return;
+  }
   out(`token ${record.id} for ${record.fqdn} (account ${record.account}), ${describe(record)}`);
   out('It is shown only now: use it as the password, with the host name (or the account) as the user.');
-  out(token);
+  out(made.token);
 }
 
 export async function tokenList(ctx: CommandContext, name: string | undefined, json: boolean, out: Out): Promise<void> {
@@ -37,6 +54,7 @@ export async function tokenList(ctx: CommandContext, name: string | undefined, j
         `used ${v.lastUsed ?? 'never'}`,
         `from ${v.from.join(',') || 'anywhere'}`,
         v.acmeOnly ? 'acme-only' : 'any change',
+        v.tsig === null ? 'http token' : `tsig ${v.tsig}`,
         v.note,
       ].join('\t'),
     );

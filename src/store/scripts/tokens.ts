@@ -32,14 +32,16 @@ export interface FoundToken {
   from: string;
   /** TXT only (TOKEN_FIELDS.acmeOnly). */
   acmeOnly: boolean;
+  /** A gateway TSIG key's algorithm ('' = an HTTP update token). */
+  tsig: string;
 }
 
 /**
  * tokenFind(KEYS: token index (by hash), junk block of the (source, User-Agent) pair, the
  * source's login cool-down; ARGV: key prefix, hash) → {'refused', 'agent'|'login'} (checked
  * first, so a right token costs what a wrong one does) | false (unknown or expired) | {id, fqdn,
- * account, donator '1'/'0', from, acmeOnly '1'/''}. The record's and the account's keys are derived here from
- * the index: a login costs one round trip.
+ * account, donator '1'/'0', from, acmeOnly '1'/'', tsig algorithm or ''}. The record's and the account's keys are
+ * derived here from the index: a login costs one round trip.
  */
 export const TOKEN_FIND = defineScript({
   name: 'ddnsTokenFind',
@@ -51,21 +53,29 @@ if redis.call('EXISTS', junkBlock) > 0 then return {'refused', 'agent'} end
 if redis.call('EXISTS', sourceCooldown) > 0 then return {'refused', 'login'} end
 local id = redis.call('GET', index)
 if not id then return false end
-local t = redis.call('HMGET', keyPrefix .. 't:' .. id, '${TF.hash}', '${TF.fqdn}', '${TF.account}', '${TF.expiresAt}', '${TF.from}', '${TF.acmeOnly}')
+local t = redis.call('HMGET', keyPrefix .. 't:' .. id, '${TF.hash}', '${TF.fqdn}', '${TF.account}', '${TF.expiresAt}', '${TF.from}', '${TF.acmeOnly}', '${TF.tsig}')
 if t[1] ~= hash or not t[2] or not t[3] then return false end
 if t[4] and tonumber(t[4]) <= now then return false end
 local donator = '0'
 if redis.call('HGET', keyPrefix .. 'a:' .. t[3], '${AF.donator}') == '1' then donator = '1' end
-return {id, t[2], t[3], donator, t[5] or '', t[6] or ''}
+return {id, t[2], t[3], donator, t[5] or '', t[6] or '', t[7] or ''}
 `,
   reply: (raw): FoundToken | 'agent' | 'login' | undefined => {
     // Lua false arrives as null.
     if (raw === null) return undefined;
     const values = replyArray(raw, 'token find').map((v) => replyString(v, 'token find'));
     if (values[0] === 'refused') return replyOneOf(values[1], ['agent', 'login'] as const, 'token find');
-    if (values.length !== 6) throw new Error(`token find: unexpected reply ${JSON.stringify(raw)}`);
-    const [id, fqdn, account, donator, from, acmeOnly] = values as [string, string, string, string, string, string];
-    return { id, fqdn, account, donator: donator === '1', from, acmeOnly: acmeOnly === '1' };
+    if (values.length !== 7) throw new Error(`token find: unexpected reply ${JSON.stringify(raw)}`);
+    const [id, fqdn, account, donator, from, acmeOnly, tsig] = values as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
+    return { id, fqdn, account, donator: donator === '1', from, acmeOnly: acmeOnly === '1', tsig };
   },
 });
 
@@ -88,6 +98,8 @@ export interface TokenAddArgs {
   from: readonly string[];
   note: string;
   acmeOnly?: boolean;
+  /** A gateway TSIG key's algorithm; undefined: an HTTP update token. */
+  tsig?: string;
 }
 
 export type TokenAddReply =
@@ -95,14 +107,15 @@ export type TokenAddReply =
 
 /**
  * tokenAdd(KEYS: host, account, token, token index, host's token set; ARGV: owner, id, fqdn,
- * hash, expiresInMs ('' = never), from, note, acmeOnly ('1' | '')) → {'ok', createdAt, expiresAt|''} | {'changed'}
+ * hash, expiresInMs ('' = never), from, note, acmeOnly ('1' | ''), tsig (algorithm | '')) → {'ok', createdAt,
+ * expiresAt|''} | {'changed'}
  * (the host is gone or has another owner) | {'exists'} (the id or hash is taken).
  */
 export const TOKEN_ADD = defineScript({
   name: 'ddnsTokenAdd',
   preamble: NOW,
   keys: ['host', 'account', 'token', 'index', 'hostTokens'],
-  args: ['owner', 'id', 'fqdn', 'hash', 'expiresInMs', 'from', 'note', 'acmeOnly'],
+  args: ['owner', 'id', 'fqdn', 'hash', 'expiresInMs', 'from', 'note', 'acmeOnly', 'tsig'],
   lua: `
 if redis.call('HGET', host, '${HF.owner}') ~= owner then return {'changed'} end
 if redis.call('EXISTS', token, index) > 0 then return {'exists'} end
@@ -113,6 +126,7 @@ if expires ~= '' then redis.call('HSET', token, '${TF.expiresAt}', expires) end
 if from ~= '' then redis.call('HSET', token, '${TF.from}', from) end
 if note ~= '' then redis.call('HSET', token, '${TF.note}', note) end
 if acmeOnly == '1' then redis.call('HSET', token, '${TF.acmeOnly}', '1') end
+if tsig ~= '' then redis.call('HSET', token, '${TF.tsig}', tsig) end
 redis.call('SET', index, id)
 redis.call('SADD', hostTokens, id)
 redis.call('HINCRBY', account, '${AF.tokenCount}', 1)
@@ -128,6 +142,7 @@ return {'ok', ms(now), expires}
     from: a.from.join(','),
     note: a.note,
     acmeOnly: a.acmeOnly ? '1' : '',
+    tsig: a.tsig ?? '',
   }),
   reply: (raw): TokenAddReply => {
     const { kind, rest } = replyKind(raw, ['ok', 'changed', 'exists'] as const, 'token add');

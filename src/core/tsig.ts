@@ -3,7 +3,7 @@
  * when playing the server in tests). Only full-length MACs are produced and accepted.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { TsigAlgorithm, TsigKeyConfig } from '../config/schema.js';
+
 import {
   CLASS_ANY,
   TYPE_TSIG,
@@ -12,7 +12,18 @@ import {
   encodeName,
   parseMessage,
   readName,
-} from './wire.js';
+} from './dns-wire.js';
+
+export const TSIG_ALGORITHMS = ['hmac-sha256', 'hmac-sha1', 'hmac-sha224', 'hmac-sha384', 'hmac-sha512'] as const;
+export type TsigAlgorithm = (typeof TSIG_ALGORITHMS)[number];
+
+export interface TsigKeyConfig {
+  /** Key name as configured on the primary (or a gateway key's name), e.g. `ddns-key`. */
+  name: string;
+  algorithm: TsigAlgorithm;
+  /** The decoded secret. Never logged. */
+  secret: Buffer;
+}
 
 /** Algorithm name (wire form, without trailing dot) → node:crypto digest. */
 const DIGESTS: Record<TsigAlgorithm, { wireName: string; digest: string; macLength: number }> = {
@@ -22,6 +33,11 @@ const DIGESTS: Record<TsigAlgorithm, { wireName: string; digest: string; macLeng
   'hmac-sha384': { wireName: 'hmac-sha384', digest: 'sha384', macLength: 48 },
   'hmac-sha512': { wireName: 'hmac-sha512', digest: 'sha512', macLength: 64 },
 };
+
+/** The MAC length (bytes) of each algorithm: also the length of a derived gateway key's secret. */
+export const TSIG_MAC_LENGTHS = Object.fromEntries(
+  Object.entries(DIGESTS).map(([alg, d]) => [alg, d.macLength]),
+) as Record<TsigAlgorithm, number>;
 
 /** Recognised only so that a message using it is rejected by name (MD5 is not accepted). */
 export const HMAC_MD5_NAME = 'hmac-md5.sig-alg.reg.int';

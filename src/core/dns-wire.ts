@@ -4,7 +4,7 @@
  * class NONE / empty-RDATA deletes, so UPDATE bytes are built here.
  */
 import { isIPv4, isIPv6 } from 'node:net';
-import { addressBytes } from '../core/addresses.js';
+import { addressBytes } from './addresses.js';
 
 export const OPCODE_QUERY = 0;
 export const OPCODE_UPDATE = 5;
