@@ -14,6 +14,7 @@ import { freePort, makeTempDir, removeDir, requireBinariesOrSkip } from '../../s
 import { Keys } from '../../src/store/keys.js';
 import { AGENT_LIST_CACHE_MS } from '../../src/store/index.js';
 import { BridgeEnv, rawRequest, ZONE } from '../support/bridge.js';
+import { buildMessage, readAnswer, sign, udp } from '../support/gateway-client.js';
 import { Serve } from '../support/serve-process.js';
 
 const TOKEN = 'a'.repeat(24) + '0123456789abcdef0123456789abcdef';
@@ -61,6 +62,7 @@ describe('admin listener: health, metrics, provisioning API (knot)', function ()
     await writeFile(tokenFile, TOKEN + '\n', { mode: 0o600 });
     env = await BridgeEnv.start({
       kind: 'knot',
+      gateway: true,
       config: {
         admin: { listen: [`127.0.0.1:${adminPort}`], tokenFile },
         frequency: { minInterval: 0.001, donatorMinInterval: 0.001 },
@@ -73,6 +75,50 @@ describe('admin listener: health, metrics, provisioning API (knot)', function ()
     raw?.disconnect();
     await env?.stop();
     if (tokenDir) await removeDir(tokenDir);
+  });
+
+  it('POST /v1/hosts/{fqdn}/tokens with tsig: a gateway key, shown once, that the gateway takes; counted on /metrics', async () => {
+    const account = `gwkey-${SUFFIX}`;
+    const fqdn = `gwkey-${SUFFIX}.${ZONE}`;
+    expect((await call('POST', '/v1/accounts', { name: account, password: 'account-password-1' })).status).to.equal(
+      201,
+    );
+    expect((await call('POST', '/v1/hosts', { fqdn, account })).status).to.equal(201);
+    const r = await call('POST', `/v1/hosts/${fqdn}/tokens`, { tsig: true, algorithm: 'hmac-sha512', acmeOnly: true });
+    expect(r.status).to.equal(201);
+    const made = r.json as {
+      id: string;
+      token: null;
+      tsig: string;
+      key: { name: string; algorithm: string; secret: string; nsupdate: string; bind: string; knot: string };
+    };
+    expect(made.token).to.equal(null);
+    expect(made.tsig).to.equal('hmac-sha512');
+    expect(made.key.name).to.equal(`${made.id}.${fqdn}`);
+    expect(Buffer.from(made.key.secret, 'base64')).to.have.length(64);
+    expect(made.key.nsupdate).to.equal(`hmac-sha512:${made.key.name}:${made.key.secret}`);
+    expect(made.key.bind).to.include(`secret "${made.key.secret}";`);
+    expect(made.key.knot).to.include(`secret: ${made.key.secret}`);
+    const listed = await call('GET', `/v1/hosts/${fqdn}/tokens`);
+    expect(listed.json).to.deep.include.members([
+      { ...(listed.json as object[])[0], id: made.id, tsig: 'hmac-sha512' },
+    ]);
+    expect(listed.text).to.not.include(made.key.secret);
+    expect((await raw.keys('*')).join(' ')).to.not.include(made.key.secret);
+    // The key signs an SOA query the gateway answers, signed.
+    const key = {
+      name: made.key.name,
+      algorithm: 'hmac-sha512' as const,
+      secret: Buffer.from(made.key.secret, 'base64'),
+    };
+    const { message, mac } = sign(buildMessage({ opcode: 0, zone: [{ name: fqdn }] }), key);
+    const answer = readAnswer(await udp(env.gatewayPort, message), key, mac);
+    expect([answer.rcode, answer.verified]).to.deep.equal(['NOERROR', true]);
+    const metrics = (await call('GET', '/metrics', undefined, null)).text;
+    expect(metrics).to.match(/ddns_bridge_gateway_requests_total\{opcode="QUERY",rcode="NOERROR"\} [1-9]/);
+    // Without a gateway the same request is refused (here the config has one: the CLI without it, below).
+    const http = await call('POST', `/v1/hosts/${fqdn}/tokens`, { tsig: true, algorithm: 'hmac-md5' });
+    expect(http.status).to.equal(400);
   });
 
   it('GET /healthz: 200 {"status":"ok"}, no token needed', async () => {
