@@ -275,7 +275,7 @@ describe('gateway: answers without a socket (fake use cases)', () => {
       },
       keys: { idOf: tsigKeyId, nameOf: tsigKeyName, secretOf: (id, alg) => ring.secret(id, alg) },
       telemetry: NO_TELEMETRY,
-      logger: { debug() {}, info() {}, warn() {}, error() {} } as never,
+      logger: { debug() {}, info() {}, warn() {}, error() {} },
     });
   }
   const message = () =>
