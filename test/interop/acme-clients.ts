@@ -1,7 +1,8 @@
 /**
  * The ACME DNS-01 recipes of docs/clients.md ("Certificates (ACME DNS-01)") as the tests run
- * them: lego's httpreq and acme-dns providers and certbot's manual hooks, against a lab
- * pebble. Secrets go into mode-0600 files or the client's environment, never into argv.
+ * them: lego's httpreq, acme-dns and rfc2136 providers, certbot's manual hooks and its
+ * dns-rfc2136 plugin, against a lab pebble. Secrets go into mode-0600 files or the client's
+ * environment, never into argv.
  */
 import { X509Certificate } from 'node:crypto';
 import { chmod, readFile } from 'node:fs/promises';
@@ -22,7 +23,7 @@ export interface LegoRun {
   nameserverPort: number;
   email: string;
   domains: string[];
-  provider: 'httpreq' | 'acme-dns';
+  provider: 'httpreq' | 'acme-dns' | 'rfc2136';
   env: Record<string, string>;
 }
 
@@ -61,6 +62,27 @@ export function httpreqEnv(bridge: string, user: string, password: string): Reco
     HTTPREQ_ENDPOINT: `${bridge}/acme`,
     HTTPREQ_USERNAME: user,
     HTTPREQ_PASSWORD: password,
+  };
+}
+
+/** A TSIG key of the RFC 2136 gateway, as `token add H --tsig` prints it. */
+export interface GatewayKey {
+  name: string;
+  /** As printed, e.g. `hmac-sha256`. */
+  algorithm: string;
+  secret: string;
+}
+
+/**
+ * The rfc2136 provider's environment for the gateway at `nameserver` (`HOST:PORT`). lego wants the
+ * algorithm as miekg/dns names it, with the trailing dot; without RFC2136_TSIG_* it does not sign.
+ */
+export function rfc2136Env(nameserver: string, key: GatewayKey): Record<string, string> {
+  return {
+    RFC2136_NAMESERVER: nameserver,
+    RFC2136_TSIG_KEY: key.name,
+    RFC2136_TSIG_SECRET: key.secret,
+    RFC2136_TSIG_ALGORITHM: `${key.algorithm}.`,
   };
 }
 
@@ -142,6 +164,34 @@ curl -fsS -H @"$HEADERS" -H 'Content-Type: application/json' \\
   --data "{\\"subdomain\\": \\"\${CERTBOT_DOMAIN#\\*.}\\", \\"txt\\": \\"$CERTBOT_VALIDATION\\"}" "$BRIDGE/update"
 `;
 
+/**
+ * The dns-rfc2136 plugin's credentials file (mode 0600) for the gateway at `address` (an IP
+ * address: the plugin takes no host name). The algorithm must be upper case: the plugin
+ * validates it case-insensitively but looks it up as written, and signs with HMAC-MD5 when the
+ * lookup fails, as it does when the line is left out.
+ */
+export function certbotRfc2136Ini(address: string, port: number | string, key: GatewayKey): string {
+  return [
+    `dns_rfc2136_server = ${address}`,
+    `dns_rfc2136_port = ${port}`,
+    `dns_rfc2136_name = ${key.name}`,
+    `dns_rfc2136_secret = ${key.secret}`,
+    `dns_rfc2136_algorithm = ${key.algorithm.toUpperCase()}`,
+    '',
+  ].join('\n');
+}
+
+/** The options of certbot's dns-rfc2136 plugin, after `certonly`. */
+export function certbotRfc2136Args(credentials: string, propagationSeconds: number): string[] {
+  return [
+    '--dns-rfc2136',
+    '--dns-rfc2136-credentials',
+    credentials,
+    '--dns-rfc2136-propagation-seconds',
+    String(propagationSeconds),
+  ];
+}
+
 export interface CertbotRun {
   /** Holds certbot's config, work and logs directories and the hooks. */
   dir: string;
@@ -154,26 +204,14 @@ export interface CertbotRun {
   env: Record<string, string>;
 }
 
-/** `certbot certonly --manual` with the two hooks, non-interactive, every directory in `dir`. */
-export async function runCertbot(o: CertbotRun): Promise<ProcResult> {
-  const auth = path.join(o.dir, 'auth-hook.sh');
-  const cleanup = path.join(o.dir, 'cleanup-hook.sh');
-  for (const [file, text] of [
-    [auth, o.authHook],
-    [cleanup, o.cleanupHook],
-  ] as const) {
-    if (text === undefined) continue;
-    await writePrivateFile(file, text);
-    await chmod(file, 0o700);
-  }
+/** `certbot certonly` against pebble, non-interactive, every directory in `dir`; `plugin`: its options. */
+function runCertbotWith(
+  o: { dir: string; pebble: Pebble; domains: string[]; env: Record<string, string> },
+  plugin: string[],
+): Promise<ProcResult> {
   const args = [
     'certonly',
-    '--manual',
-    '--preferred-challenges',
-    'dns',
-    '--manual-auth-hook',
-    auth,
-    ...(o.cleanupHook === undefined ? [] : ['--manual-cleanup-hook', cleanup]),
+    ...plugin,
     '--server',
     o.pebble.directoryUrl,
     '--non-interactive',
@@ -192,6 +230,45 @@ export async function runCertbot(o: CertbotRun): Promise<ProcResult> {
     env: { ...o.env, REQUESTS_CA_BUNDLE: o.pebble.tlsCaFile },
     timeoutMs: CLIENT_TIMEOUT_MS,
   });
+}
+
+export interface CertbotRfc2136Run {
+  /** Holds certbot's config, work and logs directories and the credentials file. */
+  dir: string;
+  pebble: Pebble;
+  domains: string[];
+  /** The credentials file's text (certbotRfc2136Ini). */
+  ini: string;
+  propagationSeconds: number;
+}
+
+/** `certbot certonly --dns-rfc2136` with the credentials in `dir`/rfc2136.ini (mode 0600). */
+export async function runCertbotRfc2136(o: CertbotRfc2136Run): Promise<ProcResult> {
+  const credentials = path.join(o.dir, 'rfc2136.ini');
+  await writePrivateFile(credentials, o.ini);
+  return runCertbotWith({ ...o, env: {} }, certbotRfc2136Args(credentials, o.propagationSeconds));
+}
+
+/** `certbot certonly --manual` with the two hooks, non-interactive, every directory in `dir`. */
+export async function runCertbot(o: CertbotRun): Promise<ProcResult> {
+  const auth = path.join(o.dir, 'auth-hook.sh');
+  const cleanup = path.join(o.dir, 'cleanup-hook.sh');
+  for (const [file, text] of [
+    [auth, o.authHook],
+    [cleanup, o.cleanupHook],
+  ] as const) {
+    if (text === undefined) continue;
+    await writePrivateFile(file, text);
+    await chmod(file, 0o700);
+  }
+  return runCertbotWith(o, [
+    '--manual',
+    '--preferred-challenges',
+    'dns',
+    '--manual-auth-hook',
+    auth,
+    ...(o.cleanupHook === undefined ? [] : ['--manual-cleanup-hook', cleanup]),
+  ]);
 }
 
 /** certbot's copy of the certificate of lineage `host` (cert.pem: the leaf alone). */

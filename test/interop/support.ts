@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { writePrivateFile, requireBinariesOrSkip, type LabKind } from '../../src/lab/index.js';
-import { BridgeEnv, ZONE, deepMerge, parseHttp, type HttpResult } from '../support/bridge.js';
+import { BridgeEnv, ZONE, deepMerge, parseHttp, type BridgeEnvOptions, type HttpResult } from '../support/bridge.js';
 
 export interface ProcResult {
   code: number | null;
@@ -227,10 +227,15 @@ export const MAIL = `mail.${ZONE}`;
 
 /**
  * A bridge with a short frequency interval (clients here update the same names several times
- * within seconds) and an in-zone MX target with an address.
+ * within seconds) and an in-zone MX target with an address; `opts.gateway` adds the RFC 2136 gateway.
  */
-export function startInteropEnv(kind: LabKind, config: Record<string, unknown> = {}): Promise<BridgeEnv> {
+export function startInteropEnv(
+  kind: LabKind,
+  config: Record<string, unknown> = {},
+  opts: Pick<BridgeEnvOptions, 'gateway'> = {},
+): Promise<BridgeEnv> {
   return BridgeEnv.start({
+    ...opts,
     kind,
     config: deepMerge(
       { frequency: { minInterval: 0.05, donatorMinInterval: 0.05, echoMinInterval: 0.05 }, dns: { timeout: 5 } },
