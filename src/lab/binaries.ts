@@ -53,16 +53,26 @@ export const PERL_MODULE_PACKAGES: Readonly<Record<string, string>> = {
   'IO::Socket::SSL': 'libio-socket-ssl-perl',
 };
 
-/** Binaries and Perl modules something needs. */
+/**
+ * Debian 12 package of each Python module a client needs: certbot's dns-rfc2136 plugin (the RFC 2136 gateway's
+ * certificate recipe; certbot only suggests it).
+ */
+export const PYTHON_MODULE_PACKAGES: Readonly<Record<string, string>> = {
+  certbot_dns_rfc2136: 'python3-certbot-dns-rfc2136',
+};
+
+/** Binaries, Perl and Python modules something needs. */
 export interface Needs {
   binaries?: readonly string[];
   perlModules?: readonly string[];
+  pythonModules?: readonly string[];
 }
 
 /** Everything in the tables above: what `npm test` and .ci/run install. */
 export const EVERYTHING: Needs = {
   binaries: Object.keys(DEBIAN_PACKAGES),
   perlModules: Object.keys(PERL_MODULE_PACKAGES),
+  pythonModules: Object.keys(PYTHON_MODULE_PACKAGES),
 };
 
 const EXTRA_DIRS = ['/usr/local/sbin', '/usr/sbin', '/sbin'];
@@ -86,6 +96,19 @@ export function findBinary(name: string): string | undefined {
 export function hasPerlModule(name: string): boolean {
   try {
     execFileSync('perl', [`-M${name}`, '-e', '1'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether Debian's Python imports `name` (false when it is missing): /usr/bin/python3, the interpreter of Debian's
+ * certbot, not the first python3 on PATH (a pyenv or venv one does not see /usr/lib/python3/dist-packages).
+ */
+export function hasPythonModule(name: string): boolean {
+  try {
+    execFileSync('/usr/bin/python3', ['-c', `import ${name}`], { stdio: 'ignore' });
     return true;
   } catch {
     return false;
@@ -117,11 +140,13 @@ export interface Missing {
 export function missingPackages(needs: Needs): Missing {
   const binaries = missingBinaries(needs.binaries ?? []);
   const modules = (needs.perlModules ?? []).filter((m) => !hasPerlModule(m));
+  const python = (needs.pythonModules ?? []).filter((m) => !hasPythonModule(m));
   const packages = [
     ...binaries.map(debianPackageFor),
     ...modules.map((m) => (Object.hasOwn(PERL_MODULE_PACKAGES, m) ? PERL_MODULE_PACKAGES[m]! : m)),
+    ...python.map((m) => (Object.hasOwn(PYTHON_MODULE_PACKAGES, m) ? PYTHON_MODULE_PACKAGES[m]! : m)),
   ];
-  return { names: [...binaries, ...modules], packages: [...new Set(packages)].sort() };
+  return { names: [...binaries, ...modules, ...python], packages: [...new Set(packages)].sort() };
 }
 
 /** The one command line that installs `packages` (run it as root). */
@@ -151,7 +176,7 @@ export interface MissingSkip {
 
 const skips = new Map<string, MissingSkip>();
 
-/** Every suite skipped so far by requireBinariesOrSkip / requirePerlModulesOrSkip. */
+/** Every suite skipped so far by requireBinariesOrSkip and its Perl and Python forms. */
 export function skippedForMissing(): MissingSkip[] {
   return [...skips.values()];
 }
@@ -169,10 +194,16 @@ export function requirePerlModulesOrSkip(ctx: SkipContext, modules: readonly str
   requireOrSkip(ctx, { perlModules: modules });
 }
 
+/** requireBinariesOrSkip for Python modules (`certbot_dns_rfc2136`). */
+export function requirePythonModulesOrSkip(ctx: SkipContext, modules: readonly string[]): void {
+  requireOrSkip(ctx, { pythonModules: modules });
+}
+
 function requireOrSkip(ctx: SkipContext, needs: Needs): void {
   const unknown = [
     ...(needs.binaries ?? []).filter((b) => !Object.hasOwn(DEBIAN_PACKAGES, b)),
     ...(needs.perlModules ?? []).filter((m) => !Object.hasOwn(PERL_MODULE_PACKAGES, m)),
+    ...(needs.pythonModules ?? []).filter((m) => !Object.hasOwn(PYTHON_MODULE_PACKAGES, m)),
   ];
   if (unknown.length > 0) {
     throw new Error(`${unknown.join(', ')}: add to the tables in src/lab/binaries.ts, which npm test installs from`);

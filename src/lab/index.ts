@@ -6,11 +6,13 @@ export type { Needs, Missing, MissingSkip, SkipContext } from './binaries.js';
 export {
   findBinary,
   hasPerlModule,
+  hasPythonModule,
   requireBinary,
   missingBinaries,
   missingPackages,
   requireBinariesOrSkip,
   requirePerlModulesOrSkip,
+  requirePythonModulesOrSkip,
   skippedForMissing,
   ensureInstalled,
   aptInstallCommand,
@@ -18,6 +20,7 @@ export {
   debianPackageFor,
   DEBIAN_PACKAGES,
   PERL_MODULE_PACKAGES,
+  PYTHON_MODULE_PACKAGES,
   EVERYTHING,
 } from './binaries.js';
 export type { RedisServer, RedisOptions } from './redis.js';

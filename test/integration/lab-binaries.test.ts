@@ -6,7 +6,9 @@ import {
   EVERYTHING,
   missingPackages,
   PERL_MODULE_PACKAGES,
+  PYTHON_MODULE_PACKAGES,
   requireBinariesOrSkip,
+  requirePythonModulesOrSkip,
 } from '../../src/lab/index.js';
 
 describe('lab: binaries and their Debian packages', () => {
@@ -26,10 +28,12 @@ describe('lab: binaries and their Debian packages', () => {
     );
   });
 
-  it('npm test installs every table entry, the Perl modules included', () => {
+  it('npm test installs every table entry, the Perl and Python modules included', () => {
     expect(EVERYTHING.binaries).to.have.members(Object.keys(DEBIAN_PACKAGES));
     expect(EVERYTHING.perlModules).to.deep.equal(['IO::Socket::SSL']);
     expect(PERL_MODULE_PACKAGES['IO::Socket::SSL']).to.equal('libio-socket-ssl-perl');
+    expect(EVERYTHING.pythonModules).to.deep.equal(['certbot_dns_rfc2136']);
+    expect(PYTHON_MODULE_PACKAGES['certbot_dns_rfc2136']).to.equal('python3-certbot-dns-rfc2136');
     for (const b of ['redis-server', 'knotd', 'named', 'ddclient', 'inadyn', 'nginx', 'openssl']) {
       expect(DEBIAN_PACKAGES, b).to.have.property(b);
     }
@@ -39,5 +43,6 @@ describe('lab: binaries and their Debian packages', () => {
     const ctx = { skip: () => expect.fail('not a skip') };
     expect(() => requireBinariesOrSkip(ctx, ['sh'])).to.throw(/sh: add to the tables in src\/lab\/binaries\.ts/);
     expect(() => requireBinariesOrSkip(ctx, ['constructor'])).to.throw(/constructor: add to the tables/);
+    expect(() => requirePythonModulesOrSkip(ctx, ['os'])).to.throw(/os: add to the tables/);
   });
 });

@@ -9,7 +9,7 @@
 import { expect } from 'chai';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { startPebble, type Pebble } from '../../src/lab/index.js';
+import { requirePythonModulesOrSkip, startPebble, type Pebble } from '../../src/lab/index.js';
 import { ROOT, type BridgeEnv } from '../support/bridge.js';
 import { waitFor } from '../support/wait.js';
 import {
@@ -43,6 +43,7 @@ for (const kind of ['knot', 'bind'] as const) {
 
     before(async function () {
       requireInterop(this, ['pebble', 'lego', 'certbot', 'openssl']);
+      requirePythonModulesOrSkip(this, ['certbot_dns_rfc2136']);
       env = await startInteropEnv(kind, {}, { gateway: true });
       pebble = await startPebble({ dir: await clientDir(env, 'pebble'), dnsServer: { port: env.ns.port } });
       await env.addAccount(ACCOUNT.name, ACCOUNT.password);
