@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { hashPassword } from '../auth/index.js';
+import { hashPassword, newTokenId, TsigKeyring, tsigKeyHash } from '../auth/index.js';
 import { loadConfig } from '../config/load.js';
 import {
   DAEMONS,
@@ -112,6 +112,11 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
     const secretFile = path.join(dir, 'ddns-key.secret');
     await writeFile(secretFile, key.secret + '\n', { mode: 0o600 });
     const configPath = path.join(dir, 'config.json');
+    // The RFC 2136 gateway too, with a key for the demo host (docs/protocol.md, "RFC 2136 gateway").
+    const master = randomBytes(32);
+    const gatewayKeyFile = path.join(dir, 'gateway.key');
+    await writeFile(gatewayKeyFile, master.toString('base64') + '\n', { mode: 0o600 });
+    const gatewayPort = await freePort();
     const configJson = {
       listen: [`127.0.0.1:${port}`],
       redis: { url: redis.url, keyPrefix: 'ddns:' },
@@ -123,6 +128,7 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
         },
       ],
       mx: { resolvers: [`127.0.0.1:${ns.port}`], timeout: 1 },
+      gateway: { listen: [`127.0.0.1:${gatewayPort}`], keyFile: gatewayKeyFile },
       log: { level: 'info' },
     };
     await writeFile(configPath, JSON.stringify(configJson, null, 2) + '\n');
@@ -140,6 +146,23 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
       createdAt: Date.now(),
     });
     await bridge.store.hosts.add(DEMO_HOST, DEMO_ACCOUNT, 'dynamic');
+    const keyId = newTokenId();
+    await bridge.store.tokens.add({
+      id: keyId,
+      hash: tsigKeyHash(keyId),
+      fqdn: DEMO_HOST,
+      from: [],
+      note: 'demo',
+      tsig: 'hmac-sha256',
+    });
+    const gatewayKey = new TsigKeyring(master).key(keyId, DEMO_HOST, 'hmac-sha256');
+    logger.addSecret(gatewayKey.secret.toString('base64'));
+    const nsupdateKeyFile = path.join(dir, 'demo-host.tsig');
+    await writeFile(
+      nsupdateKeyFile,
+      `key "${gatewayKey.name}" {\n\talgorithm hmac-sha256;\n\tsecret "${gatewayKey.secret.toString('base64')}";\n};\n`,
+      { mode: 0o600 },
+    );
     stop.check();
     // The port it bound: a free one, or the system's pick for --port 0 (then in the config too).
     const bound = await bridge.http.listen('127.0.0.1', port);
@@ -147,6 +170,7 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
       configJson.listen = [`127.0.0.1:${bound}`];
       await writeFile(configPath, JSON.stringify(configJson, null, 2) + '\n');
     }
+    await bridge.gateway?.listen();
     stop.check();
     const url = `http://127.0.0.1:${bound}`;
 
@@ -164,6 +188,7 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
           },
           account: { name: DEMO_ACCOUNT, password },
           hostname: DEMO_HOST,
+          gateway: { host: '127.0.0.1', port: gatewayPort, keyFile: nsupdateKeyFile },
         }),
       );
     } else {
@@ -184,6 +209,9 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
         'More to try: &myip=203.0.113.7,2001:db8::7  &wildcard=ON  &mx=mail.' + DEMO_ZONE + '&backmx=YES  &offline=YES',
         `  curl '${url}/checkip'`,
         `  node ${process.argv[1] ?? 'dist/src/cli/main.js'} host show ${DEMO_HOST} --json --config ${configPath}`,
+        '',
+        "Or over RFC 2136, with the host's own TSIG key (it can change this host and nothing else):",
+        `  printf 'server 127.0.0.1 ${gatewayPort}\\nupdate add ${DEMO_HOST} 60 A 203.0.113.8\\nsend\\n' | nsupdate -k ${nsupdateKeyFile}`,
         '',
         'Press Ctrl-C to stop; everything above is removed.',
       ];

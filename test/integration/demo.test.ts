@@ -32,6 +32,7 @@ interface DemoInfo {
   config: string;
   zone: string;
   nameserver: { kind: LabKind; host: string; port: number; key: { name: string; algorithm: string; secret: string } };
+  gateway: { host: string; port: number; keyFile: string };
   account: { name: string; password: string };
   hostname: string;
 }
@@ -166,7 +167,7 @@ for (const kind of LAB_KINDS) {
       const info = JSON.parse(line) as DemoInfo;
 
       // The promised shape, exactly.
-      expect(info).to.have.all.keys('url', 'config', 'zone', 'nameserver', 'account', 'hostname');
+      expect(info).to.have.all.keys('url', 'config', 'zone', 'nameserver', 'account', 'hostname', 'gateway');
       expect(info.nameserver).to.have.all.keys('kind', 'host', 'port', 'key');
       expect(info.nameserver.key).to.have.all.keys('name', 'algorithm', 'secret');
       expect(info.account).to.have.all.keys('name', 'password');
@@ -230,6 +231,23 @@ for (const kind of LAB_KINDS) {
       );
       expect(ns.code, ns.stdout + ns.stderr).to.equal(0);
       expect((await dig(info.nameserver.host, info.nameserver.port, probe, 'A')).stdout.trim()).to.equal('192.0.2.123');
+
+      // The printed gateway and the host's key: nsupdate changes the host through the bridge.
+      const gw = await run(
+        requireBinary('nsupdate'),
+        ['-k', info.gateway.keyFile, '-t', '5'],
+        `server ${info.gateway.host} ${info.gateway.port}\nupdate add ${hostname} 60 A 203.0.113.8\nsend\n`,
+      );
+      expect(gw.code, gw.stdout + gw.stderr).to.equal(0);
+      expect((await dig(info.nameserver.host, info.nameserver.port, hostname, 'A')).stdout.trim()).to.equal(
+        '203.0.113.8',
+      );
+      const back = await run(
+        requireBinary('nsupdate'),
+        ['-k', info.gateway.keyFile, '-t', '5'],
+        `server ${info.gateway.host} ${info.gateway.port}\nupdate add ${hostname} 60 A 203.0.113.7\nsend\n`,
+      );
+      expect(back.code, back.stdout + back.stderr).to.equal(0);
 
       // The printed config works with the CLI.
       const shown = await runCli(['host', 'show', hostname, '--json', '--config', info.config]);
