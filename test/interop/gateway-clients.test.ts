@@ -281,6 +281,7 @@ for (const kind of ['knot', 'bind', 'pdns'] as const) {
           const before = env.dnsMessages('update');
           const r = await client.run(dir, key, env.gatewayPort, { host, ttl: 60, a, aaaa });
           expectExit(r, 0, key);
+          expect(r.output, 'silent on success').to.equal('');
           expect(await env.ns.query(host, 'A')).to.deep.equal([a]);
           expect(await env.ns.query(host, 'AAAA')).to.deep.equal([aaaa]);
           expect(env.dnsMessages('update')).to.be.greaterThan(before);
@@ -423,6 +424,40 @@ for (const kind of ['knot', 'bind', 'pdns'] as const) {
           const again = await runDdclient(dir, conf('192.0.2.78'));
           expect(again.code, again.output).to.equal(0);
           expect(again.output).to.include(`SUCCESS:  updating ${host}: 1: IP address set to 192.0.2.78`);
+          expect(env.dnsMessages('update')).to.equal(before);
+          expect(await env.ns.query(host, 'A')).to.deep.equal(['192.0.2.78']);
+        });
+
+        it('an IPv6 address: the AAAA is set, the A stays', async () => {
+          const r = await runDdclient(dir, conf('2001:db8::77'));
+          expect(r.code, r.output).to.equal(0);
+          expect(r.output).to.include(`SUCCESS:  updating ${host}: 1: IP address set to 2001:db8::77`);
+          expect(await env.ns.query(host, 'AAAA')).to.deep.equal(['2001:db8::77']);
+          expect(await env.ns.query(host, 'A')).to.deep.equal(['192.0.2.78']);
+        });
+
+        it('a wrong secret in the key file: FAILED, exit 1, nothing changes', async () => {
+          const wrongDir = await clientDir(env, 'ddclient-wrong');
+          const wrongKey = path.join(wrongDir, 'H.key');
+          const name = /^key "([^"]+)"/.exec(await readFile(keyFile, 'utf8'))![1]!;
+          const wrong = { name, algorithm: 'hmac-sha256', secret: randomBytes(32).toString('base64') };
+          await writePrivateFile(wrongKey, bindKeyFile(wrong));
+          const before = env.dnsMessages('update');
+          const r = await runDdclient(
+            wrongDir,
+            ddclientNsupdateConfig({
+              server: `127.0.0.1:${env.gatewayPort}`,
+              zone: ZONE,
+              nsupdate: nsupdatePath,
+              keyFile: wrongKey,
+              use: 'use=ip, ip=192.0.2.79',
+              host,
+            }),
+          );
+          const shown = r.output.split(wrong.secret).join('<secret>');
+          expect(r.code, shown).to.equal(1);
+          expect(shown).to.include(`FAILED:   updating ${host}`);
+          expect(shown).to.include('update failed: NOTAUTH(BADSIG)');
           expect(env.dnsMessages('update')).to.equal(before);
           expect(await env.ns.query(host, 'A')).to.deep.equal(['192.0.2.78']);
         });
