@@ -205,9 +205,11 @@ async function addGatewayKey(env: BridgeEnv, host: string): Promise<GatewayKey> 
   const m = /^It is shown only now\. Key name (\S+), algorithm (\S+), secret (\S+)$/m.exec(out);
   expect(m, out).to.not.equal(null);
   const key = { name: m![1]!, algorithm: m![2]!, secret: m![3]! };
-  expect(out).to.include(`# nsupdate -y (or ddclient, certbot, lego: name, algorithm, secret)\n${knotKeyLine(key)}`);
+  expect(out).to.include(
+    `# nsupdate -y, and the one line of a knsupdate -k FILE (certbot, lego: name, algorithm, secret)\n${knotKeyLine(key)}`,
+  );
   expect(out).to.include(`# BIND key file (nsupdate -k FILE)\n${bindKeyFile(key)}`);
-  expect(out).to.include(`# Knot key file (knsupdate -k FILE)\n${knotKeySection(key)}`);
+  expect(out).to.include(`# Knot key section (knot.conf)\n${knotKeySection(key)}`);
   return key;
 }
 

@@ -22,13 +22,13 @@ export async function tokenAdd(ctx: CommandContext, name: string, opts: TokenAdd
     out(`TSIG key ${record.id} for ${record.fqdn} (account ${record.account}), ${describe(record)}`);
     out(`It is shown only now. Key name ${made.key.name}, algorithm ${made.key.algorithm}, secret ${made.key.secret}`);
     out('');
-    out('# nsupdate -y (or ddclient, certbot, lego: name, algorithm, secret)');
+    out('# nsupdate -y, and the one line of a knsupdate -k FILE (certbot, lego: name, algorithm, secret)');
     out(texts.nsupdate);
     out('');
     out('# BIND key file (nsupdate -k FILE)');
     out(texts.bind);
     out('');
-    out('# Knot key file (knsupdate -k FILE)');
+    out('# Knot key section (knot.conf)');
     out(texts.knot);
     return;
   }
