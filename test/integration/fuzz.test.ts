@@ -882,6 +882,32 @@ describe('protocol fuzz: every listener, plain, TLS and --workers 2', function (
     ).to.deep.equal([]);
   });
 
+  it('the gateway over TCP: a client that half-closes behind its signed UPDATE still gets the answer', async () => {
+    // `printf … | nc -N` style: the request, then our end closed; the answer needs a Redis round trip first.
+    const message = signedUpdate(gatewayContext(), 0x4242, '192.0.2.60');
+    const framed = Buffer.concat([Buffer.from([message.length >> 8, message.length & 0xff]), message]);
+    const reply = await new Promise<Buffer>((resolve) => {
+      const chunks: Buffer[] = [];
+      const socket = net.connect({ host: '127.0.0.1', port: gatewayPort, allowHalfOpen: true }, () =>
+        socket.end(framed),
+      );
+      const timer = setTimeout(() => socket.destroy(), 10_000);
+      socket.on('data', (d: Buffer) => chunks.push(d));
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        clearTimeout(timer);
+        resolve(Buffer.concat(chunks));
+      });
+    });
+    // The change is made either way (the connection's end does not cancel it): only the answer can be lost.
+    await waitFor(async () => (await bridge.env.ns.query(OWNED_HOST, 'A')).includes('192.0.2.60'), {
+      what: 'the primary to show the half-closed UPDATE',
+    });
+    expect(reply.length, 'answer bytes').to.be.greaterThan(2 + 12);
+    const header = parseHeader(reply.subarray(2));
+    expect([header.id, header.rcode]).to.deep.equal([0x4242, 0]);
+  });
+
   it('the gateway rate per source (default 20/s, bursts of 40): 200 datagrams at once, at most ~40 answers', async () => {
     const socket = dgram.createSocket('udp4');
     const answers: Buffer[] = [];
