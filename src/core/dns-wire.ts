@@ -382,12 +382,17 @@ export function parseHeader(buf: Buffer): MessageHeader {
   };
 }
 
+/** RFC 1035 §2.3.4: a name is at most 255 bytes on the wire, the root's zero byte included. */
+const MAX_NAME_WIRE_LENGTH = 255;
+
 /**
  * Read a possibly compressed name at `offset`. Returns the name (lowercase-preserving,
  * no trailing dot, `` for the root) and the offset just past it in the original position.
+ * WireFormatError for a name over 255 bytes or with a dot inside a label.
  */
 export function readName(buf: Buffer, offset: number): { name: string; next: number } {
   const labels: string[] = [];
+  let wireLength = 1;
   let pos = offset;
   let next = -1;
   let jumps = 0;
@@ -407,7 +412,12 @@ export function readName(buf: Buffer, offset: number): { name: string; next: num
     }
     if ((len & 0xc0) !== 0) throw new WireFormatError(`unsupported label type 0x${len.toString(16)}`);
     if (pos + 1 + len > buf.length) throw new WireFormatError('label runs past the end of the message');
-    labels.push(buf.toString('latin1', pos + 1, pos + 1 + len));
+    const label = buf.toString('latin1', pos + 1, pos + 1 + len);
+    // As text a dot inside a label would read as two labels: such a name cannot be written back (nor compared).
+    if (label.includes('.')) throw new WireFormatError('a label with a dot in it');
+    wireLength += 1 + len;
+    if (wireLength > MAX_NAME_WIRE_LENGTH) throw new WireFormatError('name longer than 255 bytes');
+    labels.push(label);
     pos += 1 + len;
   }
   return { name: labels.join('.'), next };

@@ -103,7 +103,7 @@ export class DnsGateway {
   /** Bind TCP, then UDP on the same port, on every address. */
   async listen(): Promise<void> {
     for (const { host, port } of this.opts.listen) {
-      const server = net.createServer((socket) => this.serveTcp(socket));
+      const server = net.createServer({ allowHalfOpen: true }, (socket) => this.serveTcp(socket));
       server.maxConnections = this.opts.maxConnections;
       server.on('error', (err) => this.opts.logger.error('gateway TCP listener error', { error: err.message }));
       await new Promise<void>((resolve, reject) => {
@@ -159,6 +159,12 @@ export class DnsGateway {
     let pending = Buffer.alloc(0);
     let queue = Promise.resolve();
     let inFlight = 0;
+    let ended = false;
+    // A client that half-closes after its request (`nc -N`) still gets its answers, then the connection ends.
+    socket.on('end', () => {
+      ended = true;
+      if (inFlight === 0) socket.end();
+    });
     socket.on('data', (chunk: Buffer) => {
       pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
       while (pending.length >= 2) {
@@ -187,6 +193,7 @@ export class DnsGateway {
             socket.write(frame);
           }
           if (--inFlight < TCP_PIPELINE) socket.resume();
+          if (ended && inFlight === 0) socket.end();
         });
       }
     });
@@ -281,7 +288,7 @@ export class DnsGateway {
       secret: this.opts.keys.secretOf(id ?? NO_KEY_ID, algorithm),
     };
     const now = this.now();
-    const verdict = verifyMessage(message, key, { now, fudge: GATEWAY_FUDGE });
+    const verdict = verifyOrFail(message, key, now);
     if (lookup === 'refused') return { bytes: plain({ ...base, rcode: 'REFUSED' }), rcode: 'REFUSED' };
     const tsigError = (error: number, rcode: string): { bytes: Buffer; rcode: string } => {
       const record = encodeTsigRecord({
@@ -385,4 +392,13 @@ function truncated(bytes: Buffer): Buffer {
 /** `::ffff:192.0.2.1` → `192.0.2.1`: the same source whatever the socket's family. */
 function normalizeIp(address: string): string {
   return address.startsWith('::ffff:') && net.isIPv4(address.slice(7)) ? address.slice(7) : address;
+}
+
+/** verifyMessage, with a name it cannot write back (the reader refuses most) as a MAC that does not match. */
+function verifyOrFail(message: Buffer, key: TsigKeyConfig, now: number): ReturnType<typeof verifyMessage> {
+  try {
+    return verifyMessage(message, key, { now, fudge: GATEWAY_FUDGE });
+  } catch (err) {
+    return { ok: false, reason: 'malformed', detail: (err as Error).message };
+  }
 }

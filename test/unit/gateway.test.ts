@@ -73,6 +73,14 @@ describe('gateway: reading messages', () => {
       ],
     });
     expect(() => decodeRequest(opts)).to.throw('OPT');
+    // Names it could not write back (fuzz): a dot inside a label, more than 255 bytes.
+    const dotted = Buffer.concat([buildMessage({}).subarray(0, 12), Buffer.from([2, 0x2e, 0x2e, 0, 0, 6, 0, 1])]);
+    dotted.writeUInt16BE(1, 4);
+    expect(() => decodeRequest(dotted)).to.throw('a label with a dot');
+    const labels = ['a', 'b', 'c', 'd'].map((c) => Buffer.concat([Buffer.from([63]), Buffer.alloc(63, c)]));
+    const long = Buffer.concat([buildMessage({}).subarray(0, 12), ...labels, Buffer.from([0, 0, 6, 0, 1])]);
+    long.writeUInt16BE(1, 4);
+    expect(() => decodeRequest(long)).to.throw('longer than 255 bytes');
   });
 });
 
