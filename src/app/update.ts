@@ -50,7 +50,16 @@ export interface UpdateRequest {
   /** The detected client address (peer, or X-Forwarded-For behind a trusted proxy). */
   clientIp: string;
   params: ParamMap;
+  /**
+   * What a dialect says of each family beyond its addresses (never set by `/nic/update`'s own parameters): `keep`
+   * leaves the family as it is and never fills it with the client's address (deSEC's `preserve`); `remove` deletes
+   * its record (dynv6's `-`, deSEC's empty value, DuckDNS's `clear=true`). docs/protocol.md, "Dialects".
+   */
+  families?: FamilyAsks;
 }
+
+/** Per address family, a dialect's keep or remove (UpdateRequest.families). */
+export type FamilyAsks = { readonly ipv4?: 'keep' | 'remove'; readonly ipv6?: 'keep' | 'remove' };
 
 export interface HostLine {
   outcome: HostOutcome;
@@ -174,7 +183,13 @@ export class UpdateService {
     // Parsed once, when first needed: a fast path that falls back hands it on (with its MX check).
     let parsed: AskedChange | undefined;
     const asked = (): AskedChange =>
-      (parsed ??= new AskedChange(parseUpdateParams(req.params), req.clientIp, this.deps.mxResolver));
+      (parsed ??= new AskedChange(
+        parseUpdateParams(req.params),
+        req.clientIp,
+        this.deps.mxResolver,
+        undefined,
+        req.families,
+      ));
     const fast = (await this.tokenPath(req, ua, asked)) ?? (await this.fastPath(req, ua, asked));
     if (fast !== undefined) return fast;
 
@@ -560,8 +575,13 @@ export class UpdateService {
 }
 
 /** The families the request names, else the detected client address. */
-export function requestedAddresses(params: UpdateParams, clientIp: string): AddressPair {
-  if (params.addresses.ipv4 !== undefined || params.addresses.ipv6 !== undefined) return params.addresses;
+export function requestedAddresses(params: UpdateParams, clientIp: string, families: FamilyAsks = {}): AddressPair {
+  const given = { ...params.addresses };
+  // A family a dialect keeps or removes takes no address from the request.
+  for (const f of ['ipv4', 'ipv6'] as const) if (families[f] !== undefined) delete given[f];
+  if (given.ipv4 !== undefined || given.ipv6 !== undefined) return given;
+  // The client's address fills its family, unless the request named any family at all (kept or removed too).
+  if (families.ipv4 !== undefined || families.ipv6 !== undefined) return {};
   const detected = parseAddress(clientIp);
   if (!detected) return {};
   return detected.family === 4 ? { ipv4: detected.address } : { ipv6: detected.address };
@@ -578,9 +598,15 @@ class AskedChange {
     resolver: MxResolver,
     /** A key's change: exactly these families (null: remove), never the client's address. */
     exact?: { ipv4?: string | null; ipv6?: string | null },
+    /** A dialect's keep or remove per family (UpdateRequest.families). */
+    asks: FamilyAsks = {},
   ) {
-    this.addresses = exact === undefined ? requestedAddresses(params, clientIp) : params.addresses;
-    const families = exact === undefined ? this.addresses : exact;
+    this.addresses = exact === undefined ? requestedAddresses(params, clientIp, asks) : params.addresses;
+    const removed = {
+      ...(asks.ipv4 === 'remove' ? { ipv4: null } : {}),
+      ...(asks.ipv6 === 'remove' ? { ipv6: null } : {}),
+    };
+    const families = exact === undefined ? { ...this.addresses, ...removed } : exact;
     this.settings = { ...families, wildcard: params.wildcard, backmx: params.backmx, offline: params.offline };
     this.mx = new MxCheck(params, resolver);
   }

@@ -74,3 +74,31 @@ export function isJunk(outcome: Outcome): boolean {
 export function outcomeOfError(err: unknown): 'dns-failed' | 'unavailable' {
   return err instanceof DnsUpdateError ? 'dns-failed' : 'unavailable';
 }
+
+/**
+ * `Retry-After` (seconds) of an answer that tells a client to come back later (docs/protocol.md, "Retry-After"):
+ * 911 and dnserr a short delay, jittered so clients that failed together do not return together; abuse an hour (a
+ * blocked host waits for the operator, the ACME limit's window is an hour by default). undefined: no header. The
+ * outcome alone decides, so a right and a wrong password get the same header wherever they get the same token.
+ */
+export function retryAfterSeconds(outcome: Outcome, random: () => number = Math.random): number | undefined {
+  if (outcome === 'unavailable' || outcome === 'dns-failed')
+    return TRANSIENT_RETRY_S + Math.floor(random() * TRANSIENT_JITTER_S);
+  return outcome === 'abuse' ? ABUSE_RETRY_S : undefined;
+}
+
+/** 911 and dnserr: 10 s, plus up to 10 s of jitter. */
+export const TRANSIENT_RETRY_S = 10;
+export const TRANSIENT_JITTER_S = 10;
+/** abuse (and the ACME APIs' 429): an hour. */
+export const ABUSE_RETRY_S = 3600;
+
+/** The longest Retry-After of these outcomes (a reply of several hosts), or undefined. */
+export function retryAfterOf(outcomes: readonly Outcome[], random: () => number = Math.random): number | undefined {
+  let longest: number | undefined;
+  for (const o of outcomes) {
+    const s = retryAfterSeconds(o, random);
+    if (s !== undefined && (longest === undefined || s > longest)) longest = s;
+  }
+  return longest;
+}

@@ -10,7 +10,7 @@ import type { UpdateReply, UpdateService } from '../app/update.js';
 import { MAX_PASSWORD_LENGTH } from '../core/limits.js';
 import { hostReply, requestReply, type HostOutcome, type RequestOutcome } from '../core/outcomes.js';
 import { isValidTxtValue, txtValueOfKeyAuthorization } from '../core/txt.js';
-import type { RawReply } from './reply.js';
+import { retryAfterHeader, type RawReply } from './reply.js';
 import { parseBasicAuth } from './request.js';
 
 export type AcmeRoute = 'acme-present' | 'acme-cleanup' | 'acme-dns';
@@ -122,16 +122,22 @@ function httpreqAsk(req: AcmeRequest): Ask {
 function httpreqReply(reply: UpdateReply, realm: string): RawReply {
   if (reply.kind === 'request') {
     const status = REQUEST_STATUS[reply.outcome];
-    return {
-      status,
-      body: `${requestReply(reply.outcome).token}\n`,
-      ...(status === 401 ? { headers: [['WWW-Authenticate', `Basic realm="${realm}"`]] as const } : {}),
-    };
+    const headers = [
+      ...(status === 401 ? [['WWW-Authenticate', `Basic realm="${realm}"`] as const] : []),
+      ...retryAfterHeader([reply.outcome]),
+    ];
+    return { status, body: `${requestReply(reply.outcome).token}\n`, ...(headers.length > 0 ? { headers } : {}) };
   }
   const line = reply.lines[0] ?? { outcome: 'invalid-name' as const };
   const token = hostReply(line.outcome).token;
   const shown = (token === 'good' || token === 'nochg') && line.addresses ? ` ${line.addresses}` : '';
-  return { status: HOST_STATUS[line.outcome], body: `${token}${shown}\n` };
+  return withRetryAfter({ status: HOST_STATUS[line.outcome], body: `${token}${shown}\n` }, line.outcome);
+}
+
+/** The reply with `Retry-After` when the outcome asks the client to come back later (429, 502, 503). */
+function withRetryAfter(reply: RawReply, outcome: HostOutcome | RequestOutcome): RawReply {
+  const retry = retryAfterHeader([outcome]);
+  return retry.length === 0 ? reply : { ...reply, headers: [...(reply.headers ?? []), ...retry] };
 }
 
 // ---- acme-dns --------------------------------------------------------------------------
@@ -173,7 +179,10 @@ function acmeDnsReply(reply: UpdateReply, value: string, realm: string): RawRepl
     if (reply.outcome === 'bad-credentials') {
       return { ...jsonReply(401, { error: 'forbidden' }), headers: [['WWW-Authenticate', `Basic realm="${realm}"`]] };
     }
-    return jsonReply(REQUEST_STATUS[reply.outcome], { error: requestReply(reply.outcome).token });
+    return withRetryAfter(
+      jsonReply(REQUEST_STATUS[reply.outcome], { error: requestReply(reply.outcome).token }),
+      reply.outcome,
+    );
   }
   const outcome = reply.lines[0]?.outcome ?? 'invalid-name';
   switch (outcome) {
@@ -188,7 +197,7 @@ function acmeDnsReply(reply: UpdateReply, value: string, realm: string): RawRepl
     case 'not-dynamic':
       return jsonReply(400, { error: isValidTxtValue(value) ? 'badsys' : 'bad_txt' });
     default:
-      return jsonReply(HOST_STATUS[outcome], { error: hostReply(outcome).token });
+      return withRetryAfter(jsonReply(HOST_STATUS[outcome], { error: hostReply(outcome).token }), outcome);
   }
 }
 

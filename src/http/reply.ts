@@ -3,7 +3,14 @@
  * HTTP/1.0 status line, text/plain, Content-Length, Connection: close, never chunked, and no header value that looks
  * like an IP address (ddclient scans headers for one).
  */
-import { hostReply, requestReply, type EchoOutcome, type RequestOutcome } from '../core/outcomes.js';
+import {
+  hostReply,
+  requestReply,
+  retryAfterOf,
+  type EchoOutcome,
+  type Outcome,
+  type RequestOutcome,
+} from '../core/outcomes.js';
 import { tokenCarriesAddress, type Token } from '../core/tokens.js';
 import type { HostLine, UpdateReply } from '../app/update.js';
 import type { EchoReply } from '../app/echo.js';
@@ -53,19 +60,27 @@ function line(token: Token, addresses?: string): string {
 /** An outcome answered once for the whole request (or instead of the echo's address). */
 export function outcomeReply(outcome: RequestOutcome | EchoOutcome, realm: string): RawReply {
   const { token, status } = requestReply(outcome);
-  return {
-    status,
-    body: line(token),
-    headers: status === 401 ? [['WWW-Authenticate', `Basic realm="${realm}"`]] : undefined,
-  };
+  const headers = [
+    ...(status === 401 ? [['WWW-Authenticate', `Basic realm="${realm}"`] as const] : []),
+    ...retryAfterHeader([outcome]),
+  ];
+  return { status, body: line(token), ...(headers.length > 0 ? { headers } : {}) };
 }
 
 export function updateReply(reply: UpdateReply, realm: string): RawReply {
   if (reply.kind === 'request') return outcomeReply(reply.outcome, realm);
+  const headers = retryAfterHeader(reply.lines.map((l) => l.outcome));
   return {
     status: 200,
     body: reply.lines.map((l: HostLine) => line(hostReply(l.outcome).token, l.addresses)).join(''),
+    ...(headers.length > 0 ? { headers } : {}),
   };
+}
+
+/** `Retry-After` for answers that say "come back later" (core/outcomes retryAfterSeconds); none otherwise. */
+export function retryAfterHeader(outcomes: readonly Outcome[]): (readonly [string, string])[] {
+  const seconds = retryAfterOf(outcomes);
+  return seconds === undefined ? [] : [['Retry-After', String(seconds)]];
 }
 
 export function echoReply(reply: EchoReply, realm: string): RawReply {
