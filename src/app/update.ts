@@ -15,6 +15,8 @@ import {
   type ResolvedMx,
 } from '../core/types.js';
 import { parseAddress, type AddressPair } from '../core/addresses.js';
+import { refusedClass, type AddressClass } from '../core/address-classes.js';
+import type { Telemetry } from '../core/telemetry.js';
 import { normalizeHostname } from '../core/names.js';
 import { looksLikeToken } from '../core/update-tokens.js';
 import { prefixExpectations, type Ipv6Prefix } from '../core/prefix.js';
@@ -101,6 +103,10 @@ export interface UpdateServiceDeps {
   /** Requests with `txt=` or `clear=` (docs/protocol.md, "ACME TXT records"); absent: they get `badsys`. */
   txt?: TxtService;
   frequency: FrequencySettings;
+  /** Address classes refused as update addresses (`addresses.refuse`); read on every request (a reload changes it). */
+  addresses?: { refuse: readonly AddressClass[] };
+  /** Counts a refused address by class (docs/operators.md, "Metrics"). */
+  telemetry?: Pick<Telemetry, 'addressRefused'>;
   /** How long a host lease may be held: the DNS budget plus a margin. */
   leaseMs: number;
   logger: Logger;
@@ -182,14 +188,7 @@ export class UpdateService {
     if (!ua) return { kind: 'request', outcome: 'bad-agent' };
     // Parsed once, when first needed: a fast path that falls back hands it on (with its MX check).
     let parsed: AskedChange | undefined;
-    const asked = (): AskedChange =>
-      (parsed ??= new AskedChange(
-        parseUpdateParams(req.params),
-        req.clientIp,
-        this.deps.mxResolver,
-        undefined,
-        req.families,
-      ));
+    const asked = (): AskedChange => (parsed ??= this.askedOf(req));
     const fast = (await this.tokenPath(req, ua, asked)) ?? (await this.fastPath(req, ua, asked));
     if (fast !== undefined) return fast;
 
@@ -245,6 +244,36 @@ export class UpdateService {
       return line;
     });
     return { kind: 'hosts', lines: hostLines(await Promise.allSettled(lines), this.deps.logger) };
+  }
+
+  /** What the request asks, its refused addresses left out (docs/protocol.md, "Address classes"). */
+  private askedOf(req: UpdateRequest): AskedChange {
+    const params = parseUpdateParams(req.params, this.refusedItem());
+    const named = params.addresses.ipv4 !== undefined || params.addresses.ipv6 !== undefined;
+    // The client's address is looked at only when it would fill a family.
+    const clientIp = !named && req.families === undefined && this.refusedClient(req.clientIp) ? '' : req.clientIp;
+    return new AskedChange(params, clientIp, this.deps.mxResolver, undefined, req.families);
+  }
+
+  /** A predicate for the parser: an address of a refused class, counted (undefined: none refused). */
+  private refusedItem(): ((address: string) => boolean) | undefined {
+    const refuse = this.deps.addresses?.refuse ?? [];
+    if (refuse.length === 0) return undefined;
+    return (address) => {
+      const klass = refusedClass(address, refuse);
+      if (klass !== undefined) this.deps.telemetry?.addressRefused(klass);
+      return klass !== undefined;
+    };
+  }
+
+  /** The client's address is of a refused class: it fills no family (counted once, when it would have). */
+  private refusedClient(clientIp: string): boolean {
+    const refuse = this.deps.addresses?.refuse ?? [];
+    if (refuse.length === 0) return false;
+    const parsed = parseAddress(clientIp);
+    const klass = parsed === undefined ? undefined : refusedClass(parsed.address, refuse);
+    if (klass !== undefined) this.deps.telemetry?.addressRefused(klass);
+    return klass !== undefined;
   }
 
   /**

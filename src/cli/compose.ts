@@ -99,6 +99,7 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
   const frequency = frequencyOf(config);
   const echoSettings = echoSettingsOf(config);
   const txtSettings = txtSettingsOf(config);
+  const addresses = { refuse: [...config.addresses.refuse] };
   const txt = new TxtService({
     txt: store.txt,
     hosts: store.hosts,
@@ -119,6 +120,8 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
     mxResolver,
     txt,
     frequency,
+    addresses,
+    telemetry,
     leaseMs: leaseMs(config),
     logger,
   });
@@ -151,6 +154,7 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
       Object.assign(frequency, frequencyOf(next));
       Object.assign(echoSettings, echoSettingsOf(next));
       Object.assign(txtSettings, txtSettingsOf(next));
+      addresses.refuse = [...next.addresses.refuse];
       store.reconfigure(next);
     },
     async close() {

@@ -8,6 +8,7 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { isIPv6 } from 'node:net';
 import { checkCidr, parseAddress } from '../core/addresses.js';
+import { ADDRESS_CLASSES, type AddressClass } from '../core/address-classes.js';
 import { ConfigError } from '../core/errors.js';
 import {
   TSIG_ALGORITHMS,
@@ -95,6 +96,7 @@ export function parseConfig(json: unknown, opts: ParseOptions): Config {
     junk: readJunk(top.section('junk')),
     credentials: readCredentials(top.section('credentials')),
     log: readLog(top.section('log')),
+    addresses: readAddresses(top.section('addresses')),
   };
   const admin = top.has('admin') ? readAdmin(top.section('admin'), config.listen, opts) : undefined;
   if (admin) Object.assign(config, { admin });
@@ -460,6 +462,18 @@ function readCredentials(s: Section): Config['credentials'] {
   };
   s.done();
   return c;
+}
+
+/** `addresses.refuse`: address classes never published (docs/protocol.md, "Address classes"). */
+function readAddresses(s: Section): Config['addresses'] {
+  const items = s.array('refuse', []);
+  const refuse = items.map((item, i) => {
+    if (typeof item !== 'string' || !(ADDRESS_CLASSES as readonly string[]).includes(item))
+      throw new ConfigError(s.itemPath('refuse', i), `expected one of ${ADDRESS_CLASSES.join(', ')}`);
+    return item as AddressClass;
+  });
+  s.done();
+  return { refuse: [...new Set(refuse)] };
 }
 
 function readLog(s: Section): Config['log'] {

@@ -4,6 +4,7 @@
  * Durations are in milliseconds here (the file uses seconds, fractions allowed).
  */
 
+import type { AddressClass } from '../core/address-classes.js';
 export { TSIG_ALGORITHMS, type TsigAlgorithm, type TsigKeyConfig } from '../core/tsig.js';
 import type { TsigKeyConfig } from '../core/tsig.js';
 
@@ -132,4 +133,6 @@ export interface Config {
     cacheSize: number;
   };
   log: { level: 'debug' | 'info' | 'warn' | 'error' };
+  /** Address classes never published: a `myip` item of one is ignored, the client's fills nothing. */
+  addresses: { refuse: readonly AddressClass[] };
 }

@@ -44,14 +44,19 @@ export function parseAddress(raw: string): { family: 4 | 6; address: string } | 
  * family, `ipv6Only` (its IPv6 aliases) only IPv6 — an IPv4 address there is ignored like any
  * item that does not parse. The first valid address of each family wins, `mixed` first.
  */
-export function parseAddressList(mixed: readonly string[], ipv6Only: readonly string[] = []): AddressPair {
+export function parseAddressList(
+  mixed: readonly string[],
+  ipv6Only: readonly string[] = [],
+  /** An item this says is refused is skipped as a malformed one is (`addresses.refuse`). */
+  refused?: (address: string) => boolean,
+): AddressPair {
   const out: AddressPair = {};
   // Loops, not split/map/filter chains: this runs on every request (docs/operators.md, "Performance").
   const take = (values: readonly string[], onlyIPv6: boolean): void => {
     for (const value of values) {
       for (const item of value.includes(',') ? value.split(',') : [value]) {
         const parsed = parseAddress(item);
-        if (parsed === undefined) continue;
+        if (parsed === undefined || (refused !== undefined && refused(parsed.address))) continue;
         if (parsed.family === 4) {
           if (!onlyIPv6) out.ipv4 ??= parsed.address;
         } else out.ipv6 ??= parsed.address;

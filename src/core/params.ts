@@ -63,7 +63,11 @@ export function hostnameList(value: string): string[] | undefined {
   return names.length > MAX_HOSTS_PER_REQUEST ? undefined : names;
 }
 
-export function parseUpdateParams(params: ParamMap): UpdateParams {
+export function parseUpdateParams(
+  params: ParamMap,
+  /** Addresses of a refused class: skipped as malformed ones are (docs/protocol.md, "Address classes"). */
+  refused?: (address: string) => boolean,
+): UpdateParams {
   const rawHosts = hostnameList(first(params, 'hostname') ?? '');
   const tooManyHosts = rawHosts === undefined;
   const txt = parseTxtAsk(first(params, 'txt'), first(params, 'clear'));
@@ -73,7 +77,7 @@ export function parseUpdateParams(params: ParamMap): UpdateParams {
 
   const ipv6Only: string[] = [];
   for (const name of IPV6_ALIASES) for (const value of params.get(name) ?? []) ipv6Only.push(value);
-  const addresses = parseAddressList(params.get('myip') ?? [], ipv6Only);
+  const addresses = parseAddressList(params.get('myip') ?? [], ipv6Only, refused);
 
   const wildcardValue = first(params, 'wildcard')?.trim().toUpperCase();
   const wildcard = wildcardValue === 'ON' ? true : wildcardValue === 'NOCHG' ? 'keep' : false;

@@ -17,6 +17,8 @@ export interface Telemetry {
   gatewayRequest(opcode: string, rcode: string, seconds: number): void;
   /** One UPDATE message answered (or failed: rcode `TIMEOUT`, `CONNECTION`, `TSIG`, `PROTOCOL`). */
   dnsUpdate(zone: string, rcode: string, seconds: number, hosts: number): void;
+  /** An update address ignored because its class is refused (`addresses.refuse`): a `myip` item or the client's. */
+  addressRefused(klass: string): void;
   /** One Redis command (or script, or pipeline) and whether it failed. */
   redisCommand(operation: string, seconds: number, failed: boolean): void;
   /** A password login, once per request: the credential cache vouched for it (hit), or a password check runs (miss). */
@@ -44,6 +46,7 @@ export const NO_TELEMETRY: Telemetry = {
   gatewayRequest() {},
   dnsUpdate() {},
   redisCommand() {},
+  addressRefused() {},
   credentialCache() {},
   repair() {},
   sample() {},

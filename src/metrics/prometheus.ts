@@ -127,6 +127,7 @@ export class PrometheusTelemetry implements Telemetry {
   private readonly dnsHosts: Histogram<'zone'>;
   private readonly redisDuration: Histogram<'operation'>;
   private readonly redisErrors: Counter<'operation'>;
+  private readonly refusedAddresses: Counter<'class'>;
   private readonly repairs: Counter<'outcome'>;
   private readonly credentialLookups: Counter<'result'>;
   /** Per gauge, its samplers by their labels' key. */
@@ -192,6 +193,13 @@ export class PrometheusTelemetry implements Telemetry {
       name: `${PREFIX}redis_command_errors_total`,
       help: 'Redis operations that failed (connection lost, timeout, an error reply).',
       labelNames: ['operation'],
+      registers,
+      aggregator: 'sum',
+    });
+    this.refusedAddresses = new Counter({
+      name: `${PREFIX}addresses_refused_total`,
+      help: 'Update addresses ignored because their class is refused (addresses.refuse), by class.',
+      labelNames: ['class'],
       registers,
       aggregator: 'sum',
     });
@@ -270,6 +278,10 @@ export class PrometheusTelemetry implements Telemetry {
   redisCommand(operation: string, seconds: number, failed: boolean): void {
     this.redisDuration.observe({ operation }, duration(seconds));
     if (failed) this.redisErrors.inc({ operation });
+  }
+
+  addressRefused(klass: string): void {
+    this.refusedAddresses.inc({ class: klass });
   }
 
   credentialCache(hit: boolean): void {

@@ -69,6 +69,7 @@ describe('config: parseConfig', () => {
       junk: { threshold: 20, windowMs: 300_000, blockMs: 3_600_000 },
       credentials: { maxFailures: 10, windowMs: 600_000, cooldownMs: 900_000, cacheTtlMs: 3_600_000, cacheSize: 10000 },
       log: { level: 'info' },
+      addresses: { refuse: [] },
     });
     expect(zones).to.have.length(1);
     expect(zones[0]!.name).to.equal('dyn.example.org');

@@ -66,6 +66,18 @@ describe('metrics/prometheus', () => {
     expect(samples(await t.render())).to.include(`ddns_bridge_dns_messages_in_flight{zone="${ZONE}"} 1`);
   });
 
+  it('counts refused addresses by class, and gateway messages by opcode and a bounded answer label', async () => {
+    const t = new PrometheusTelemetry({ processMetrics: false });
+    t.addressRefused('loopback');
+    t.addressRefused('loopback');
+    t.gatewayRequest('UPDATE', 'BADSIG', 0.001);
+    t.gatewayRequest('weird', 'made-up', 0.001);
+    const lines = samples(await t.render());
+    expect(lines).to.include('ddns_bridge_addresses_refused_total{class="loopback"} 2');
+    expect(lines).to.include('ddns_bridge_gateway_requests_total{opcode="UPDATE",rcode="BADSIG"} 1');
+    expect(lines).to.include('ddns_bridge_gateway_requests_total{opcode="other",rcode="other"} 1');
+  });
+
   it('refuses a sampled gauge with other labels than its own', () => {
     const t = new PrometheusTelemetry({ processMetrics: false });
     expect(() => t.sample('repairs_due', { zone: ZONE }, () => 1)).to.throw(
