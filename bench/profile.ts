@@ -64,6 +64,17 @@ export interface BenchProfile {
   drainConcurrency: number;
   /** `--cpu-prof`: each profiled path runs this long. */
   cpuProfSeconds: number;
+  /**
+   * The RFC 2136 gateway rounds (gateway-rounds.ts): this many rounds of gateway and HTTP loads in alternation,
+   * each measurement this long; nochg over this many hosts (each with its own key, set once before) with this many
+   * messages in flight, changes over this many (a key each) with this many in flight.
+   */
+  gatewayRounds: number;
+  gatewaySeconds: number;
+  gatewayNochgHosts: number;
+  gatewayNochgConcurrency: number;
+  gatewayChangeHosts: number;
+  gatewayChangeConcurrency: number;
 }
 
 export const FULL_PROFILE: BenchProfile = {
@@ -96,6 +107,12 @@ export const FULL_PROFILE: BenchProfile = {
   drainHosts: 100_000,
   drainConcurrency: 1_024,
   cpuProfSeconds: 8,
+  gatewayRounds: 3,
+  gatewaySeconds: 3,
+  gatewayNochgHosts: 512,
+  gatewayNochgConcurrency: 64,
+  gatewayChangeHosts: 1_024,
+  gatewayChangeConcurrency: 256,
 };
 
 export const QUICK_PROFILE: BenchProfile = {
@@ -128,4 +145,10 @@ export const QUICK_PROFILE: BenchProfile = {
   drainHosts: 1_000,
   drainConcurrency: 64,
   cpuProfSeconds: 8,
+  gatewayRounds: 1,
+  gatewaySeconds: 1,
+  gatewayNochgHosts: 64,
+  gatewayNochgConcurrency: 64,
+  gatewayChangeHosts: 256,
+  gatewayChangeConcurrency: 64,
 };

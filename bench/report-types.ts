@@ -170,6 +170,64 @@ export interface WrkRoundsResult {
   cpu?: { nochg: CpuAccount; storm: CpuAccount };
 }
 
+/** A gateway load's figures: `ok` = NOERROR answers, `errors` = any other RCODE and the messages never answered. */
+export interface GatewayMeasurement extends Measurement {
+  /** Answers by RCODE name. */
+  rcodes: Record<string, number>;
+  /** Messages without an answer within the generator's timeout. */
+  timeouts: number;
+  /** The first this many hosts of the load's pool each had a message answered (the sample is taken from them). */
+  covered: number;
+}
+
+/** One round: HTTP and gateway nochg, then the HTTP storm and gateway changes, the order flipped each round. */
+export interface GatewayRound {
+  gatewayFirst: boolean;
+  httpNochg: WrkMeasurement;
+  nochg: GatewayMeasurement;
+  httpStorm: WrkMeasurement;
+  change: GatewayMeasurement;
+}
+
+/** CPU per request of each party (ms, medians over the rounds); `client`: wrk or the gateway's generator. */
+export interface PartyCpu {
+  server: number;
+  redis: number;
+  nameserver?: number;
+  client: number;
+  total: number;
+}
+
+/**
+ * The RFC 2136 gateway beside HTTP (gateway-rounds.ts): one `serve --workers N` bridge with the gateway on, loaded
+ * in turn over HTTP (wrk) and over UDP (gateway-load.ts), for one nameserver.
+ */
+export interface GatewayResult {
+  mode: BridgeMode;
+  nameserver: LabKind;
+  seconds: number;
+  /** Gateway keys made (one per host, `token add H --tsig`'s use case) and how long that took. */
+  keys: number;
+  keySeconds: number;
+  nochg: { concurrency: number; hosts: number };
+  change: { concurrency: number; hosts: number };
+  httpNochg: { concurrency: number; hosts: number };
+  httpStorm: { concurrency: number; hosts: number };
+  rounds: GatewayRound[];
+  /** The zone's SOA serial on the primary before and after the gateway nochg loads: equal when none sent an UPDATE. */
+  nochgSerial: { before: number; after: number };
+  /** Gateway change hosts after the rounds: Redis's address = the primary's A record. */
+  sample: SampleCheck;
+  rss: RssResult;
+  /** Medians over the rounds of gateway updates/s / HTTP requests/s. */
+  nochgVsHttp: number;
+  changeVsStorm: number;
+  cpu: {
+    nochg: { gateway: PartyCpu; http: PartyCpu };
+    change: { gateway: PartyCpu; http: PartyCpu };
+  };
+}
+
 /**
  * The drain: `hosts` registered hosts, each changed once (one request each, `concurrency`
  * clients, the Node generator: wrk cannot send a fixed set of requests), until the last `good`.
@@ -268,6 +326,7 @@ export interface BenchReport {
     pairedSecondsMax: number;
     /** The wrk rounds (the nochg and storm ratio targets). */
     wrkRounds: number;
+    gatewayRounds: number;
     modes: BridgeMode[];
     headlineMode: BridgeMode;
     headlineReason: string;
@@ -283,5 +342,7 @@ export interface BenchReport {
   bridgeRss: Record<string, RssResult>;
   /** With `--cpu-prof DIR`. */
   cpuProfiles?: CpuProfiles;
+  /** The RFC 2136 gateway beside HTTP (first nameserver). */
+  gateway?: GatewayResult;
   targets: { name: string; nameserver?: LabKind; value: number; target: string; met: boolean }[];
 }

@@ -2,6 +2,7 @@
 import type { LabKind } from '../src/lab/index.js';
 import type { BenchReport, ByConcurrency } from './report-types.js';
 import type { Measurement } from './stats.js';
+import { gatewaySections } from './report-gateway.js';
 import { cpuProfileSections, wrkBoundLines, wrkSections } from './report-wrk.js';
 
 const NAMES: Record<LabKind, string> = { knot: 'Knot', bind: 'BIND', pdns: 'PowerDNS' };
@@ -10,7 +11,7 @@ export function renderMarkdown(r: BenchReport): string {
   const kinds = Object.keys(r.nameservers) as LabKind[];
   const mode = r.settings.headlineMode;
   // The headline first: the wrk rounds, the drain, the sample checks.
-  const out: string[] = wrkSections(r);
+  const out: string[] = [...wrkSections(r), ...gatewaySections(r)];
   const m = r.machine;
   out.push(
     `Machine: ${m.nproc} × ${m.cpu}; Node ${m.node}; ${m.knot}; ${m.bind}; ${m.pdns ? `${m.pdns}; ` : ''}${m.redis}. ` +

@@ -242,6 +242,34 @@ describe('bench --quick (CI smoke)', function () {
       expect(target('change rps at 10000 / 1000 hosts').value).to.equal(headline.changeLargeVsSmall);
       expect(target('nochg rps at 10000 / 1000 hosts').value).to.equal(headline.nochgLargeVsSmall);
     }
+    // The RFC 2136 gateway beside HTTP (first nameserver, one bridge): every answer NOERROR, each party's CPU.
+    const g = report.gateway;
+    expect(g).to.include({ mode: 'workers-2', nameserver: 'knot' });
+    expect(g.keys).to.equal(g.nochg.hosts + g.change.hosts);
+    expect(g.rounds).to.have.length(report.settings.gatewayRounds).and.length.above(0);
+    type G = M & { rcodes: Record<string, number>; timeouts: number };
+    for (const [i, r] of (g.rounds as Record<string, G & W>[]).entries()) {
+      expectWrk(r.httpNochg!, `gateway.rounds[${i}].httpNochg`, 'nochg', false);
+      expectWrk(r.httpStorm!, `gateway.rounds[${i}].httpStorm`, 'good', true);
+      for (const part of ['nochg', 'change'] as const) {
+        const m = r[part]!;
+        expectMeasurement(m, `gateway.rounds[${i}].${part}`);
+        expect(m.rcodes, `gateway.rounds[${i}].${part}`).to.deep.equal({ NOERROR: m.ok });
+        expect(m.timeouts).to.equal(0);
+        expect(m.cpuMsPerRequest, `gateway ${part} server cpu`).to.be.above(0);
+        expect(m.clientCpuMsPerRequest, `gateway ${part} generator cpu`).to.be.above(0);
+        expect(
+          m.nameserverCpuMsPerRequest === undefined,
+          `gateway ${part}: the nameserver counts for changes`,
+        ).to.equal(part === 'nochg');
+      }
+    }
+    const gRounds = g.rounds as Round[];
+    expect(g.nochgVsHttp).to.be.closeTo(medianOf(gRounds.map((r) => r.nochg!.rps / r.httpNochg!.rps)), 0.001);
+    expect(g.changeVsStorm).to.be.closeTo(medianOf(gRounds.map((r) => r.change!.rps / r.httpStorm!.rps)), 0.001);
+    expect(g.nochgSerial.after, 'a gateway nochg sends no UPDATE').to.equal(g.nochgSerial.before);
+    expect(g.sample.checked).to.be.above(0);
+    expect(g.sample.matched, g.sample.firstMismatch).to.equal(g.sample.checked);
     // Where the Node generator stays, and why: in the notes.
     expect(report.settings.notes.join('\n')).to.match(
       /The Node generator \(load\.ts\) stays where wrk cannot do the job/,
