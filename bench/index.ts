@@ -1,14 +1,14 @@
 /** The benchmark as a command (bench/main.ts parses its options): run it, write JSON and a markdown table. */
 import { writeFile } from 'node:fs/promises';
 import type { LabKind } from '../src/lab/index.js';
-import { renderMarkdown } from './report.js';
-import type { BenchReport } from './report-types.js';
-import { runBench } from './run.js';
+import { renderGatewayMarkdown, renderMarkdown } from './report.js';
+import type { BenchReport, GatewayBenchReport } from './report-types.js';
+import { runBench, runGatewayBench } from './run.js';
 import type { BridgeMode } from './targets.js';
 
-export { runBench, type BenchOptions } from './run.js';
-export type { BenchReport } from './report-types.js';
-export { renderMarkdown } from './report.js';
+export { runBench, runGatewayBench, type BenchOptions } from './run.js';
+export type { BenchReport, GatewayBenchReport } from './report-types.js';
+export { renderGatewayMarkdown, renderMarkdown } from './report.js';
 export type { BridgeMode } from './targets.js';
 
 export interface BenchCommandOptions {
@@ -21,26 +21,38 @@ export interface BenchCommandOptions {
   modes?: string[];
   /** Profile the nochg and storm paths into this directory (`--cpu-prof DIR`). */
   cpuProf?: string;
+  /** `gateway`: the RFC 2136 gateway rounds alone (`--section gateway`); default: everything. */
+  section?: 'all' | 'gateway';
 }
 
 export async function benchCommand(
   opts: BenchCommandOptions,
   out: (s: string) => void,
   err: (s: string) => void,
-): Promise<BenchReport> {
+): Promise<BenchReport | GatewayBenchReport> {
   const modes = opts.modes?.map(parseMode);
   // Ctrl-C: exit through process.exit so the exit hooks stop the servers and remove the directory.
   const interrupt = () => process.exit(130);
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
-  const report = await runBench({
+  const options = {
     quick: opts.quick,
     nameservers: opts.nameservers,
     modes,
     cpuProf: opts.cpuProf,
-    progress: (l) => err(`bench: ${l}`),
-  });
-  const markdown = renderMarkdown(report);
+    progress: (l: string) => err(`bench: ${l}`),
+  };
+  let report: BenchReport | GatewayBenchReport;
+  let markdown: string;
+  if (opts.section === 'gateway') {
+    const g = await runGatewayBench(options);
+    report = g;
+    markdown = renderGatewayMarkdown(g);
+  } else {
+    const full = await runBench(options);
+    report = full;
+    markdown = renderMarkdown(full);
+  }
   const json = JSON.stringify(report, null, 2);
   if (opts.json === '-') out(json);
   else if (opts.json) await writeFile(opts.json, json + '\n');

@@ -30,6 +30,12 @@ const argv = await yargs(hideBin(process.argv))
     string: true,
     describe: 'bridge layouts: in-process, workers-N (default: in-process workers-2)',
   })
+  .option('section', {
+    type: 'string',
+    choices: ['all', 'gateway'],
+    default: 'all',
+    describe: 'gateway: only the RFC 2136 gateway rounds beside HTTP (first nameserver)',
+  })
   .option('cpu-prof', {
     type: 'string',
     describe: 'after the wrk rounds, profile the nochg and the storm path (first nameserver) into DIR/nochg, DIR/storm',
@@ -54,6 +60,7 @@ try {
       nameservers: argv.nameserver as LabKind[] | undefined,
       modes: argv.mode,
       cpuProf: argv.cpuProf,
+      section: argv.section as 'all' | 'gateway',
     },
     out,
     err,

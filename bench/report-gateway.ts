@@ -1,12 +1,12 @@
 /** The markdown of the RFC 2136 gateway rounds (gateway-rounds.ts): updates/s beside HTTP, CPU per request. */
 import type { LabKind } from '../src/lab/index.js';
-import type { BenchReport, GatewayMeasurement, PartyCpu } from './report-types.js';
+import type { GatewayMeasurement, GatewayResult, PartyCpu } from './report-types.js';
 import type { Measurement } from './stats.js';
 import { median } from './verdict.js';
 
 const NAMES: Record<LabKind, string> = { knot: 'Knot', bind: 'BIND', pdns: 'PowerDNS' };
 
-export function gatewaySections(r: BenchReport): string[] {
+export function gatewaySections(r: { gateway?: GatewayResult }): string[] {
   const g = r.gateway;
   if (!g) return [];
   const out: string[] = [

@@ -346,3 +346,16 @@ export interface BenchReport {
   gateway?: GatewayResult;
   targets: { name: string; nameserver?: LabKind; value: number; target: string; met: boolean }[];
 }
+
+/** `npm run bench -- --section gateway`: the gateway rounds alone. */
+export interface GatewayBenchReport {
+  version: 1;
+  section: 'gateway';
+  profile: BenchProfile['name'];
+  startedAt: string;
+  durationSeconds: number;
+  command: string;
+  machine: BenchReport['machine'];
+  notes: string[];
+  gateway: GatewayResult;
+}

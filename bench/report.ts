@@ -1,11 +1,27 @@
 /** The bench report as a markdown table (Knot and BIND side by side). */
 import type { LabKind } from '../src/lab/index.js';
-import type { BenchReport, ByConcurrency } from './report-types.js';
+import type { BenchReport, ByConcurrency, GatewayBenchReport } from './report-types.js';
 import type { Measurement } from './stats.js';
 import { gatewaySections } from './report-gateway.js';
 import { cpuProfileSections, wrkBoundLines, wrkSections } from './report-wrk.js';
 
 const NAMES: Record<LabKind, string> = { knot: 'Knot', bind: 'BIND', pdns: 'PowerDNS' };
+
+/** `--section gateway`: the gateway rounds, the machine and how it was run. */
+export function renderGatewayMarkdown(r: GatewayBenchReport): string {
+  const m = r.machine;
+  return [
+    ...gatewaySections(r),
+    `Machine: ${m.nproc} × ${m.cpu}; Node ${m.node}; ${r.gateway.nameserver === 'bind' ? m.bind : m.knot}; ${m.redis}. ` +
+      `Load average before/after: ${m.loadAverageAtStart.join(' ')} / ${m.loadAverageAtEnd.join(' ')}` +
+      (m.otherLoad ? ' (other load was present on the machine).' : '.'),
+    '',
+    `Profile \`${r.profile}\`, ${r.durationSeconds} s, \`${r.command}\`, started ${r.startedAt}.`,
+    '',
+    ...r.notes.map((n) => `- ${n}`),
+    '',
+  ].join('\n');
+}
 
 export function renderMarkdown(r: BenchReport): string {
   const kinds = Object.keys(r.nameservers) as LabKind[];

@@ -23,6 +23,7 @@ import { FULL_PROFILE, QUICK_PROFILE, type BenchProfile } from './profile.js';
 import { runRawUpdates } from './raw-dns.js';
 import type {
   BenchReport,
+  GatewayBenchReport,
   BridgeResult,
   ByConcurrency,
   NameserverResult,
@@ -149,6 +150,36 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
     }
     report.targets = targetsOf(report, b.kinds);
     return report;
+  } finally {
+    await lab.stop();
+  }
+}
+
+/** `--section gateway`: the gateway rounds alone (the first nameserver, the wrk rounds' HTTP hosts registered). */
+export async function runGatewayBench(opts: BenchOptions = {}): Promise<GatewayBenchReport> {
+  const plan = planOf(opts);
+  const kind = plan.kinds[0]!;
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const loadAverageAtStart = os.loadavg();
+  plan.progress(`profile ${plan.profile.name}; section gateway; nameserver ${kind}; bridge mode ${plan.wrkMode}`);
+  const lab = await startLab([kind]);
+  try {
+    const machine = await machineInfo(loadAverageAtStart, [kind]);
+    const wrk: WrkContext = { lab, profile: plan.profile, mode: plan.wrkMode, progress: plan.progress };
+    await registerWrkHosts(wrk, [kind], 0);
+    const gateway = await measureGateway(wrk, kind);
+    return {
+      version: 1,
+      section: 'gateway',
+      profile: plan.profile.name,
+      startedAt: startedAt.toISOString(),
+      durationSeconds: round((performance.now() - t0) / 1000, 1),
+      command: `npm run bench -- --section gateway${plan.quick ? ' --quick' : ''}`,
+      machine: { ...machine, loadAverageAtEnd: os.loadavg().map((x) => round(x, 2)) },
+      notes: [gatewayNoteOf(plan)],
+      gateway,
+    };
   } finally {
     await lab.stop();
   }
@@ -678,13 +709,19 @@ function settingsOf(b: Bench): BenchReport['settings'] {
 }
 
 /** How to read the figures: what each load does and what the measured parties are. */
+/** How the gateway section measures (its own function: `--section gateway` reports it alone). */
+function gatewayNoteOf(b: Plan): string {
+  const p = b.profile;
+  return `RFC 2136 gateway (${b.wrkMode}, ${b.kinds[0]}): one bridge with the gateway on, ${p.gatewayRounds} round(s) of ${p.gatewaySeconds} s per measurement, HTTP (wrk) and gateway loads in alternation (rounds 2, 4, …: the gateway first)${p.warmUpSeconds > 0 ? `, after ${p.warmUpSeconds} unmeasured second(s) of each load` : ''}. Gateway load generator: bench/gateway-load.ts (Node, UDP, a child process: its CPU is its own), each message signed with its host's own hmac-sha256 key (src/core/tsig.ts signMessage), delete the A RRset + add one A; dnsperf -u cannot, since it signs every message with one key. nochg: ${p.gatewayNochgHosts} hosts (h${GATEWAY_NOCHG_FROM}…) with ${p.gatewayNochgConcurrency} messages in flight, each host's address set once before; change: ${p.gatewayChangeHosts} hosts (h${GATEWAY_CHANGE_FROM}…), ${p.gatewayChangeConcurrency} in flight, a new address in every message. Beside them the same HTTP nochg and storm loads as the wrk rounds, on the same bridge; the ratios are medians of gateway updates/s / HTTP requests/s`;
+}
+
 function notesOf(b: Bench): string[] {
   const p = b.profile;
   return [
     `wrk rounds (${b.wrkMode}): per nameserver a fresh bridge and a bare node:http cluster of as many workers (SCHED_NONE, as serve), ${p.wrkRounds} round(s), each measurement ${p.wrkSeconds} s of wrk (one thread), the order flipped each round (rounds 2, 4, …: the bridge first)${p.warmUpSeconds > 0 ? `, after ${p.warmUpSeconds} unmeasured second(s) of each` : ''}; the verdict is the median over the rounds of bridge rps / ceiling rps. nochg: c=${p.nochgConcurrency}, requests cycling over ${p.nochgHosts} hosts (h${p.stormHosts}…), each set once before, so every reply is nochg. Storm: c=${p.stormConcurrency}, every request a new address (never one the host had) for the next of ${p.stormHosts.toLocaleString('en')} registered hosts (h0…; each run starts again at h0, so later runs change names earlier ones created). The ceiling gets the same request targets without Authorization and answers a fixed nochg`,
     "load generator: wrk for every time-bound load against servers in child processes; its CPU per request is its own (bash `times`). The Node generator (load.ts) stays where wrk cannot do the job: the drain (a fixed set of requests, each sent once: wrk runs for a time), setting the nochg hosts before a nochg load and the large registry's first pass over its pool (fixed sets too), the cold logins (single requests spaced in time beside the wrk load), and the in-process layout (a diagnostic whose server is the bench process, its load generator included by definition)",
     `wrk runs whole seconds (its -d takes no fraction): a bound below 1 s (the quick profile's) runs 1 s; wrk's latency runs from a request's first byte on its new connection, the Node generator's from the connect`,
-    `RFC 2136 gateway (${b.wrkMode}, ${b.kinds[0]}): one bridge with the gateway on, ${p.gatewayRounds} round(s) of ${p.gatewaySeconds} s per measurement, HTTP (wrk) and gateway loads in alternation (rounds 2, 4, …: the gateway first)${p.warmUpSeconds > 0 ? `, after ${p.warmUpSeconds} unmeasured second(s) of each load` : ''}. Gateway load generator: bench/gateway-load.ts (Node, UDP, a child process: its CPU is its own), each message signed with its host's own hmac-sha256 key (src/core/tsig.ts signMessage), delete the A RRset + add one A; dnsperf -u cannot, since it signs every message with one key. nochg: ${p.gatewayNochgHosts} hosts (h${GATEWAY_NOCHG_FROM}…) with ${p.gatewayNochgConcurrency} messages in flight, each host's address set once before; change: ${p.gatewayChangeHosts} hosts (h${GATEWAY_CHANGE_FROM}…), ${p.gatewayChangeConcurrency} in flight, a new address in every message. Beside them the same HTTP nochg and storm loads as the wrk rounds, on the same bridge; the ratios are medians of gateway updates/s / HTTP requests/s`,
+    gatewayNoteOf(b),
     `drain: ${p.drainHosts.toLocaleString('en')} registered hosts (h2000000…) each get one new address, one request each, from ${p.drainConcurrency.toLocaleString('en')} concurrent clients (the Node generator), on a fresh bridge${p.warmUpSeconds > 0 ? ` after ${p.warmUpSeconds} unmeasured second(s) of storm changes` : ''}; seconds until the last reply (every one good when errors = 0)`,
     "published as Redis says: after the storm rounds, 50 storm hosts that had a good reply; after the drain, 50 drain hosts: the address Redis records must be the A record the primary serves (dig), rechecked for up to 10 s while changes left in flight by wrk's stop settle",
     'frequency.minInterval is 1 µs for the bench (the frequency rule would block hosts updated this often); the admit script does the same work',
