@@ -80,12 +80,20 @@ export async function measureGateway(ctx: WrkContext, kind: LabKind): Promise<Ga
       withCpu(lab, bridge, () =>
         runGatewayLoad(ctx, { port, zone, hosts: nochg, concurrency: profile.gatewayNochgConcurrency, seconds: s }),
       );
+    const answered = new Set<number>();
     const gwChange = (s: number) =>
       withCpu(
         lab,
         bridge,
         () =>
-          runGatewayLoad(ctx, { port, zone, hosts: change, concurrency: profile.gatewayChangeConcurrency, seconds: s }),
+          runGatewayLoad(ctx, {
+            port,
+            zone,
+            hosts: change,
+            concurrency: profile.gatewayChangeConcurrency,
+            seconds: s,
+            answered,
+          }),
         kind,
       );
     // Unmeasured: a fresh server's first second runs well below its pace (JIT).
@@ -126,12 +134,12 @@ export async function measureGateway(ctx: WrkContext, kind: LabKind): Promise<Ga
           gatewayErrors([gwN, gwC]),
       );
     }
-    // Hosts every change load reached (each load starts again at the pool's first host).
-    const covered = Math.max(0, ...rounds.map((r) => r.change.covered));
+    // Hosts whose address a change set (NOERROR): Redis and the primary must agree on each.
+    const set = [...answered].sort((a, b) => a - b);
     const sample = await checkSample(
       lab,
       kind,
-      spread(0, covered, 50).map((i) => change[i]!.fqdn),
+      spread(0, set.length, 50).map((i) => change[set[i]!]!.fqdn),
     );
     progress(
       `${kind} gateway change sample: ${sample.matched} of ${sample.checked} published as Redis says${sample.firstMismatch ? ` (${sample.firstMismatch})` : ''}`,
@@ -271,7 +279,16 @@ async function soaSerial(ctx: WrkContext, kind: LabKind): Promise<number> {
 /** One run of the generator in its own process (its CPU is its own). `once`: each host once, then stop. */
 async function runGatewayLoad(
   ctx: WrkContext,
-  load: { port: number; zone: string; hosts: KeyedHost[]; concurrency: number; seconds: number; once?: boolean },
+  load: {
+    port: number;
+    zone: string;
+    hosts: KeyedHost[];
+    concurrency: number;
+    seconds: number;
+    once?: boolean;
+    /** Filled with the indexes of the hosts answered NOERROR. */
+    answered?: Set<number>;
+  },
 ): Promise<GatewayMeasurement> {
   const job: GatewayJob = {
     port: load.port,
@@ -286,6 +303,8 @@ async function runGatewayLoad(
   // The keys' secrets: in a file only the bench can read, never on the command line.
   const jobFile = path.join(ctx.lab.dir, `gateway-job-${process.pid}.json`);
   await writePrivateFile(jobFile, JSON.stringify(job));
+  const rcvbuf0 = await udpReceiveBufferErrors();
+  const gatewayDrops0 = await socketDrops(load.port);
   const stdout = await new Promise<string>((resolve, reject) =>
     execFile(
       process.execPath,
@@ -309,11 +328,38 @@ async function runGatewayLoad(
     p99Ms: r.p99Ms,
     rcodes: r.rcodes,
     timeouts: r.timeouts,
-    covered: r.covered,
+    hostsAnswered: r.answered.length,
+    udpReceiveBufferErrors: (await udpReceiveBufferErrors()) - rcvbuf0,
+    gatewaySocketDrops: (await socketDrops(load.port)) - gatewayDrops0,
   };
   if (r.firstError !== undefined) m.firstError = r.firstError;
+  for (const i of r.answered) load.answered?.add(i);
   if (r.sent > 0) m.clientCpuMsPerRequest = round(r.cpuMs / r.sent, 3);
   return m;
+}
+
+/**
+ * The kernel's count of UDP datagrams dropped because a socket's receive buffer was full (/proc/net/snmp,
+ * RcvbufErrors; the whole machine's, so another program's drops would count too).
+ */
+async function udpReceiveBufferErrors(): Promise<number> {
+  const snmp = await readFile('/proc/net/snmp', 'utf8').catch(() => '');
+  const [names, values] = snmp.split('\n').filter((l) => l.startsWith('Udp: '));
+  if (names === undefined || values === undefined) return 0;
+  const i = names.split(' ').indexOf('RcvbufErrors');
+  return i < 0 ? 0 : Number(values.split(' ')[i] ?? 0);
+}
+
+/** Datagrams dropped by the UDP sockets bound to 127.0.0.1:`port` (/proc/net/udp's last column): the gateway's. */
+async function socketDrops(port: number): Promise<number> {
+  const table = await readFile('/proc/net/udp', 'utf8').catch(() => '');
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  let drops = 0;
+  for (const line of table.split('\n')) {
+    const fields = line.trim().split(/\s+/);
+    if (fields[1] === local) drops += Number(fields[fields.length - 1] ?? 0);
+  }
+  return drops;
 }
 
 /** Medians over the rounds of each party's CPU per request. */
@@ -341,5 +387,5 @@ function gatewayErrors(ms: readonly GatewayMeasurement[]): string {
   const bad = ms.filter((m) => m.errors > 0);
   return bad.length === 0
     ? ''
-    : `; GATEWAY ERRORS: ${bad.map((m) => `${m.errors} (${JSON.stringify(m.rcodes)}, ${m.timeouts} timeouts, first ${m.firstError})`).join(', ')}`;
+    : `; GATEWAY ERRORS: ${bad.map((m) => `${m.errors} (${JSON.stringify(m.rcodes)}, ${m.timeouts} timeouts, kernel UDP receive buffer drops ${m.udpReceiveBufferErrors} (at the gateway's socket ${m.gatewaySocketDrops}), first ${m.firstError})`).join(', ')}`;
 }

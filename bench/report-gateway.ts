@@ -85,7 +85,10 @@ function answers(m: GatewayMeasurement): string {
   return (
     `${m.rcodes.NOERROR ?? 0} NOERROR` +
     others.map(([k, n]) => ` / ${n} ${k}`).join('') +
-    (m.timeouts > 0 ? ` / ${m.timeouts} timeouts` : '')
+    (m.timeouts > 0 ? ` / ${m.timeouts} timeouts` : '') +
+    (m.udpReceiveBufferErrors > 0
+      ? ` (kernel: ${m.udpReceiveBufferErrors} UDP receive buffer drops, ${m.gatewaySocketDrops} at the gateway's socket)`
+      : '')
   );
 }
 

@@ -176,8 +176,15 @@ export interface GatewayMeasurement extends Measurement {
   rcodes: Record<string, number>;
   /** Messages without an answer within the generator's timeout. */
   timeouts: number;
-  /** The first this many hosts of the load's pool each had a message answered (the sample is taken from them). */
-  covered: number;
+  /** Hosts of the load's pool that had a message answered NOERROR. */
+  hostsAnswered: number;
+  /**
+   * UDP datagrams the kernel dropped meanwhile because a receive buffer was full (RcvbufErrors, machine-wide): what
+   * explains timeouts when the gateway's socket cannot hold the messages in flight.
+   */
+  udpReceiveBufferErrors: number;
+  /** Of those, the ones at the gateway's own socket (/proc/net/udp `drops`). */
+  gatewaySocketDrops: number;
 }
 
 /** One round: HTTP and gateway nochg, then the HTTP storm and gateway changes, the order flipped each round. */
