@@ -41,7 +41,10 @@ export interface GatewayLoadResult {
   rcodes: Record<string, number>;
   timeouts: number;
   sent: number;
+  /** From the first message until the last answer or timeout (past the time bound by the slowest message). */
   seconds: number;
+  /** NOERROR answers that came within the time bound (`job.seconds` after the start): the rate's numerator. */
+  okInTime: number;
   p50Ms: number;
   p99Ms: number;
   firstError?: string;
@@ -128,6 +131,7 @@ export async function runGatewayLoad(job: GatewayJob): Promise<GatewayLoadResult
   const latencies: number[] = [];
   let timeouts = 0;
   let sent = 0;
+  let okInTime = 0;
   let firstError: string | undefined;
   let seq = 0;
   let nextId = 0;
@@ -168,7 +172,9 @@ export async function runGatewayLoad(job: GatewayJob): Promise<GatewayLoadResult
         const name = RCODE_NAMES[rcode] ?? `RCODE${rcode}`;
         rcodes[name] = (rcodes[name] ?? 0) + 1;
         if (rcode === 0) {
-          latencies.push(performance.now() - t);
+          const now = performance.now();
+          latencies.push(now - t);
+          if (now <= deadline) okInTime++;
           answered[index] = 1;
         } else firstError ??= name;
         resolve();
@@ -195,6 +201,7 @@ export async function runGatewayLoad(job: GatewayJob): Promise<GatewayLoadResult
     timeouts,
     sent,
     seconds,
+    okInTime,
     p50Ms: m.p50Ms,
     p99Ms: m.p99Ms,
     ...(firstError === undefined ? {} : { firstError }),

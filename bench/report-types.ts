@@ -170,7 +170,11 @@ export interface WrkRoundsResult {
   cpu?: { nochg: CpuAccount; storm: CpuAccount };
 }
 
-/** A gateway load's figures: `ok` = NOERROR answers, `errors` = any other RCODE and the messages never answered. */
+/**
+ * A gateway load's figures: `ok` = NOERROR answers, `errors` = any other RCODE and the messages never answered;
+ * `seconds` is the time bound and `rps` the NOERROR answers within it over it (as wrk counts: messages still in flight
+ * at the end, and the timeouts of dropped ones, do not stretch the run).
+ */
 export interface GatewayMeasurement extends Measurement {
   /** Answers by RCODE name. */
   rcodes: Record<string, number>;
