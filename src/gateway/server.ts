@@ -39,6 +39,8 @@ export const GATEWAY_FUDGE = 300;
 const TCP_IDLE_MS = 10_000;
 /** Messages of one TCP connection read ahead of their answers at most; more pause the socket. */
 const TCP_PIPELINE = 4;
+/** The UDP socket's receive buffer asked for (the kernel may give less). */
+const UDP_RECEIVE_BUFFER = 4 * 1024 * 1024;
 const OPCODE_QUERY = 0;
 const OPCODE_UPDATE = 5;
 const TYPE_SOA = 6;
@@ -115,7 +117,13 @@ export class DnsGateway {
       });
       this.tcp.push(server);
       const actual = (server.address() as net.AddressInfo).port;
-      const socket = dgram.createSocket({ type: net.isIPv6(host) ? 'udp6' : 'udp4', ipv6Only: net.isIPv6(host) });
+      const socket = dgram.createSocket({
+        type: net.isIPv6(host) ? 'udp6' : 'udp4',
+        ipv6Only: net.isIPv6(host),
+        // The default (~208 KiB, ~185 small datagrams) overflowed at 256 messages in flight in the bench: the
+        // kernel dropped them. It caps this at net.core.rmem_max (BENCHMARKS.md, "RFC 2136 gateway").
+        recvBufferSize: UDP_RECEIVE_BUFFER,
+      });
       socket.on('message', (msg, rinfo) => this.serveUdp(socket, msg, rinfo));
       socket.on('error', (err) => this.opts.logger.error('gateway UDP listener error', { error: err.message }));
       await new Promise<void>((resolve, reject) => {
