@@ -406,6 +406,27 @@ describe('RFC 2136 gateway (knotd)', function () {
     });
   });
 
+  describe('the frequency rule, shared with HTTP (last: it reloads the config)', () => {
+    it('the frequency rule counts gateway UPDATEs; past frequency.maxFrequent the host is blocked, for HTTP too', async () => {
+      const { host, key } = await hostWithKey();
+      await env.writeConfig({ frequency: { minInterval: 60, donatorMinInterval: 60, maxFrequent: 2 } });
+      const reloads = env.logs.join('').split('"msg":"reloaded"').length;
+      env.serves[0]!.kill('SIGHUP');
+      await waitFor(() => env.logs.join('').split('"msg":"reloaded"').length > reloads, { what: 'the reload' });
+      expect((await update(key, { updates: setA(host, '192.0.2.70') })).rcode).to.equal('NOERROR');
+      expect((await update(key, { updates: setA(host, '192.0.2.71') })).rcode).to.equal('NOERROR');
+      expect((await update(key, { updates: setA(host, '192.0.2.72') })).rcode).to.equal('NOERROR');
+      const blocked = await update(key, { updates: setA(host, '192.0.2.73') });
+      expect([blocked.rcode, blocked.verified]).to.deep.equal(['REFUSED', true]);
+      expect((await recorded(host)).state).to.equal('blocked');
+      expect(await env.ns.query(host, 'A')).to.deep.equal(['192.0.2.72']);
+      // The account's password over HTTP meets the same block.
+      const account = `gw${host.slice(1, host.indexOf('.'))}`;
+      const http = await env.get(`/nic/update?hostname=${host}&myip=192.0.2.74`, { auth: [account, 'secret-pw-1'] });
+      expect(http.body).to.equal('abuse\n');
+    });
+  });
+
   describe('afterwards', () => {
     it('each answer was logged at debug, and no error line', () => {
       expect(env.logs.join('')).to.include('"msg":"gateway answer"');
