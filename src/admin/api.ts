@@ -120,6 +120,10 @@ const HOST_PROPERTIES: Record<string, JsonSchema> = {
     description: 'ACME TXT values at _acme-challenge.<fqdn>, oldest first',
   },
   updatedAt: nullable({ type: 'integer', description: 'milliseconds since the epoch' }),
+  lastRequestAt: nullable({
+    type: 'integer',
+    description: 'the last request the frequency rule counted (ms since the epoch)',
+  }),
   link: nullable(
     object({ parent: str('the host whose IPv6 prefix it follows'), iid: str('its interface identifier') }, [
       'parent',
@@ -346,10 +350,18 @@ export const OPERATIONS: readonly Operation[] = [
     path: '/v1/hosts',
     operationId: 'listHosts',
     summary: 'Every host, or one account’s',
-    query: { account: 'only the hosts of this account' },
+    query: {
+      account: 'only the hosts of this account',
+      quietFor: 'only hosts with no request for this long: 12h, 30d, 8w',
+    },
     success: { status: 200, schema: listOf('Host'), description: 'the hosts, by name' },
     errors: [404],
-    handle: async (admin, req) => ({ status: 200, body: await admin.listHosts(req.query.get('account') ?? undefined) }),
+    handle: async (admin, req) => ({
+      status: 200,
+      body: await admin.listHosts(req.query.get('account') ?? undefined, {
+        quietFor: req.query.get('quietFor') ?? undefined,
+      }),
+    }),
   }),
   operation({
     method: 'GET',

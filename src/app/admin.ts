@@ -25,6 +25,7 @@ import {
   type TokenRecord,
 } from '../core/update-tokens.js';
 import { TSIG_ALGORITHMS, type TsigAlgorithm } from '../core/tsig.js';
+import { isQuietFor } from '../core/quiet.js';
 import type { AccountStore, DnsRepair, HostAdmin, HostGate, Publisher, TokenAdmin, AgentBlocks } from './ports.js';
 import type { HostLinks } from './ports.js';
 import { checkInterfaceId, MAX_LINKS_PER_PARENT } from '../core/prefix.js';
@@ -94,6 +95,8 @@ export interface HostView {
   /** The ACME TXT values at `_acme-challenge.<fqdn>`, oldest first (docs/protocol.md, "ACME TXT records"). */
   txt: readonly string[];
   updatedAt: number | null;
+  /** The last request counted by the frequency rule (ms), or null (docs/operators.md, "Quiet hosts"). */
+  lastRequestAt: number | null;
   /** The host whose IPv6 prefix it follows, with its interface identifier (docs/protocol.md, "IPv6 prefixes"). */
   link: { parent: string; iid: string } | null;
   /** The last delegated prefix its updates carried (its linked hosts follow it). */
@@ -183,6 +186,7 @@ export function hostView(h: HostRecord): HostView {
     backmx: h.backmx,
     txt: h.txt ?? [],
     updatedAt: h.updatedAt || null,
+    lastRequestAt: h.lastRequestAt ?? null,
     link: h.link ? { parent: h.link.parent, iid: h.link.iid } : null,
     prefix: h.prefix ?? null,
   };
@@ -288,10 +292,20 @@ export class AdminService {
     return hostView(host);
   }
 
-  async listHosts(account?: string): Promise<HostView[]> {
+  /** Every host, or one account's; with `quietFor` (a duration: 30d), only those quiet that long (core/quiet.ts). */
+  async listHosts(account?: string, opts: { quietFor?: string } = {}): Promise<HostView[]> {
     const owner = account === undefined ? undefined : accountName(account);
+    const quietForMs = opts.quietFor === undefined ? undefined : parseDuration(String(opts.quietFor));
+    if (opts.quietFor !== undefined && quietForMs === undefined)
+      throw new InvalidInputError(
+        `expected a duration such as 12h, 30d or 8w, not ${JSON.stringify(opts.quietFor)}`,
+        'quietFor',
+      );
     if (owner !== undefined && !(await this.deps.accounts.get(owner))) throw new NotFoundError(`no account ${owner}`);
-    const hosts = await this.deps.hosts.list(owner);
+    const now = Date.now();
+    const hosts = (await this.deps.hosts.list(owner)).filter(
+      (h) => quietForMs === undefined || isQuietFor(h, quietForMs, now),
+    );
     return hosts.map(hostView).sort((a, b) => a.fqdn.localeCompare(b.fqdn));
   }
 

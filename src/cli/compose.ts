@@ -14,6 +14,9 @@ import { TxtService } from '../app/txt.js';
 import { openStore, type Store } from '../store/index.js';
 import { observeStoreCalls } from '../store/observe.js';
 import { repairsDue } from '../store/repairs-due.js';
+import { RedisQuietSweep } from '../store/quiet-sweep.js';
+import { QuietHosts } from '../app/quiet.js';
+import { QUIET_BUCKETS } from '../core/quiet.js';
 import { GatewayService } from '../app/gateway.js';
 import {
   CachedTokenAuthenticator,
@@ -137,6 +140,20 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
   // Repairs changes a dead frontend left between DNS and Redis (see app/reconcile.ts).
   const reconciler = new Reconciler({ hosts: store.hosts, publisher, leaseMs: leaseMs(config), logger, telemetry });
   reconciler.start(RECONCILE_INTERVAL_MS);
+  // Hosts that went quiet: counted for the gauge, closed past hosts.closeQuietAfter (one process per interval).
+  const quietStore = new RedisQuietSweep(store.redis, store.keys);
+  const quiet = new QuietHosts({
+    store: quietStore,
+    hosts: store.hosts,
+    settings: {
+      intervalMs: config.hosts.quietSweepIntervalMs,
+      ...(config.hosts.closeQuietAfterMs === undefined ? {} : { closeAfterMs: config.hosts.closeQuietAfterMs }),
+    },
+    logger,
+  });
+  quiet.start();
+  for (const [label] of QUIET_BUCKETS)
+    telemetry.sample('quiet_hosts', { quiet_for: label }, async () => (await quietStore.counts())[label] ?? NaN);
   const http = new HttpFrontend(
     { basePath: config.basePath, trustedProxies: config.trustedProxies, ...config.http },
     { update, echo },
@@ -161,6 +178,7 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
       await http.close();
       await gateway?.close();
       await reconciler.stop();
+      await quiet.stop();
       await publisher.close();
       await store.close();
       unobserve();

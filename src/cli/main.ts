@@ -186,8 +186,15 @@ const cli = yargs(hideBin(process.argv))
       .command(
         'list',
         'list host names',
-        (a) => a.option('account', { type: 'string' }).option('json', { type: 'boolean', default: false }),
-        async (argv) => (await commands.admin()).hostList(await ctx(argv), argv.account, argv.json, out),
+        (a) =>
+          a
+            .option('account', { type: 'string' })
+            .option('quiet-for', {
+              type: 'string',
+              describe: 'only hosts with no request for this long: 12h, 30d, 8w',
+            })
+            .option('json', { type: 'boolean', default: false }),
+        async (argv) => (await commands.admin()).hostList(await ctx(argv), argv.account, argv.json, out, argv.quietFor),
       )
       .command(
         'show <fqdn>',

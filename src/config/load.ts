@@ -97,6 +97,7 @@ export function parseConfig(json: unknown, opts: ParseOptions): Config {
     credentials: readCredentials(top.section('credentials')),
     log: readLog(top.section('log')),
     addresses: readAddresses(top.section('addresses')),
+    hosts: readHosts(top.section('hosts')),
   };
   const admin = top.has('admin') ? readAdmin(top.section('admin'), config.listen, opts) : undefined;
   if (admin) Object.assign(config, { admin });
@@ -474,6 +475,14 @@ function readAddresses(s: Section): Config['addresses'] {
   });
   s.done();
   return { refuse: [...new Set(refuse)] };
+}
+
+/** `hosts`: the quiet-host sweep (docs/operators.md, "Quiet hosts"). */
+function readHosts(s: Section): Config['hosts'] {
+  const quietSweepIntervalMs = s.seconds('quietSweepInterval', 600, { positive: true });
+  const closeQuietAfterMs = s.seconds('closeQuietAfter', 0);
+  s.done();
+  return closeQuietAfterMs > 0 ? { quietSweepIntervalMs, closeQuietAfterMs } : { quietSweepIntervalMs };
 }
 
 function readLog(s: Section): Config['log'] {

@@ -135,4 +135,6 @@ export interface Config {
   log: { level: 'debug' | 'info' | 'warn' | 'error' };
   /** Address classes never published: a `myip` item of one is ignored, the client's fills nothing. */
   addresses: { refuse: readonly AddressClass[] };
+  /** Quiet hosts (docs/operators.md, "Quiet hosts"): the sweep's interval, and closing them (undefined: never). */
+  hosts: { quietSweepIntervalMs: number; closeQuietAfterMs?: number };
 }

@@ -38,6 +38,7 @@ export type SampledGauge =
   | 'dns_changes_queued'
   | 'password_checks_waiting'
   | 'repairs_due'
+  | 'quiet_hosts'
   | 'tls_certificate_expiry_seconds';
 
 /** Counts nothing: the default of every adapter, and what tests that do not look at metrics get. */

@@ -49,6 +49,10 @@ export interface HostRecord extends HostDnsState {
    * undefined: the bridge has never set any, and leaves that name alone.
    */
   txt?: readonly string[];
+  /** The last request that passed its checks and was counted (ms; the frequency rule's); undefined: none yet. */
+  lastRequestAt?: number;
+  /** When it was added, or first seen by the quiet-host sweep (ms); undefined for a host from before that. */
+  createdAt?: number;
 }
 
 /** A host that follows another's prefix: AAAA = the parent's prefix + `iid` (core/prefix.ts). */

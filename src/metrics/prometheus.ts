@@ -55,6 +55,12 @@ const SAMPLED: Readonly<Record<SampledGauge, { help: string; labelNames: readonl
       labelNames: [],
       aggregator: 'max',
     },
+    // Counted by the last quiet-host sweep and read from Redis: every worker reads the same.
+    quiet_hosts: {
+      help: 'Hosts with no request counted for at least quiet_for (1d, 7d, 30d, 90d), as the last sweep found them.',
+      labelNames: ['quiet_for'],
+      aggregator: 'max',
+    },
     // Every worker reads the same files; just after a reload the earliest is the one to watch.
     tls_certificate_expiry_seconds: {
       help: "The HTTPS listener's certificate notAfter, in seconds since the epoch.",

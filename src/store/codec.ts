@@ -35,6 +35,8 @@ export function decodeHost(fqdn: string, f: HashFields): HostRecord {
     mx: nonEmpty(f[H.mx]),
     backmx: f[H.backmx] === '1',
     updatedAt: toNumber(f[H.updatedAt]),
+    ...(f[H.lastRequest] ? { lastRequestAt: toNumber(f[H.lastRequest]) } : {}),
+    ...(f[H.createdAt] ? { createdAt: toNumber(f[H.createdAt]) } : {}),
     ...(f[H.linkParent] ? { link: { parent: f[H.linkParent]!, iid: f[H.linkIid] ?? '' } } : {}),
     ...(f[H.lastPrefix] ? { prefix: f[H.lastPrefix] } : {}),
     ...(f[H.txt] === undefined ? {} : { txt: decodeTxt(f[H.txt]!) }),

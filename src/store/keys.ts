@@ -19,6 +19,8 @@
  *   {p}hl:{fqdn}       set of the hosts linked to it (they follow its IPv6 prefix; each names it in
  *                      HOST_FIELDS.linkParent)
  *   {p}d:{name}        nest index: the hosts below a name that lies between them and their zone's apex → owner
+ *   {p}qs              the quiet-host sweep's lock (PX: one sweep per interval)
+ *   {p}qh              hash: hosts quiet for at least each age, as the last sweep counted
  *   {p}schema          hash of data migrations done (field nesting=1: the nest index covers every host)
  *
  * `{ip}` is the address bucket (see addressBucket): IPv6 clients are counted per /64.
@@ -83,6 +85,11 @@ export const HOST_FIELDS = {
    * (at most ABANDON_MARKS): a lease taken with one of them ends as it is taken (ABANDON in scripts/lease.ts).
    */
   leaseAbandoned: 'lg',
+  /**
+   * When the host was added (ms), or first seen by the quiet-host sweep if older (docs/operators.md, "Quiet hosts"):
+   * a host that never made a request is quiet since then.
+   */
+  createdAt: 'ca',
 } as const;
 
 /** The host fields that belong to a lease, not to the host record. */
@@ -153,6 +160,15 @@ export class Keys {
   /** Sorted set of host keys with a change lease (score: lease end, ms): changes in flight. */
   pendingChanges(): string {
     return `${this.prefix}pending`;
+  }
+
+  /** The quiet-host sweep's lock (one process sweeps per interval) and its last counts by age. */
+  quietSweepLock(): string {
+    return `${this.prefix}qs`;
+  }
+
+  quietCounts(): string {
+    return `${this.prefix}qh`;
   }
 
   /** SCAN MATCH pattern for every key under the prefix (its glob characters escaped). */

@@ -70,6 +70,7 @@ describe('config: parseConfig', () => {
       credentials: { maxFailures: 10, windowMs: 600_000, cooldownMs: 900_000, cacheTtlMs: 3_600_000, cacheSize: 10000 },
       log: { level: 'info' },
       addresses: { refuse: [] },
+      hosts: { quietSweepIntervalMs: 600_000 },
     });
     expect(zones).to.have.length(1);
     expect(zones[0]!.name).to.equal('dyn.example.org');

@@ -63,6 +63,7 @@ function fullConfig(): Json {
   (json.redis as Json).passwordFile = 'redis.password';
   json.admin = { listen: ['127.0.0.1:9245'], tokenFile: 'admin.token' };
   json.addresses = { refuse: ['loopback', 'multicast'] };
+  json.hosts = { quietSweepInterval: 600, closeQuietAfter: 2592000 };
   json.gateway = { listen: ['127.0.0.1:5353'], keyFile: 'gateway.key', ratePerSource: 20, maxConnections: 256 };
   return json;
 }

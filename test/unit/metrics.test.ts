@@ -76,6 +76,8 @@ describe('metrics/prometheus', () => {
     expect(lines).to.include('ddns_bridge_addresses_refused_total{class="loopback"} 2');
     expect(lines).to.include('ddns_bridge_gateway_requests_total{opcode="UPDATE",rcode="BADSIG"} 1');
     expect(lines).to.include('ddns_bridge_gateway_requests_total{opcode="other",rcode="other"} 1');
+    t.sample('quiet_hosts', { quiet_for: '30d' }, () => 3);
+    expect(samples(await t.render())).to.include('ddns_bridge_quiet_hosts{quiet_for="30d"} 3');
   });
 
   it('refuses a sampled gauge with other labels than its own', () => {

@@ -4,6 +4,7 @@
  */
 import type { AdminService, HostStateChange } from '../../app/admin.js';
 import type { DnsRepair } from '../../app/ports.js';
+import { InvalidInputError } from '../../core/errors.js';
 import { openStore, type Store } from '../../store/index.js';
 import { adminServiceOn } from '../admin-service.js';
 import type { CommandContext } from '../context.js';
@@ -92,10 +93,26 @@ export async function hostList(
   account: string | undefined,
   json: boolean,
   out: Out,
+  quietFor?: string,
 ): Promise<void> {
-  const hosts = await withAdmin(ctx, (admin) => admin.listHosts(account));
+  const hosts = await withAdmin(ctx, (admin) =>
+    admin.listHosts(account, quietFor === undefined ? {} : { quietFor }).catch((err: unknown) => {
+      if (err instanceof InvalidInputError && err.field === 'quietFor')
+        throw new InvalidInputError(err.detail, '--quiet-for');
+      throw err;
+    }),
+  );
   if (json) out(JSON.stringify(hosts));
-  else for (const h of hosts) out([h.fqdn, h.owner, h.type, h.state, h.addresses.join(',') || '-'].join('\t'));
+  else
+    for (const h of hosts) {
+      const fields = [h.fqdn, h.owner, h.type, h.state, h.addresses.join(',') || '-'];
+      // With --quiet-for: when it was last heard of (docs/operators.md, "Quiet hosts").
+      if (quietFor !== undefined)
+        fields.push(
+          h.lastRequestAt === null ? 'no request yet' : `last request ${new Date(h.lastRequestAt).toISOString()}`,
+        );
+      out(fields.join('\t'));
+    }
 }
 
 export async function hostShow(ctx: CommandContext, name: string, json: boolean, out: Out): Promise<void> {

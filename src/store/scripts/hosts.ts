@@ -4,7 +4,7 @@
  */
 import type { HostType, SettableHostState } from '../../core/types.js';
 import { ACCOUNT_FIELDS as AF, HOST_FIELDS as HF } from '../keys.js';
-import { DROP_TOKEN_COUNT, NESTING } from '../lua.js';
+import { DROP_TOKEN_COUNT, NESTING, NOW } from '../lua.js';
 import { defineScript, replyArray, replyInteger, replyKind, replyOneOf, replyString } from '../script.js';
 
 /** A name between a host and its zone's apex: its host key and its nest index. */
@@ -46,7 +46,7 @@ export type HostAddReply = { kind: 'ok' | 'noaccount' | 'exists' } | Shadowing;
  */
 export const HOST_ADD = defineScript({
   name: 'ddnsHostAdd',
-  preamble: NESTING,
+  preamble: `${NOW}${NESTING}`,
   keys: ['host', 'account', 'nestIndex'],
   keyTail: 'betweenKeys',
   args: ['owner', 'hostType', 'fqdn'],
@@ -56,7 +56,7 @@ if redis.call('EXISTS', account) == 0 then return {'noaccount'} end
 if redis.call('EXISTS', host) == 1 then return {'exists'} end
 local conflict = nestingConflict(owner, nestIndex, betweenKeys, 1, between)
 if conflict then return conflict end
-redis.call('HSET', host, '${HF.owner}', owner, '${HF.type}', hostType, '${HF.state}', 'active')
+redis.call('HSET', host, '${HF.owner}', owner, '${HF.type}', hostType, '${HF.state}', 'active', '${HF.createdAt}', ms(now))
 redis.call('HINCRBY', account, '${AF.hostCount}', 1)
 nest(fqdn, owner, betweenKeys, 1, #between)
 return {'ok'}
@@ -156,6 +156,7 @@ return 'ok'
  */
 export const HOST_SET_STATE = defineScript({
   name: 'ddnsHostSetState',
+  preamble: NOW,
   keys: ['host'],
   args: ['state'],
   argTail: 'onlyFrom',
@@ -171,6 +172,8 @@ redis.call('HSET', host, '${HF.state}', state)
 if state == 'active' then
   redis.call('HDEL', host, '${HF.lastRequest}', '${HF.frequentCount}')
   redis.call('HINCRBY', host, '${HF.frequencySeq}', 1)
+  -- Made active again (reopen, unblock): quiet from now, or the quiet-host sweep would close it at once.
+  redis.call('HSET', host, '${HF.createdAt}', ms(now))
 end
 return 1
 `,
