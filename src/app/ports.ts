@@ -30,6 +30,7 @@ export interface AccountView {
 }
 
 export interface Credentials {
+  /** '' only from `Authorization: Token` or a query `password` without `username`: the token alone (no user). */
   user: string;
   password: string;
 }

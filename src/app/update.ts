@@ -361,8 +361,9 @@ export class UpdateService {
    * once the process knows the token, like the fast path. The token updates its own host;
    * another name gets `!yours`; no `hostname` with the host as user means that host. Every
    * reply passes the token's login checks first: in the admission, or on their own (check)
-   * when the reply or a lookup (mx) would come before it. undefined: not a token login (or
-   * a token revoked meanwhile): the full path decides, as for a wrong password.
+   * when the reply or a lookup (mx) would come before it. No user at all (`Authorization: Token`)
+   * counts as the host. undefined: not a token login (or a token revoked meanwhile): the full
+   * path decides, as for a wrong password.
    */
   private async tokenPath(
     req: UpdateRequest,
@@ -385,10 +386,9 @@ export class UpdateService {
     const refuse = (check: GuardCheck) => this.tokenRefused(req, ua, asked, token, check, retried);
     const guard: TokenGuard = { sourceIp: req.clientIp, userAgent: ua, token };
     const { params, mx } = asked();
-    const names =
-      params.hosts.length > 0 || normalizeHostname(credentials.user) !== token.fqdn
-        ? params.hosts
-        : [{ fqdn: token.fqdn }];
+    // No `hostname`: the token's own host when the user names it, or when there is no user (the token alone).
+    const userIsHost = credentials.user === '' || normalizeHostname(credentials.user) === token.fqdn;
+    const names = params.hosts.length > 0 || !userIsHost ? params.hosts : [{ fqdn: token.fqdn }];
     const zone = this.deps.publisher.zoneFor(token.fqdn);
     // A TXT-only token changes nothing else of its host: `!yours` (docs/security.md, "Update tokens").
     const outOfScope = token.acmeOnly === true && params.txt === undefined;

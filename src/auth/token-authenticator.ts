@@ -55,11 +55,14 @@ export class CachedTokenAuthenticator implements TokenAuthenticator {
 
 /**
  * The user names the token's host or that host's account (routers often have no hostname field), or the token's
- * id (acme-dns clients send a user id beside the key: docs/clients.md, "Certificates (ACME DNS-01)"); the source
- * lies in its `from`.
+ * id (acme-dns clients send a user id beside the key: docs/clients.md, "Certificates (ACME DNS-01)"), or is empty:
+ * the token alone (`Authorization: Token`, docs/protocol.md, "deSEC variants"; Basic never yields an empty user).
+ * The source lies in its `from`.
  */
 function matches(login: TokenLogin, rawUser: string, sourceIp: string): boolean {
-  const user = rawUser.trim();
-  if (user !== login.account.name && user !== login.id && normalizeHostname(user) !== login.fqdn) return false;
+  if (rawUser !== '') {
+    const user = rawUser.trim();
+    if (user !== login.account.name && user !== login.id && normalizeHostname(user) !== login.fqdn) return false;
+  }
   return sourceAllowed(login.from, sourceIp);
 }

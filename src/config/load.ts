@@ -295,6 +295,7 @@ function readHttp(s: Section): Config['http'] {
     keepAliveTimeoutMs: s.seconds('keepAliveTimeout', 5),
     maxHeaderBytes: s.integer('maxHeaderBytes', 8192, { min: 1024 }),
     maxConnections: s.integer('maxConnections', 10000, { min: 1 }),
+    queryCredentials: s.boolean('queryCredentials', false),
   };
   s.done();
   return http;

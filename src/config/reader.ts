@@ -105,6 +105,14 @@ export class Section {
     return ms;
   }
 
+  boolean(name: string, fallback: boolean): boolean {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    if (typeof value !== 'boolean')
+      throw new ConfigError(this.keyPath(name), `expected true or false, got ${describe(value)}`);
+    return value;
+  }
+
   /** An array (or `fallback` when absent); elements are checked by the caller with `itemPath`. */
   array(name: string, fallback?: readonly unknown[]): readonly unknown[] {
     const value = this.raw(name);

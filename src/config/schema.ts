@@ -73,6 +73,8 @@ export interface Config {
     keepAliveTimeoutMs: number;
     maxHeaderBytes: number;
     maxConnections: number;
+    /** `username=` / `password=` in the query string are credentials (off: URLs end up in proxy and access logs). */
+    queryCredentials: boolean;
   };
   redis: {
     url: string;

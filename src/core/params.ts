@@ -30,13 +30,17 @@ export interface UpdateParams {
   offline: boolean;
   /** `ipv6prefix` / `ip6lanprefix`: the first that is a prefix (docs/protocol.md, "IPv6 prefixes"); else undefined. */
   ipv6Prefix?: Ipv6Prefix;
-  /** `system` is absent or one of dyndns/statdns/custom, and a `txt` value is valid (else `badsys`). */
+  /** `system` is absent or one of dyndns/statdns/custom/noip, and a `txt` value is valid (else `badsys`). */
   systemSupported: boolean;
   /** `txt` / `clear`: a change of the ACME TXT set, and only that (docs/protocol.md, "ACME TXT records"). */
   txt?: TxtAsk;
 }
 
-const SUPPORTED_SYSTEMS = new Set(['dyndns', 'statdns', 'custom']);
+/**
+ * `noip`: what ddclient's `protocol=noip` sends (issue 31; the seed answered it `badsys`), the same request as
+ * dyndns's (docs/protocol.md, "deSEC variants").
+ */
+const SUPPORTED_SYSTEMS = new Set(['dyndns', 'statdns', 'custom', 'noip']);
 /**
  * `myip`'s aliases that carry the IPv6 address (docs/protocol.md, "The update request"); an IPv4 address in them is
  * ignored.

@@ -15,6 +15,7 @@ import { ClientAddressResolver, paramsOf, parseBasicAuth } from './request.js';
 import { echoReply, encodeReply, errorReply, outcomeReply, updateReply, type RawReply } from './reply.js';
 import { readTlsPair, summarize, type TlsListenerFiles } from './tls.js';
 import { ACME_PATHS, answerAcme, isAcmeRoute, type AcmeRoute } from './acme.js';
+import { dyndns2Ask } from './desec.js';
 import { connectionsCheckingInterval } from '../core/limits.js';
 
 export interface HttpSettings {
@@ -27,6 +28,8 @@ export interface HttpSettings {
   keepAliveTimeoutMs: number;
   maxHeaderBytes: number;
   maxConnections: number;
+  /** `http.queryCredentials` (docs/protocol.md, "deSEC variants"). */
+  queryCredentials?: boolean;
 }
 
 type Route = 'update' | 'echo' | AcmeRoute;
@@ -234,7 +237,7 @@ export class HttpFrontend {
     const started = performance.now();
     // The target is split once: the route serves the handler and the metrics.
     const { path, query } = splitTarget(req.url ?? '/');
-    const route = this.routes.get(path);
+    const route = updateOnGet(this.routes.get(path), req.method);
     this.handle(req, route, query, connection.peer)
       .catch((err: unknown) => {
         // The client's doing, not ours: its body ended early (node has answered 400 already, if it could).
@@ -283,25 +286,21 @@ export class HttpFrontend {
     const clientIp = this.clientAddress.resolve(peer, req.headers['x-forwarded-for']);
     // A peer address that is not an IP address (not seen from node's TCP sockets): no detected address.
     if (clientIp === undefined) return errorReply(400);
-    const credentials = parseBasicAuth(req.headers.authorization);
     const params = paramsOf(query, body);
 
     if (route === 'echo') {
       const userAgent = req.headers['user-agent'];
       const reply = await this.services.echo.echo({
         clientIp,
-        credentials,
+        credentials: parseBasicAuth(req.headers.authorization),
         userAgent,
         hostname: params.get('hostname')?.[0],
       });
       return echoReply(reply, this.settings.realm);
     }
-    const reply = await this.services.update.update({
-      credentials,
-      userAgent: req.headers['user-agent'],
-      clientIp,
-      params,
-    });
+    const queryCredentials = this.settings.queryCredentials ?? false;
+    const ask = dyndns2Ask(req.headers, params, query, { queryCredentials });
+    const reply = await this.services.update.update({ ...ask, userAgent: req.headers['user-agent'], clientIp });
     return updateReply(reply, this.settings.realm);
   }
 
@@ -396,6 +395,11 @@ export class HttpFrontend {
  */
 function isRequestLine(raw: Buffer | undefined): boolean {
   return raw !== undefined && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ [^\s]+ HTTP\/\d\.\d\r?\n/.test(raw.toString('latin1'));
+}
+
+/** `/update` is acme-dns's POST and the update path's GET (deSEC's `/update?…`: docs/protocol.md, "deSEC variants"). */
+function updateOnGet(route: Route | undefined, method: string | undefined): Route | undefined {
+  return route === 'acme-dns' && method === 'GET' ? 'update' : route;
 }
 
 /** The reply token: the body's first word (`good`, `badauth`, `911`; the metrics bound the set). */

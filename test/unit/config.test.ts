@@ -50,6 +50,7 @@ describe('config: parseConfig', () => {
         keepAliveTimeoutMs: 5_000,
         maxHeaderBytes: 8192,
         maxConnections: 10000,
+        queryCredentials: false,
       },
       redis: { url: 'redis://127.0.0.1:6379/0', keyPrefix: 'ddns:', commandTimeoutMs: 2000 },
       dns: { ttl: 60, timeoutMs: 3000, maxInFlight: 4, fudge: 300, clockOffsetSeconds: 0 },
@@ -313,6 +314,12 @@ describe('config: parseConfig', () => {
         /a number, got a string/,
       ],
       ['not an integer', { http: { maxConnections: 1.5 }, zones: [zone()] }, 'http.maxConnections', /integer/],
+      [
+        'not a boolean',
+        { http: { queryCredentials: 'yes' }, zones: [zone()] },
+        'http.queryCredentials',
+        /expected true or false, got a string/,
+      ],
       ['negative duration', { dns: { timeout: -1 }, zones: [zone()] }, 'dns.timeout', /at least 0/],
       ['zero timeout', { dns: { timeout: 0 }, zones: [zone()] }, 'dns.timeout', /more than 0/],
       [

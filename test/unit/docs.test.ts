@@ -65,6 +65,7 @@ function fullConfig(): Json {
   json.addresses = { refuse: ['loopback', 'multicast'] };
   json.hosts = { quietSweepInterval: 600, closeQuietAfter: 2592000 };
   json.gateway = { listen: ['127.0.0.1:5353'], keyFile: 'gateway.key', ratePerSource: 20, maxConnections: 256 };
+  (json.http as Json).queryCredentials = true;
   return json;
 }
 
