@@ -38,6 +38,8 @@ export interface RawReply {
   headers?: ReadonlyArray<readonly [string, string]>;
   /** Default text/plain (the ACME client APIs answer JSON: http/acme.ts). */
   contentType?: string;
+  /** The update path's token of the outcome, for the metrics, when the body does not start with it (dialects). */
+  outcomeToken?: string;
 }
 
 /** `headOnly`: a HEAD request gets the headers (with the body's length) and no body. */

@@ -16,6 +16,7 @@ import { echoReply, encodeReply, errorReply, outcomeReply, updateReply, type Raw
 import { readTlsPair, summarize, type TlsListenerFiles } from './tls.js';
 import { ACME_PATHS, answerAcme, isAcmeRoute, type AcmeRoute } from './acme.js';
 import { dyndns2Ask } from './desec.js';
+import { answerDynv6, DYNV6_PATH } from './dynv6.js';
 import { connectionsCheckingInterval } from '../core/limits.js';
 
 export interface HttpSettings {
@@ -32,7 +33,7 @@ export interface HttpSettings {
   queryCredentials?: boolean;
 }
 
-type Route = 'update' | 'echo' | AcmeRoute;
+type Route = 'update' | 'echo' | AcmeRoute | 'dynv6';
 
 /**
  * What the frontend keeps per connection, on the socket itself. Not in a WeakMap keyed by
@@ -95,6 +96,8 @@ export class HttpFrontend {
     // Never over an update alias: with basePath `/nic`, `/nic/update` stays the update path.
     for (const [p, route] of ACME_PATHS)
       for (const path of [p, base + p]) if (!this.routes.has(path)) this.routes.set(path, route);
+    // dynv6's update API (docs/protocol.md, "dynv6").
+    for (const path of [DYNV6_PATH, base + DYNV6_PATH]) if (!this.routes.has(path)) this.routes.set(path, 'dynv6');
     this.clientAddress = new ClientAddressResolver(settings.trustedProxies);
   }
 
@@ -252,7 +255,8 @@ export class HttpFrontend {
       .then((reply) => {
         this.write(req, res, reply);
         const seconds = (performance.now() - started) / 1000;
-        this.telemetry.httpRequest(route ?? 'other', firstWord(reply.body), reply.status, seconds);
+        const token = reply.outcomeToken ?? firstWord(reply.body);
+        this.telemetry.httpRequest(route ?? 'other', token, reply.status, seconds);
       })
       // The reply is written (write() catches its own errors): what is left to fail is the
       // accounting. Never an unhandled rejection, which would end the process on node 20.
@@ -287,6 +291,7 @@ export class HttpFrontend {
     // A peer address that is not an IP address (not seen from node's TCP sockets): no detected address.
     if (clientIp === undefined) return errorReply(400);
     const params = paramsOf(query, body);
+    if (route === 'dynv6') return answerDynv6({ params, headers: req.headers, clientIp }, this.services.update);
 
     if (route === 'echo') {
       const userAgent = req.headers['user-agent'];
