@@ -2,15 +2,24 @@
  * dynv6's update API (docs/protocol.md, "dynv6") with curl against the real `ddns-bridge serve`, redis-server and
  * knotd or named; the records read back from the primary with dig. Every request form the docs name, `-` removal,
  * `auto` from an IPv4 and an IPv6 client (X-Forwarded-For from the trusted loopback proxy), a prefix moving a linked
- * host, the refusals; and the recipes of docs/clients.md, "dynv6", run as written. The token travels in the URL, so
- * curl reads the URL from a config file (mode 0600), never from argv.
+ * host, the refusals, inadyn 2.10's custom provider; and the recipes of docs/clients.md, "dynv6", run as written.
+ * The token travels in the URL, so curl reads the URL from a config file (mode 0600), never from argv.
  */
 import { expect } from 'chai';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { freePort, makeTempDir, removeDir, writePrivateFile } from '../../src/lab/index.js';
+import { freePort, makeTempDir, removeDir, requireBinariesOrSkip, writePrivateFile } from '../../src/lab/index.js';
 import { parseHttp, ROOT, type BridgeEnv, type HttpResult } from '../support/bridge.js';
-import { clientDir, requireInterop, runProcess, startInteropEnv, uniqueHost } from './support.js';
+import {
+  clientDir,
+  inadynConfig,
+  inadynRequests,
+  requireInterop,
+  runInadyn,
+  runProcess,
+  startInteropEnv,
+  uniqueHost,
+} from './support.js';
 
 const ACCOUNT = { name: 'vera', password: 'vera-account-pw' };
 const BASE = '/ddns';
@@ -24,11 +33,14 @@ export const DYNV6_RECIPES = {
   removeIpv6: `url = "${DOC_SERVER}/api/update?zone=H&token=TOKEN&ipv6=-"`,
   prefix: `url = "${DOC_SERVER}/api/update?hostname=H&token=TOKEN&ipv4=auto&ipv6prefix=2001:db8:1200:3400::/56"`,
 } as const;
+/** inadyn 2.10's `custom` provider: the path (under basePath) and the reply it takes for success. */
+export const DYNV6_INADYN_PATH = '/api/update?hostname=%h&token=%p&ipv4=%i';
+export const DYNV6_INADYN_RESPONSE = 'ddns-response = { "addresses updated", "addresses unchanged" }';
 /** The command of the recipes (the config file's path as written in the docs). */
 export const DYNV6_COMMAND = 'curl -fsS -K /etc/ddns/dynv6.curl';
 
 for (const kind of ['knot', 'bind'] as const) {
-  describe(`dynv6 update API with curl (${kind})`, function () {
+  describe(`dynv6 update API with curl and inadyn (${kind})`, function () {
     this.timeout(90_000);
     let env: BridgeEnv;
     let adminPort: number;
@@ -229,6 +241,31 @@ for (const kind of ['knot', 'bind'] as const) {
       expect(await a(h)).to.deep.equal([]);
     });
 
+    it('inadyn 2.10, custom provider with the dynv6 path and ddns-response: updated, then unchanged', async function () {
+      requireBinariesOrSkip(this, ['inadyn']);
+      const { h, token } = await hostWithToken('inadyn');
+      const config = (ip: string) =>
+        inadynConfig({
+          port: env.port,
+          username: h,
+          password: token,
+          hostnames: [h],
+          address: { fixed: ip },
+          ddnsPath: BASE + DYNV6_INADYN_PATH,
+        }).replace('    hostname =', `    ${DYNV6_INADYN_RESPONSE}\n    hostname =`);
+      const dir = await clientDir(env, 'inadyn-dynv6');
+      const first = await runInadyn(dir, config('203.0.113.61'));
+      expect(inadynRequests(first.output)[0], first.output).to.include(
+        `GET ${BASE}/api/update?hostname=${h}&token=${token}&ipv4=203.0.113.61 HTTP/1.0`,
+      );
+      expect(first.output).to.include(`Successful alias table update for ${h} => new IP# 203.0.113.61`);
+      expect(first.code, first.output).to.equal(0);
+      expect(await a(h)).to.deep.equal(['203.0.113.61']);
+      const again = await runInadyn(dir, config('203.0.113.61'));
+      expect(again.output).to.include('addresses unchanged');
+      expect(again.code, again.output).to.equal(0);
+    });
+
     it("/metrics: route dynv6, counted under the update path's tokens", async () => {
       const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
       const count = (token: string, status: number) =>
@@ -251,9 +288,11 @@ for (const kind of ['knot', 'bind'] as const) {
 }
 
 describe('docs/clients.md: the dynv6 recipes are the ones the tests run', () => {
-  it('shows the command and each config line verbatim', async () => {
+  it('shows the command, each config line and the inadyn lines verbatim', async () => {
     const doc = await readFile(path.join(ROOT, 'docs/clients.md'), 'utf8');
     expect(doc).to.include(DYNV6_COMMAND);
     for (const line of Object.values(DYNV6_RECIPES)) expect(doc).to.include(line);
+    expect(doc).to.include(`ddns-path = "${DYNV6_INADYN_PATH}"`);
+    expect(doc).to.include(DYNV6_INADYN_RESPONSE);
   });
 });
