@@ -58,6 +58,11 @@ export interface UpdateRequest {
    * its record (dynv6's `-`, deSEC's empty value, DuckDNS's `clear=true`). docs/protocol.md, "Dialects".
    */
   families?: FamilyAsks;
+  /**
+   * Update tokens only, never an account's password (DuckDNS: docs/protocol.md, "DuckDNS"): credentials that are no
+   * token are refused as malformed ones are (a failure counted against the source, no password checked).
+   */
+  tokensOnly?: boolean;
 }
 
 /** Per address family, a dialect's keep or remove (UpdateRequest.families). */
@@ -189,14 +194,15 @@ export class UpdateService {
     // Parsed once, when first needed: a fast path that falls back hands it on (with its MX check).
     let parsed: AskedChange | undefined;
     const asked = (): AskedChange => (parsed ??= this.askedOf(req));
-    const fast = (await this.tokenPath(req, ua, asked)) ?? (await this.fastPath(req, ua, asked));
+    const fast =
+      (await this.tokenPath(req, ua, asked)) ?? (req.tokensOnly ? undefined : await this.fastPath(req, ua, asked));
     if (fast !== undefined) return fast;
 
     // The agent check and the account lookup go to Redis together; the authenticator
     // decides (verifies, counts) only once the agent is known to be allowed.
     const blocked = clientPolicy.isBlocked(ua, req.clientIp);
     const login =
-      typeof req.credentials === 'object'
+      typeof req.credentials === 'object' && !req.tokensOnly
         ? authenticator.authenticate(
             req.credentials,
             req.clientIp,
@@ -212,7 +218,7 @@ export class UpdateService {
     // A missing header is the normal first step of challenge-driven clients (wget,
     // uclient-fetch): answer the challenge without counting it as a failure.
     if (req.credentials === 'missing') return { kind: 'request', outcome: 'bad-credentials' };
-    if (req.credentials === 'malformed') {
+    if (req.credentials === 'malformed' || req.tokensOnly) {
       await authenticator.recordMalformed(req.clientIp);
       return { kind: 'request', outcome: 'bad-credentials' };
     }

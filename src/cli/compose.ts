@@ -155,7 +155,12 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
   for (const [label] of QUIET_BUCKETS)
     telemetry.sample('quiet_hosts', { quiet_for: label }, async () => (await quietStore.counts())[label] ?? NaN);
   const http = new HttpFrontend(
-    { basePath: config.basePath, trustedProxies: config.trustedProxies, ...config.http },
+    {
+      basePath: config.basePath,
+      trustedProxies: config.trustedProxies,
+      ...config.http,
+      ...(config.dialects?.duckdns?.zone === undefined ? {} : { duckdnsZone: config.dialects.duckdns.zone }),
+    },
     { update, echo },
     logger,
     telemetry,

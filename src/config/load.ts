@@ -14,6 +14,7 @@ import {
   TSIG_ALGORITHMS,
   type Config,
   type AdminConfig,
+  type DialectsConfig,
   type GatewayConfig,
   type ListenConfig,
   type TlsFilesConfig,
@@ -103,6 +104,8 @@ export function parseConfig(json: unknown, opts: ParseOptions): Config {
   if (admin) Object.assign(config, { admin });
   const gateway = top.has('gateway') ? readGateway(top.section('gateway'), config, opts) : undefined;
   if (gateway) Object.assign(config, { gateway });
+  const dialects = top.has('dialects') ? readDialects(top.section('dialects'), config) : undefined;
+  if (dialects) Object.assign(config, { dialects });
   top.done();
   return deepFreeze(config);
 }
@@ -214,6 +217,27 @@ function readGateway(s: Section, config: Config, opts: ParseOptions): GatewayCon
   const ctx: SecretContext = { env: opts.env, baseDir: opts.baseDir, readFile: opts.readFile };
   const masterSecret = loadMasterSecret({ kind: 'file', key: s.keyPath('keyFile'), path: keyFile }, ctx);
   return { listen, masterSecret, ratePerSource, maxConnections };
+}
+
+/** `dialects`: the client dialects' own settings (docs/protocol.md, "DuckDNS"). */
+function readDialects(s: Section, config: Config): DialectsConfig {
+  const dialects: DialectsConfig = {};
+  if (s.has('duckdns')) {
+    const d = s.section('duckdns');
+    const raw = d.optionalString('zone');
+    d.done();
+    if (raw !== undefined) {
+      const zone = normalizeZoneName(raw);
+      if (zone === undefined || !config.zones.some((z) => z.name === zone))
+        throw new ConfigError(
+          d.keyPath('zone'),
+          `expected the name of a configured zone (zones[].name), got ${JSON.stringify(raw)}`,
+        );
+      dialects.duckdns = { zone };
+    } else dialects.duckdns = {};
+  }
+  s.done();
+  return dialects;
 }
 
 /** Messages per second from one source: a client sends a handful per change (SOA lookups, the UPDATE). */

@@ -55,12 +55,19 @@ export interface GatewayConfig {
   maxConnections: number;
 }
 
+export interface DialectsConfig {
+  /** `GET /update`: single labels in `domains` are names in `zone` (a configured zone); absent: refused. */
+  duckdns?: { zone?: string };
+}
+
 export interface Config {
   listen: readonly ListenConfig[];
   /** Absent: no admin listener. */
   admin?: AdminConfig;
   /** Absent: no RFC 2136 gateway. */
   gateway?: GatewayConfig;
+  /** Settings of the client dialects (docs/protocol.md, "DuckDNS"); absent: their defaults. */
+  dialects?: DialectsConfig;
   /** Prefix of the update path, e.g. `` or `/ddns` (no trailing slash). */
   basePath: string;
   /** CIDR blocks whose X-Forwarded-For is believed. */

@@ -38,7 +38,10 @@ export interface RawReply {
   headers?: ReadonlyArray<readonly [string, string]>;
   /** Default text/plain (the ACME client APIs answer JSON: http/acme.ts). */
   contentType?: string;
-  /** The update path's token of the outcome, for the metrics, when the body does not start with it (dialects). */
+  /**
+   * The reply token of the outcome, for the metrics' `token` label, when the body does not start with it (DuckDNS's
+   * `OK` / `KO`: http/duckdns.ts); absent: the body's first word.
+   */
   outcomeToken?: string;
 }
 

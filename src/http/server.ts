@@ -17,6 +17,7 @@ import { readTlsPair, summarize, type TlsListenerFiles } from './tls.js';
 import { ACME_PATHS, answerAcme, isAcmeRoute, type AcmeRoute } from './acme.js';
 import { dyndns2Ask } from './desec.js';
 import { answerDynv6, DYNV6_PATH } from './dynv6.js';
+import { answerDuckDns, duckDnsFault, withDuckDns } from './duckdns.js';
 import { connectionsCheckingInterval } from '../core/limits.js';
 
 export interface HttpSettings {
@@ -31,9 +32,11 @@ export interface HttpSettings {
   maxConnections: number;
   /** `http.queryCredentials` (docs/protocol.md, "deSEC variants"). */
   queryCredentials?: boolean;
+  /** `dialects.duckdns.zone` (http/duckdns.ts). */
+  duckdnsZone?: string;
 }
 
-type Route = 'update' | 'echo' | AcmeRoute | 'dynv6';
+type Route = 'update' | 'echo' | AcmeRoute | 'dynv6' | 'duckdns';
 
 /**
  * What the frontend keeps per connection, on the socket itself. Not in a WeakMap keyed by
@@ -240,7 +243,8 @@ export class HttpFrontend {
     const started = performance.now();
     // The target is split once: the route serves the handler and the metrics.
     const { path, query } = splitTarget(req.url ?? '/');
-    const route = updateOnGet(this.routes.get(path), req.method);
+    // GET of the acme-dns path (`/update`): DuckDNS when it names `domains`, else the update request (deSEC's form).
+    const route = getOfUpdatePath(this.routes.get(path), req.method, query);
     this.handle(req, route, query, connection.peer)
       .catch((err: unknown) => {
         // The client's doing, not ours: its body ended early (node has answered 400 already, if it could).
@@ -279,6 +283,7 @@ export class HttpFrontend {
     if (!route) return errorReply(404);
     if (req.method !== 'GET' && req.method !== 'POST') return errorReply(405);
     if (isAcmeRoute(route)) return this.acme(req, route, peer);
+    if (route === 'duckdns') return this.duckdns(req, query, peer);
 
     let body: string | undefined;
     if (req.method === 'POST') {
@@ -318,6 +323,20 @@ export class HttpFrontend {
     if (clientIp === undefined) return errorReply(400);
     const input = { route, headers: req.headers, body: read, clientIp, realm: this.settings.realm };
     return answerAcme(input, this.services.update);
+  }
+
+  /** A DuckDNS request: GET, the query string only (http/duckdns.ts). */
+  private async duckdns(req: http.IncomingMessage, query: string, peer: string): Promise<RawReply> {
+    const clientIp = this.clientAddress.resolve(peer, req.headers['x-forwarded-for']);
+    if (clientIp === undefined) return errorReply(400);
+    const input = { query, userAgent: req.headers['user-agent'], clientIp };
+    const zone = this.settings.duckdnsZone;
+    try {
+      return await answerDuckDns(input, zone === undefined ? {} : { zone }, this.services.update, this.logger);
+    } catch (err) {
+      this.logger.error('request failed', { error: err instanceof Error ? err.message : String(err) });
+      return duckDnsFault();
+    }
   }
 
   private write(req: http.IncomingMessage, res: http.ServerResponse, reply: RawReply): void {
@@ -403,8 +422,13 @@ function isRequestLine(raw: Buffer | undefined): boolean {
 }
 
 /** `/update` is acme-dns's POST and the update path's GET (deSEC's `/update?…`: docs/protocol.md, "deSEC variants"). */
-function updateOnGet(route: Route | undefined, method: string | undefined): Route | undefined {
-  return route === 'acme-dns' && method === 'GET' ? 'update' : route;
+/**
+ * `GET /update`: DuckDNS's request when its query names `domains` (DuckDNS's own parameter), else the update request
+ * (deSEC's `update.dedyn.io/update?…`); `POST /update` stays acme-dns's.
+ */
+function getOfUpdatePath(route: Route | undefined, method: string | undefined, query: string): Route | undefined {
+  if (route !== 'acme-dns' || method !== 'GET') return route;
+  return /(?:^|&)domains=/.test(query) ? withDuckDns(route, method) : 'update';
 }
 
 /** The reply token: the body's first word (`good`, `badauth`, `911`; the metrics bound the set). */

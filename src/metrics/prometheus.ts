@@ -87,8 +87,16 @@ const GATEWAY_ANSWERS: ReadonlySet<string> = new Set(
   ].concat(['NOTZONE', 'BADKEY', 'BADSIG', 'BADTIME', 'dropped']),
 );
 
-/** The routes of src/http: the update path, the address echo, the ACME client APIs (lego httpreq, acme-dns), dynv6. */
-const ROUTES: ReadonlySet<string> = new Set(['update', 'echo', 'acme-present', 'acme-cleanup', 'acme-dns', 'dynv6']);
+/** The routes of src/http: the update path, the address echo, the ACME client APIs (lego httpreq, acme-dns), the dialects. */
+const ROUTES: ReadonlySet<string> = new Set([
+  'update',
+  'echo',
+  'acme-present',
+  'acme-cleanup',
+  'acme-dns',
+  'dynv6',
+  'duckdns',
+]);
 
 /** Label values from a fixed set: anything else is `other` (a label's values must stay few). */
 function routeLabel(route: string): string {

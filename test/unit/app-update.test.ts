@@ -14,7 +14,7 @@ import type {
   HostGate,
   Lease,
 } from '../../src/app/ports.js';
-import { UpdateService, type UpdateReply } from '../../src/app/update.js';
+import { UpdateService, type UpdateReply, type UpdateRequest } from '../../src/app/update.js';
 import { hostReply, requestReply } from '../../src/core/outcomes.js';
 import type { Logger } from '../../src/core/log.js';
 import { emptyDnsState, type AddressFamilies, type HostRecord } from '../../src/core/types.js';
@@ -33,6 +33,8 @@ interface Script {
   refused?: Map<string, GuardCheck>;
   /** Every admission's guard, as the store received it. */
   guards?: (AdmitRequest['guard'] | undefined)[];
+  /** The authenticator's calls, in order (`authenticate`, `recordMalformed`). */
+  logins?: string[];
 }
 
 function hostsWith(script: Script): Pick<HostGate, 'admit' | 'commit' | 'release'> & { commits: string[] } {
@@ -72,17 +74,17 @@ function hostsWith(script: Script): Pick<HostGate, 'admit' | 'commit' | 'release
 async function update(
   hostnames: string[],
   script: Script,
+  request: Partial<UpdateRequest> = {},
 ): Promise<{ reply: UpdateReply; commits: string[]; changes: HostChange[] }> {
   const hosts = hostsWith(script);
   const changes: HostChange[] = [];
   const service = new UpdateService({
     authenticator: {
-      authenticate: async () => ({
-        ok: true,
-        account: ALICE,
-        login: { account: ALICE, hashDigest: 'digest-of-alice' },
-      }),
-      recordMalformed: async () => undefined,
+      authenticate: async () => {
+        script.logins?.push('authenticate');
+        return { ok: true, account: ALICE, login: { account: ALICE, hashDigest: 'digest-of-alice' } };
+      },
+      recordMalformed: async () => void script.logins?.push('recordMalformed'),
       recall: () => undefined, // the full path: several host names
       recalledAndAdmitted: () => undefined,
     },
@@ -110,6 +112,7 @@ async function update(
     userAgent: 'tests/1.0',
     clientIp: '192.0.2.9',
     params,
+    ...request,
   });
   return { reply, commits: hosts.commits, changes };
 }
@@ -173,5 +176,23 @@ describe('app: the full path checks the login again at each admission', () => {
       const { reply } = await update(['a', 'b'], { refused: new Map([[`b.${ZONE}`, check]]) });
       expect(tokens(reply), check).to.equal(token);
     }
+  });
+});
+
+describe('app: tokensOnly (DuckDNS) never takes an account password', () => {
+  it('credentials that are no token: badauth, counted as malformed ones, no password checked, nothing changed', async () => {
+    const logins: string[] = [];
+    const { reply, commits } = await update(['a', 'b'], { logins }, { tokensOnly: true });
+    expect(tokens(reply)).to.equal('badauth');
+    expect(logins).to.deep.equal(['recordMalformed']);
+    expect(commits).to.deep.equal([]);
+    // One name: not the fast path's unverified admission either.
+    const one: string[] = [];
+    expect(tokens((await update(['a'], { logins: one }, { tokensOnly: true })).reply)).to.equal('badauth');
+    expect(one).to.deep.equal(['recordMalformed']);
+    // Without it the same password is checked (two names: the full path) and updates the hosts.
+    const plain: string[] = [];
+    expect(tokens((await update(['a', 'b'], { logins: plain })).reply)).to.equal('good good');
+    expect(plain).to.deep.equal(['authenticate']);
   });
 });

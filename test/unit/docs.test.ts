@@ -66,6 +66,7 @@ function fullConfig(): Json {
   json.hosts = { quietSweepInterval: 600, closeQuietAfter: 2592000 };
   json.gateway = { listen: ['127.0.0.1:5353'], keyFile: 'gateway.key', ratePerSource: 20, maxConnections: 256 };
   (json.http as Json).queryCredentials = true;
+  json.dialects = { duckdns: { zone: (zones[0] as { name: string }).name } };
   return json;
 }
 
