@@ -257,7 +257,8 @@ export class UpdateService {
     const params = parseUpdateParams(req.params, this.refusedItem());
     const named = params.addresses.ipv4 !== undefined || params.addresses.ipv6 !== undefined;
     // The client's address is looked at only when it would fill a family.
-    const clientIp = !named && req.families === undefined && this.refusedClient(req.clientIp) ? '' : req.clientIp;
+    const keepsOrRemoves = req.families?.ipv4 !== undefined || req.families?.ipv6 !== undefined;
+    const clientIp = !named && !keepsOrRemoves && this.refusedClient(req.clientIp) ? '' : req.clientIp;
     return new AskedChange(params, clientIp, this.deps.mxResolver, undefined, req.families);
   }
 
@@ -291,6 +292,11 @@ export class UpdateService {
     const { token } = req;
     const zone = this.deps.publisher.zoneFor(token.fqdn);
     if (zone === undefined) return { kind: 'hosts', lines: [{ outcome: 'unknown-host' }] };
+    // An address of a refused class (addresses.refuse) is not published through this door either: the message is
+    // refused whole, since RFC 2136 has no "ignore one record" (docs/protocol.md, "RFC 2136 gateway").
+    const refused = this.refusedItem();
+    for (const a of [req.addresses?.ipv4, req.addresses?.ipv6])
+      if (typeof a === 'string' && refused?.(a)) return { kind: 'hosts', lines: [{ outcome: 'not-dynamic' }] };
     const addresses: AddressPair = {};
     if (typeof req.addresses?.ipv4 === 'string') addresses.ipv4 = req.addresses.ipv4;
     if (typeof req.addresses?.ipv6 === 'string') addresses.ipv6 = req.addresses.ipv6;

@@ -283,6 +283,11 @@ export interface VerifyOptions {
    * smaller one (servers sign with theirs, 300 s, whatever the request said).
    */
   fudge?: number;
+  /**
+   * A server verifying requests: at most this fudge, whatever the request says (a client's 65535 s would make a
+   * captured message good for 18 hours).
+   */
+  maxFudge?: number;
 }
 
 /** Decode the TSIG RDATA of the record at `loc`. */
@@ -388,7 +393,7 @@ export function verifyMessage(buf: Buffer, key: TsigKeyConfig, opts: VerifyOptio
   }
   if (!macMatches()) return { ok: false, reason: 'bad-mac', detail: 'MAC does not match', tsig };
   const skew = Math.floor(opts.now) - tsig.timeSigned;
-  const fudge = Math.max(tsig.fudge, opts.fudge ?? 0);
+  const fudge = Math.min(Math.max(tsig.fudge, opts.fudge ?? 0), opts.maxFudge ?? Infinity);
   if (Math.abs(skew) > fudge) {
     return {
       ok: false,

@@ -39,6 +39,8 @@ export const GATEWAY_FUDGE = 300;
 const TCP_IDLE_MS = 10_000;
 /** Messages of one TCP connection read ahead of their answers at most; more pause the socket. */
 const TCP_PIPELINE = 4;
+/** UDP messages answered at once, over every source: beyond, they are dropped (counted). */
+const MAX_UDP_IN_FLIGHT = 1024;
 /** The UDP socket's receive buffer asked for (the kernel may give less). */
 const UDP_RECEIVE_BUFFER = 4 * 1024 * 1024;
 const OPCODE_QUERY = 0;
@@ -88,12 +90,18 @@ export class DnsGateway {
   private readonly udp: dgram.Socket[] = [];
   private readonly tcp: net.Server[] = [];
   private readonly sockets = new Set<net.Socket>();
-  private readonly rate: SourceRate;
+  /** Per source and transport: a forged UDP source must not use up a real client's TCP. */
+  private readonly udpRate: SourceRate;
+  private readonly tcpRate: SourceRate;
+  /** UDP messages being answered now (MAX_UDP_IN_FLIGHT at most: a flood from many forged sources is dropped). */
+  private udpInFlight = 0;
+  private closed = false;
   private readonly now: () => number;
   private bound: { host: string; port: number }[] = [];
 
   constructor(private readonly opts: DnsGatewayOptions) {
-    this.rate = new SourceRate(opts.ratePerSource);
+    this.udpRate = new SourceRate(opts.ratePerSource);
+    this.tcpRate = new SourceRate(opts.ratePerSource);
     this.now = opts.now ?? (() => Math.floor(Date.now() / 1000));
   }
 
@@ -139,22 +147,32 @@ export class DnsGateway {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     for (const socket of this.udp) socket.close();
     this.udp.length = 0;
     for (const socket of this.sockets) socket.destroy();
     await Promise.all(this.tcp.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
     this.tcp.length = 0;
-    this.rate.stop();
+    this.udpRate.stop();
+    this.tcpRate.stop();
   }
 
   private serveUdp(socket: dgram.Socket, msg: Buffer, rinfo: dgram.RemoteInfo): void {
     const source = normalizeIp(rinfo.address);
-    if (!this.rate.take(source)) {
+    if (this.closed || this.udpInFlight >= MAX_UDP_IN_FLIGHT || !this.udpRate.take(source)) {
       this.opts.telemetry.gatewayRequest(opcodeLabel(msg), 'dropped', 0);
       return;
     }
+    this.udpInFlight++;
     void this.answer(msg, source, 'udp').then((bytes) => {
-      if (bytes !== undefined) socket.send(bytes, rinfo.port, rinfo.address, () => undefined);
+      this.udpInFlight--;
+      // Closed meanwhile (SIGTERM while the primary was asked): send() would throw.
+      if (bytes === undefined || this.closed) return;
+      try {
+        socket.send(bytes, rinfo.port, rinfo.address, () => undefined);
+      } catch {
+        // The socket went away: nobody to answer.
+      }
     });
   }
 
@@ -184,7 +202,7 @@ export class DnsGateway {
         if (pending.length < 2 + length) break;
         const message = Buffer.from(pending.subarray(2, 2 + length));
         pending = pending.subarray(2 + length);
-        if (!this.rate.take(source)) {
+        if (!this.tcpRate.take(source)) {
           this.opts.telemetry.gatewayRequest(opcodeLabel(message), 'dropped', 0);
           socket.destroy();
           return;
@@ -212,7 +230,7 @@ export class DnsGateway {
     const started = performance.now();
     let result: Answer;
     try {
-      result = await this.respond(message, source);
+      result = await this.respond(message, source, transport);
     } catch (err) {
       this.opts.logger.error('gateway message failed', { error: (err as Error).message, source });
       const header = peekHeader(message)!;
@@ -229,7 +247,7 @@ export class DnsGateway {
     return bytes.length <= udpLimit(message) ? bytes : truncated(bytes);
   }
 
-  private async respond(message: Buffer, source: string): Promise<Answer> {
+  private async respond(message: Buffer, source: string, transport: 'udp' | 'tcp'): Promise<Answer> {
     const header = peekHeader(message);
     // Not a request (a response, or shorter than a header): silence, so nothing is reflected.
     if (header === undefined || header.qr) return { opcode: 'other', rcode: 'dropped' };
@@ -248,7 +266,7 @@ export class DnsGateway {
     // RFC 8945 §5.2: the signature before anything else of the message.
     let signed: Signed | undefined;
     if (req.signed) {
-      const verified = await this.verify(req, message, source, base);
+      const verified = await this.verify(req, message, source, base, transport);
       if ('bytes' in verified) return { ...verified, opcode };
       signed = verified;
     }
@@ -269,8 +287,14 @@ export class DnsGateway {
       this.opts.logger.debug('gateway refused an update', { key: login.id, rcode: scope.rcode, why: scope.why });
       return reply({ rcode: scope.rcode });
     }
-    const result = await this.opts.service.apply(login, scope.change, source);
-    return reply({ rcode: rcodeOf(result) });
+    try {
+      const result = await this.opts.service.apply(login, scope.change, source);
+      return reply({ rcode: rcodeOf(result) });
+    } catch (err) {
+      // Signed like every answer after a verified TSIG: the client sees SERVFAIL, not a TSIG error.
+      this.opts.logger.error('gateway update failed', { error: (err as Error).message, key: login.id });
+      return reply({ rcode: 'SERVFAIL' });
+    }
   }
 
   /**
@@ -283,7 +307,11 @@ export class DnsGateway {
     message: Buffer,
     source: string,
     base: Omit<AnswerParts, 'rcode'>,
+    transport: 'udp' | 'tcp',
   ): Promise<Signed | { bytes: Buffer; rcode: string }> {
+    // Counted against the source like a wrong password, over TCP only: a UDP source can be forged, and counting it
+    // would let anyone put any address in cool-down (docs/security.md, "Gateway keys").
+    const failed = (): Promise<void> => (transport === 'tcp' ? this.opts.service.failed(source) : Promise.resolve());
     const keyName = req.keyName!;
     const id = this.opts.keys.idOf(keyName);
     const lookup = await this.opts.service.lookup(id, source);
@@ -314,7 +342,7 @@ export class DnsGateway {
       return { bytes, rcode };
     };
     if (lookup === 'unknown' || this.opts.keys.nameOf(lookup.id, lookup.fqdn) !== keyName || asked !== lookup.tsig) {
-      await this.opts.service.failed(source);
+      await failed();
       return tsigError(TSIG_ERRORS.BADKEY, 'BADKEY');
     }
     if (verdict.ok) return { login: lookup, key, mac: verdict.tsig.mac };
@@ -332,7 +360,7 @@ export class DnsGateway {
       }).message;
       return { bytes, rcode: 'BADTIME' };
     }
-    await this.opts.service.failed(source);
+    await failed();
     return tsigError(TSIG_ERRORS.BADSIG, 'BADSIG');
   }
 
@@ -405,7 +433,7 @@ function normalizeIp(address: string): string {
 /** verifyMessage, with a name it cannot write back (the reader refuses most) as a MAC that does not match. */
 function verifyOrFail(message: Buffer, key: TsigKeyConfig, now: number): ReturnType<typeof verifyMessage> {
   try {
-    return verifyMessage(message, key, { now, fudge: GATEWAY_FUDGE });
+    return verifyMessage(message, key, { now, maxFudge: GATEWAY_FUDGE });
   } catch (err) {
     return { ok: false, reason: 'malformed', detail: (err as Error).message };
   }

@@ -87,7 +87,7 @@ const GATEWAY_ANSWERS: ReadonlySet<string> = new Set(
   ].concat(['NOTZONE', 'BADKEY', 'BADSIG', 'BADTIME', 'dropped']),
 );
 
-/** The routes of src/http: the update path, the address echo, the ACME client APIs (lego httpreq, acme-dns), the dialects. */
+/** The routes of src/http: the update path, the echo, the ACME client APIs (lego httpreq, acme-dns), the dialects. */
 const ROUTES: ReadonlySet<string> = new Set([
   'update',
   'echo',

@@ -9,6 +9,8 @@ import type { HostActivity, QuietSweepStore } from '../app/quiet.js';
 import type { HostState } from '../core/types.js';
 import { HOST_FIELDS, type Keys } from './keys.js';
 import { execPipeline, storeCall } from './redis.js';
+import { runScript } from './script.js';
+import { QUIET_STAMP } from './scripts/hosts.js';
 
 const SCAN_BATCH = 1000;
 
@@ -38,21 +40,19 @@ export class RedisQuietSweep implements QuietSweepStore {
       const F = HOST_FIELDS;
       for (const key of keys) read.hmget(key, F.owner, F.state, F.lastRequest, F.createdAt);
       const replies = (await execPipeline('quiet sweep', read)) as (string | null)[][];
-      const stamp = this.redis.pipeline();
-      let stamps = 0;
+      const stamps: Promise<unknown>[] = [];
       keys.forEach((key, i) => {
         const fqdn = this.keys.fqdnOfHostKey(key);
         const [owner, state, lastRequest, createdAt] = replies[i] ?? [];
         if (fqdn === undefined || !owner) return;
         let since = lastRequest ? Number(lastRequest) : createdAt ? Number(createdAt) : undefined;
         if (since === undefined) {
-          stamp.hsetnx(key, F.createdAt, String(nowMs));
-          stamps++;
+          stamps.push(runScript(this.redis, QUIET_STAMP, { host: key }, { now: String(nowMs) }, 'quiet sweep'));
           since = nowMs;
         }
         hosts.push({ fqdn, state: (state ?? 'active') as HostState, since });
       });
-      if (stamps > 0) await execPipeline('quiet sweep', stamp);
+      await Promise.all(stamps);
     } while (cursor !== '0');
     return hosts;
   }

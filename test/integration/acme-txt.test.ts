@@ -138,7 +138,9 @@ for (const { kind, binaries } of NAMESERVERS) {
       // More TXT requests in a row than the address rule's 3 frequent ones: none of them is abuse.
       for (let i = 1; i <= TXT_LIMIT; i++)
         expect((await update(`hostname=${h}&txt=${value(i)}`)).body).to.equal(`good ${value(i)}\n`);
-      expect((await update(`hostname=${h}&txt=${value(99)}`)).raw.toString()).to.equal(OK('abuse\n'));
+      expect((await update(`hostname=${h}&txt=${value(99)}`)).raw.toString()).to.equal(
+        expectedReply(200, 'OK', 'abuse\n', ['Retry-After: 3600']),
+      );
       expect(await challenge(h)).to.deep.equal([`"${value(TXT_LIMIT - 1)}"`, `"${value(TXT_LIMIT)}"`]);
       // The host is not blocked: the address update goes through.
       expect((await update(`hostname=${h}&myip=192.0.2.51`)).body).to.equal('good 192.0.2.51\n');

@@ -14,7 +14,15 @@ import net from 'node:net';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { BridgeEnv, ZONE, expectedReply, sleep, type HttpResult } from '../support/bridge.js';
+import {
+  BridgeEnv,
+  ZONE,
+  expectedReply,
+  normalizeRetryAfter,
+  RETRY_LATER,
+  sleep,
+  type HttpResult,
+} from '../support/bridge.js';
 import {
   findBinary,
   generateTsigKey,
@@ -38,7 +46,9 @@ import { waitFor } from '../support/wait.js';
 
 const UA = 'faults-tests/1.0 tests@example.test';
 const OK = (body: string) => expectedReply(200, 'OK', body);
-const DNSERR = OK('dnserr\n');
+/** dnserr and 911 carry a jittered Retry-After (docs/protocol.md, "Retry-After"): compare with normalizeRetryAfter. */
+const LATER = (body: string) => expectedReply(200, 'OK', body, [RETRY_LATER]);
+const DNSERR = LATER('dnserr\n');
 /** What a reply may take beyond dns.timeout (scheduling, Redis round trips, process start). */
 const SLACK_MS = 1000;
 
@@ -339,7 +349,7 @@ describe('fault: primary not answering at all (knot)', function () {
     const mark = env.logs.length;
     for (let i = 0; i < 4; i++) {
       const [r, ms] = await timed(() => up(`192.0.2.${11 + i}`));
-      expect(r.raw.toString(), `attempt ${i}`).to.equal(DNSERR);
+      expect(normalizeRetryAfter(r.raw.toString()), `attempt ${i}`).to.equal(DNSERR);
       expect(ms, `attempt ${i} took ${ms} ms`).to.be.within(1400, 1500 + SLACK_MS);
     }
     expect(sockets.length, 'the bridge did reach the silent primary').to.be.above(0);
@@ -423,7 +433,7 @@ for (const kind of LAB_KINDS) {
         await reconfigure(env, c.patch());
         const mark = env.logs.length;
         const [r, ms] = await timed(() => up('192.0.2.31'));
-        expect(r.raw.toString()).to.equal(DNSERR);
+        expect(normalizeRetryAfter(r.raw.toString())).to.equal(DNSERR);
         // a refusal is final (no retry): far below the 2 s budget
         expect(ms).to.be.below(SLACK_MS);
         expect(logsSince(env, mark)).to.match(c.log);
@@ -462,7 +472,7 @@ for (const kind of LAB_KINDS) {
       const [r, ms] = await timed(() =>
         env.get(`/nic/update?hostname=${stray},${h}&myip=192.0.2.33`, { auth, ua: UA }),
       );
-      expect(r.raw.toString()).to.equal(OK('dnserr\ngood 192.0.2.33\n'));
+      expect(normalizeRetryAfter(r.raw.toString())).to.equal(LATER('dnserr\ngood 192.0.2.33\n'));
       expect(ms).to.be.below(2000 + SLACK_MS);
       expect(logsSince(env, mark)).to.match(
         /dns update failed[^\n]*zone unserved\.example\.test[^\n]*(NOTAUTH|REFUSED|NOTZONE)/,
@@ -491,7 +501,7 @@ for (const kind of LAB_KINDS) {
         try {
           const mark = env.logs.length;
           const [r, ms] = await timed(() => up('192.0.2.35'));
-          expect(r.raw.toString()).to.equal(DNSERR);
+          expect(normalizeRetryAfter(r.raw.toString())).to.equal(DNSERR);
           expect(ms).to.be.below(SLACK_MS);
           expect(logsSince(env, mark)).to.match(/dns update failed[^\n]*zone dyn\.example\.test[^\n]*REFUSED/);
           expect(await hostHash(env.redis.url, h)).to.deep.equal(before);
@@ -523,7 +533,7 @@ for (const kind of LAB_KINDS) {
         try {
           const mark = env.logs.length;
           const [r, ms] = await timed(() => up('192.0.2.37'));
-          expect(r.raw.toString()).to.equal(DNSERR);
+          expect(normalizeRetryAfter(r.raw.toString())).to.equal(DNSERR);
           expect(ms).to.be.below(SLACK_MS);
           expect(logsSince(env, mark)).to.match(/dns update failed[^\n]*zone dyn\.example\.test[^\n]*REFUSED/);
           expect(logsSince(env, mark)).to.not.match(/unsigned response/);
@@ -602,7 +612,7 @@ describe('fault: Redis (AOF) killed -9 and restarted (knot)', function () {
 
     await aof.kill();
     const [r, ms] = await timed(() => up(active!, 'myip=192.0.2.42'));
-    expect(r.raw.toString()).to.equal(OK('911\n'));
+    expect(normalizeRetryAfter(r.raw.toString())).to.equal(LATER('911\n'));
     expect(ms).to.be.below(3000);
     expect(env.serves[0]!.exitCode, 'serve is still running').to.equal(null);
     await aof.start();
@@ -880,7 +890,7 @@ describe('fault: kill -9 after the primary applied a change but before the bridg
       let port = await env.startServe();
       // Once the dead lease ended (911 before: held), takes it over (a full republish of .72), is refused.
       const r = await untilNot911(() => env.get(`/nic/update?hostname=${h}&myip=192.0.2.72`, { auth, ua: UA, port }));
-      expect(r.raw.toString()).to.equal(DNSERR);
+      expect(normalizeRetryAfter(r.raw.toString())).to.equal(DNSERR);
       expect(await env.ns.query(h, 'A'), 'DNS still holds the unacknowledged change').to.deep.equal(['192.0.2.71']);
       const redis = new Redis(env.redis.url);
       try {
@@ -958,7 +968,7 @@ describe('fault: the primary applied a change but its answer was lost (knot)', f
       if (!applied) await sleep(40);
     }
     expect(applied, 'the primary applied the change').to.equal(true);
-    expect((await pending).raw.toString()).to.equal(DNSERR);
+    expect(normalizeRetryAfter((await pending).raw.toString())).to.equal(DNSERR);
     expect(relay.answersSwallowed).to.be.above(swallowed);
     const after = await hostHash(env.redis.url, h);
     expect(storedState(after), 'the acknowledged state').to.deep.equal(before);
@@ -1085,7 +1095,9 @@ describe('fault: a frontend stalls after the primary applied its change, past it
       delete (hosts as Partial<Pick<typeof hosts, 'commit'>>).commit;
     }
     expect(takeover?.body, 'B took the host over').to.equal('good 192.0.2.92\n');
-    expect(reply.raw.toString(), 'A does not acknowledge what it could not record').to.equal(OK('911\n'));
+    expect(normalizeRetryAfter(reply.raw.toString()), 'A does not acknowledge what it could not record').to.equal(
+      LATER('911\n'),
+    );
     expect((await hostHash(env.redis.url, h))['4'], "B's record stays").to.equal('192.0.2.92');
     expect(log.lines.some((l) => l.level === 'warn' && /lease ended before the commit/.test(l.msg))).to.equal(true);
     // A's UPDATE could have reached DNS after B's: the record is published again, then DNS == Redis.
@@ -1105,8 +1117,8 @@ describe('fault: a frontend stalls after the primary applied its change, past it
       const [sec] = await redis.time();
       await redis.hset(`ddns:h:${held}`, 'lk', 'elsewhere', 'lu', String(Number(sec) * 1000 + 20_000));
       const reply = await env.get(`/nic/update?hostname=${free},${held}&myip=192.0.2.95`, { auth, ua: UA, port });
-      expect(reply.raw.toString(), 'the change of the first host is reported').to.equal(
-        OK('good 192.0.2.95\ndnserr\n'),
+      expect(normalizeRetryAfter(reply.raw.toString()), 'the change of the first host is reported').to.equal(
+        LATER('good 192.0.2.95\ndnserr\n'),
       );
       expect(await redis.hget(`ddns:h:${free}`, '4')).to.equal('192.0.2.95');
       expect(await env.ns.query(free, 'A')).to.deep.equal(['192.0.2.95']);
@@ -1116,7 +1128,7 @@ describe('fault: a frontend stalls after the primary applied its change, past it
       ).to.deep.equal([null, null, 'elsewhere']);
       // One host alone that stays held: the request is 911, as before.
       const alone = await env.get(`/nic/update?hostname=${held}&myip=192.0.2.96`, { auth, ua: UA, port });
-      expect(alone.raw.toString()).to.equal(OK('911\n'));
+      expect(normalizeRetryAfter(alone.raw.toString())).to.equal(LATER('911\n'));
     } finally {
       redis.disconnect();
     }
@@ -1182,7 +1194,7 @@ describe('fault: spoofed DNS answers from a fake primary (real socket)', functio
       const seen = fake.seen.length;
       const mark = env.logs.length;
       const [r, ms] = await timed(() => up('192.0.2.52'));
-      expect(r.raw.toString()).to.equal(DNSERR);
+      expect(normalizeRetryAfter(r.raw.toString())).to.equal(DNSERR);
       expect(ms).to.be.below(TIMEOUT_S * 1000 + SLACK_MS);
       expect(fake.seen.length, 'the fake primary was asked').to.be.above(seen);
       expect(logsSince(env, mark)).to.match(s.log);

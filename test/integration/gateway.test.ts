@@ -302,14 +302,17 @@ describe('RFC 2136 gateway (knotd)', function () {
       expect(await env.ns.query(host, 'A')).to.deep.equal([]);
     });
 
-    it('bad signatures count like wrong passwords: past credentials.maxFailures the source is REFUSED, even with the right key', async () => {
+    it('bad signatures over TCP count like wrong passwords: past credentials.maxFailures the source is REFUSED, even with the right key; over UDP (forgeable sources) they do not count', async () => {
       const { host, key } = await hostWithKey();
       for (let i = 0; i < 3; i++)
-        await update({ ...key, secret: Buffer.alloc(32, i) }, { updates: setA(host, '192.0.2.52') });
+        await update({ ...key, secret: Buffer.alloc(32, i) }, { updates: setA(host, '192.0.2.52') }, 'udp');
+      expect((await update(key, { updates: setA(host, '192.0.2.51') })).rcode).to.equal('NOERROR');
+      for (let i = 0; i < 3; i++)
+        await update({ ...key, secret: Buffer.alloc(32, i) }, { updates: setA(host, '192.0.2.52') }, 'tcp');
       const refused = await update(key, { updates: setA(host, '192.0.2.52') });
       expect(refused.rcode).to.equal('REFUSED');
       expect(refused.counts[3]).to.equal(0);
-      expect(await env.ns.query(host, 'A')).to.deep.equal([]);
+      expect(await env.ns.query(host, 'A')).to.deep.equal(['192.0.2.51']);
     });
   });
 
@@ -324,7 +327,7 @@ describe('RFC 2136 gateway (knotd)', function () {
       const { host, key } = await hostWithKey();
       const ranged = await hostWithKey(['--from', '198.51.100.0/24']);
       for (let i = 0; i < 3; i++)
-        await update({ ...key, secret: Buffer.alloc(32, i) }, { updates: setA(host, '192.0.2.53') });
+        await update({ ...key, secret: Buffer.alloc(32, i) }, { updates: setA(host, '192.0.2.53') }, 'tcp');
       const observe = async (k: TsigKeyConfig, h: string): Promise<[string, string[][]]> => {
         await commands.settle(raw);
         const mark = commands.mark();

@@ -427,3 +427,11 @@ export class DnsCountingProxy {
     this.server.close();
   }
 }
+
+/** The Retry-After of 911 and dnserr is 10–19 s, jittered: `1x` stands for it after normalizeRetryAfter. */
+export const RETRY_LATER = 'Retry-After: 1x';
+
+/** A raw reply with its jittered Retry-After (10–19) written as RETRY_LATER, so exact-byte checks still hold. */
+export function normalizeRetryAfter(raw: string): string {
+  return raw.replace(/\r\nRetry-After: 1\d\r\n/, `\r\n${RETRY_LATER}\r\n`);
+}

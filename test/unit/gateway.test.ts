@@ -305,8 +305,8 @@ describe('gateway: answers without a socket (fake use cases)', () => {
     expect(refusedRight!.equals(refusedWrong!)).to.equal(true);
     expect(readAnswer(refusedRight!).rcode).to.equal('REFUSED');
     const failures: string[] = [];
-    const badkey = readAnswer((await gateway('unknown', failures).answer(right, '192.0.2.9', 'udp'))!);
-    const badsig = readAnswer((await gateway(login, failures).answer(wrong, '192.0.2.9', 'udp'))!);
+    const badkey = readAnswer((await gateway('unknown', failures).answer(right, '192.0.2.9', 'tcp'))!);
+    const badsig = readAnswer((await gateway(login, failures).answer(wrong, '192.0.2.9', 'tcp'))!);
     expect([badkey.rcode, badkey.tsigError, badsig.rcode, badsig.tsigError]).to.deep.equal([
       'NOTAUTH',
       17,
@@ -314,6 +314,10 @@ describe('gateway: answers without a socket (fake use cases)', () => {
       16,
     ]);
     expect(failures).to.deep.equal(['192.0.2.9', '192.0.2.9']);
+    // Over UDP the same answers, not counted: a UDP source can be forged.
+    const overUdp = readAnswer((await gateway(login, failures).answer(wrong, '192.0.2.9', 'udp'))!);
+    expect([overUdp.rcode, overUdp.tsigError]).to.deep.equal(['NOTAUTH', 16]);
+    expect(failures).to.have.length(2);
   });
 
   it('a fault in the use case answers SERVFAIL, and the result table maps every outcome', async () => {

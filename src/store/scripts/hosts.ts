@@ -320,3 +320,19 @@ function importOutcome(reply: string): ImportOutcome {
   }
   throw new Error(`host import: unexpected outcome ${JSON.stringify(reply)}`);
 }
+
+/**
+ * quietStamp(KEYS: host; ARGV: now) → 1 | 0: a host the quiet-host sweep found with neither a counted request nor a
+ * creation time is quiet from `now` — only while it still exists (a plain HSETNX after a `host remove` would make a
+ * hash of one field that `host add` then calls taken).
+ */
+export const QUIET_STAMP = defineScript({
+  name: 'ddnsQuietStamp',
+  keys: ['host'],
+  args: ['now'],
+  lua: `
+if redis.call('HEXISTS', host, '${HF.owner}') == 0 then return 0 end
+return redis.call('HSETNX', host, '${HF.createdAt}', now)
+`,
+  reply: (raw) => replyInteger(raw, 'quiet stamp'),
+});

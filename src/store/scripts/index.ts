@@ -8,7 +8,7 @@ import type { ScriptDefinition } from '../script.js';
 import { ACCOUNT_CREATE, ACCOUNT_REMOVE, ACCOUNT_SET } from './accounts.js';
 import { HOST_RESTORE, TOKEN_RESTORE } from './backup.js';
 import { ECHO, STRIKE } from './counters.js';
-import { HOST_ADD, HOST_IMPORT, HOST_REMOVE, HOST_SET_STATE } from './hosts.js';
+import { HOST_ADD, HOST_IMPORT, HOST_REMOVE, HOST_SET_STATE, QUIET_STAMP } from './hosts.js';
 import {
   ABANDON,
   ADMIT,
@@ -41,6 +41,7 @@ export const ALL_SCRIPTS: Readonly<Record<string, AnyScript>> = {
   HOST_ADD,
   HOST_REMOVE,
   HOST_SET_STATE,
+  QUIET_STAMP,
   HOST_IMPORT,
   ADMIT,
   ADMIT_GUARDED,
