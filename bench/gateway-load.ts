@@ -18,6 +18,7 @@
 import { createSocket } from 'node:dgram';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { RCODE_LIST } from '../src/core/dns-wire.js';
 import { signMessage } from '../src/core/tsig.js';
 import { summarize, type Measurement } from './stats.js';
 
@@ -54,19 +55,7 @@ export interface GatewayLoadResult {
   answered: number[];
 }
 
-const RCODE_NAMES = [
-  'NOERROR',
-  'FORMERR',
-  'SERVFAIL',
-  'NXDOMAIN',
-  'NOTIMP',
-  'REFUSED',
-  'YXDOMAIN',
-  'YXRRSET',
-  'NXRRSET',
-  'NOTAUTH',
-  'NOTZONE',
-];
+const RCODE_NAMES: readonly string[] = RCODE_LIST;
 const TYPE_A = 1;
 const TYPE_SOA = 6;
 const CLASS_IN = 1;

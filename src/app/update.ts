@@ -175,15 +175,7 @@ export class UpdateService {
       return reply;
     } catch (err) {
       if (err instanceof LoginRefused) return { kind: 'request', outcome: err.outcome };
-      if (err instanceof StoreUnavailableError) {
-        this.deps.logger.warn('state store unavailable', { error: err.message });
-        return { kind: 'request', outcome: 'unavailable' };
-      }
-      if (err instanceof ServiceFault) {
-        this.deps.logger.warn('answered 911', { error: err.message });
-        return { kind: 'request', outcome: 'unavailable' };
-      }
-      throw err;
+      return this.faultReply(err);
     }
   }
 
@@ -319,16 +311,21 @@ export class UpdateService {
       if (line.refused === 'stale') this.deps.tokens.forget(token);
       return { kind: 'request', outcome: refusalOutcome(line.refused) };
     } catch (err) {
-      if (err instanceof StoreUnavailableError) {
-        this.deps.logger.warn('state store unavailable', { error: err.message });
-        return { kind: 'request', outcome: 'unavailable' };
-      }
-      if (err instanceof ServiceFault) {
-        this.deps.logger.warn('answered 911', { error: err.message });
-        return { kind: 'request', outcome: 'unavailable' };
-      }
-      throw err;
+      return this.faultReply(err);
     }
+  }
+
+  /** A store fault or a ServiceFault: `911`, logged; anything else is not ours to answer. */
+  private faultReply(err: unknown): UpdateReply {
+    if (err instanceof StoreUnavailableError) {
+      this.deps.logger.warn('state store unavailable', { error: err.message });
+      return { kind: 'request', outcome: 'unavailable' };
+    }
+    if (err instanceof ServiceFault) {
+      this.deps.logger.warn('answered 911', { error: err.message });
+      return { kind: 'request', outcome: 'unavailable' };
+    }
+    throw err;
   }
 
   /**

@@ -18,6 +18,22 @@ export const CLASS_ANY = 255;
 export const TYPE_CODES = { A: 1, NS: 2, CNAME: 5, SOA: 6, MX: 15, TXT: 16, AAAA: 28 } as const;
 export const TYPE_TSIG = 250;
 
+/** RCODE names by value, 0–10 (RFC 1035 §4.1.1, RFC 2136 §2.2): the gateway's answers, read by clients and metrics. */
+export const RCODE_LIST = [
+  'NOERROR',
+  'FORMERR',
+  'SERVFAIL',
+  'NXDOMAIN',
+  'NOTIMP',
+  'REFUSED',
+  'YXDOMAIN',
+  'YXRRSET',
+  'NXRRSET',
+  'NOTAUTH',
+  'NOTZONE',
+] as const;
+export type RcodeName = (typeof RCODE_LIST)[number];
+
 /** The record types the bridge reads or writes. There is deliberately no `ANY`. */
 export type RecordType = keyof typeof TYPE_CODES;
 

@@ -2,27 +2,15 @@
  * The gateway's messages on the wire (RFC 1035 §4, RFC 2136 §2, RFC 6891 for the OPT size): every section of a
  * request read into records, and the answers built. Names are compared lowercase without the final dot.
  */
-import { readName, WireFormatError } from '../core/dns-wire.js';
+import { RCODE_LIST, readName, WireFormatError, type RcodeName } from '../core/dns-wire.js';
 
 export const HEADER_LENGTH = 12;
 export const TYPE_OPT = 41;
 export const TYPE_TSIG = 250;
 export const TYPE_ANY = 255;
 
-export const RCODES = {
-  NOERROR: 0,
-  FORMERR: 1,
-  SERVFAIL: 2,
-  NXDOMAIN: 3,
-  NOTIMP: 4,
-  REFUSED: 5,
-  YXDOMAIN: 6,
-  YXRRSET: 7,
-  NXRRSET: 8,
-  NOTAUTH: 9,
-  NOTZONE: 10,
-} as const;
-export type RcodeName = keyof typeof RCODES;
+export const RCODES = Object.fromEntries(RCODE_LIST.map((name, code) => [name, code])) as Record<RcodeName, number>;
+export type { RcodeName };
 
 export interface Question {
   /** Lowercase, no final dot. */

@@ -5,6 +5,7 @@
  * summed over the workers; a gauge every worker reads from the same shared state is not.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { RCODE_LIST } from '../core/dns-wire.js';
 import { HOST_TOKENS, REQUEST_TOKENS } from '../core/tokens.js';
 import type { SampledGauge, Sampler, Telemetry } from '../core/telemetry.js';
 
@@ -72,20 +73,7 @@ const SAMPLED: Readonly<Record<SampledGauge, { help: string; labelNames: readonl
 const TOKENS: ReadonlySet<string> = new Set<string>([...HOST_TOKENS, ...REQUEST_TOKENS]);
 /** The gateway's label values: a bounded set, whatever a message carries. */
 const GATEWAY_OPCODES: ReadonlySet<string> = new Set(['QUERY', 'UPDATE', 'other']);
-const GATEWAY_ANSWERS: ReadonlySet<string> = new Set(
-  [
-    'NOERROR',
-    'FORMERR',
-    'SERVFAIL',
-    'NXDOMAIN',
-    'NOTIMP',
-    'REFUSED',
-    'YXDOMAIN',
-    'YXRRSET',
-    'NXRRSET',
-    'NOTAUTH',
-  ].concat(['NOTZONE', 'BADKEY', 'BADSIG', 'BADTIME', 'dropped']),
-);
+const GATEWAY_ANSWERS: ReadonlySet<string> = new Set([...RCODE_LIST, 'BADKEY', 'BADSIG', 'BADTIME', 'dropped']);
 
 /** The routes of src/http: the update path, the echo, the ACME client APIs (lego httpreq, acme-dns), the dialects. */
 const ROUTES: ReadonlySet<string> = new Set([

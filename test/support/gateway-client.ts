@@ -5,24 +5,12 @@
  */
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { encodeName } from '../../src/core/dns-wire.js';
+import { encodeName, RCODE_LIST } from '../../src/core/dns-wire.js';
 import { extractTsig, signMessage, verifyMessage, type TsigKeyConfig } from '../../src/core/tsig.js';
 
 export const CLASS = { IN: 1, NONE: 254, ANY: 255 } as const;
 export const TYPE = { A: 1, NS: 2, SOA: 6, MX: 15, TXT: 16, AAAA: 28, ANY: 255 } as const;
-export const RCODE_NAMES = [
-  'NOERROR',
-  'FORMERR',
-  'SERVFAIL',
-  'NXDOMAIN',
-  'NOTIMP',
-  'REFUSED',
-  'YXDOMAIN',
-  'YXRRSET',
-  'NXRRSET',
-  'NOTAUTH',
-  'NOTZONE',
-];
+export const RCODE_NAMES: readonly string[] = RCODE_LIST;
 
 export interface Rr {
   name: string;
