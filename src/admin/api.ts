@@ -120,10 +120,6 @@ const HOST_PROPERTIES: Record<string, JsonSchema> = {
     description: 'ACME TXT values at _acme-challenge.<fqdn>, oldest first',
   },
   updatedAt: nullable({ type: 'integer', description: 'milliseconds since the epoch' }),
-  lastRequestAt: nullable({
-    type: 'integer',
-    description: 'the last request the frequency rule counted (ms since the epoch)',
-  }),
   link: nullable(
     object({ parent: str('the host whose IPv6 prefix it follows'), iid: str('its interface identifier') }, [
       'parent',
@@ -152,7 +148,16 @@ export const SCHEMAS: Record<string, JsonSchema> = {
     },
     ['name', 'donator', 'createdAt', 'hosts'],
   ),
-  Host: object(HOST_PROPERTIES, Object.keys(HOST_PROPERTIES)),
+  Host: object(
+    {
+      ...HOST_PROPERTIES,
+      lastRequestAt: nullable({
+        type: 'integer',
+        description: 'with quietFor only: the last request the frequency rule counted (ms since the epoch)',
+      }),
+    },
+    Object.keys(HOST_PROPERTIES),
+  ),
   HostDetail: object(
     {
       ...HOST_PROPERTIES,

@@ -95,8 +95,8 @@ export interface HostView {
   /** The ACME TXT values at `_acme-challenge.<fqdn>`, oldest first (docs/protocol.md, "ACME TXT records"). */
   txt: readonly string[];
   updatedAt: number | null;
-  /** The last request counted by the frequency rule (ms), or null (docs/operators.md, "Quiet hosts"). */
-  lastRequestAt: number | null;
+  /** With `quietFor` only: the last counted request (ms) or null (docs/operators.md, "Quiet hosts"). */
+  lastRequestAt?: number | null;
   /** The host whose IPv6 prefix it follows, with its interface identifier (docs/protocol.md, "IPv6 prefixes"). */
   link: { parent: string; iid: string } | null;
   /** The last delegated prefix its updates carried (its linked hosts follow it). */
@@ -186,7 +186,6 @@ export function hostView(h: HostRecord): HostView {
     backmx: h.backmx,
     txt: h.txt ?? [],
     updatedAt: h.updatedAt || null,
-    lastRequestAt: h.lastRequestAt ?? null,
     link: h.link ? { parent: h.link.parent, iid: h.link.iid } : null,
     prefix: h.prefix ?? null,
   };
@@ -306,7 +305,10 @@ export class AdminService {
     const hosts = (await this.deps.hosts.list(owner)).filter(
       (h) => quietForMs === undefined || isQuietFor(h, quietForMs, now),
     );
-    return hosts.map(hostView).sort((a, b) => a.fqdn.localeCompare(b.fqdn));
+    const views = hosts.map((h) =>
+      quietForMs === undefined ? hostView(h) : { ...hostView(h), lastRequestAt: h.lastRequestAt ?? null },
+    );
+    return views.sort((a, b) => a.fqdn.localeCompare(b.fqdn));
   }
 
   async showHost(name: string): Promise<HostDetail> {

@@ -12,7 +12,7 @@ export const QUIET_BUCKETS = [
   ['90d', 7_776_000_000],
 ] as const;
 
-/** Since when the host is quiet: its last counted request, else when it was added; undefined: not known yet. */
+/** Since when the host is quiet: its last counted request, else when the sweep first saw it; undefined: not yet. */
 export function quietSince(host: Pick<HostRecord, 'lastRequestAt' | 'createdAt'>): number | undefined {
   return host.lastRequestAt ?? host.createdAt;
 }

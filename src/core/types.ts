@@ -51,7 +51,7 @@ export interface HostRecord extends HostDnsState {
   txt?: readonly string[];
   /** The last request that passed its checks and was counted (ms; the frequency rule's); undefined: none yet. */
   lastRequestAt?: number;
-  /** When it was added, or first seen by the quiet-host sweep (ms); undefined for a host from before that. */
+  /** When the quiet-host sweep first saw it without a request, or it was made active again (ms); undefined: not yet. */
   createdAt?: number;
 }
 

@@ -423,12 +423,12 @@ function isRequestLine(raw: Buffer | undefined): boolean {
 
 /** `/update` is acme-dns's POST and the update path's GET (deSEC's `/update?…`: docs/protocol.md, "deSEC variants"). */
 /**
- * `GET /update`: DuckDNS's request when its query names `domains` (DuckDNS's own parameter), else the update request
+ * `GET /update`: DuckDNS's request when its query names `domains` or `token` (DuckDNS's own), else the update request
  * (deSEC's `update.dedyn.io/update?…`); `POST /update` stays acme-dns's.
  */
 function getOfUpdatePath(route: Route | undefined, method: string | undefined, query: string): Route | undefined {
   if (route !== 'acme-dns' || method !== 'GET') return route;
-  return /(?:^|&)domains=/.test(query) ? withDuckDns(route, method) : 'update';
+  return /(?:^|&)(?:domains|token)=/.test(query) ? withDuckDns(route, method) : 'update';
 }
 
 /** The reply token: the body's first word (`good`, `badauth`, `911`; the metrics bound the set). */

@@ -86,8 +86,8 @@ export const HOST_FIELDS = {
    */
   leaseAbandoned: 'lg',
   /**
-   * When the host was added (ms), or first seen by the quiet-host sweep if older (docs/operators.md, "Quiet hosts"):
-   * a host that never made a request is quiet since then.
+   * When the quiet-host sweep first saw the host without a counted request, or it was made active again (ms;
+   * docs/operators.md, "Quiet hosts"): a host that never made a request is quiet since then.
    */
   createdAt: 'ca',
 } as const;

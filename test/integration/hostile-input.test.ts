@@ -143,7 +143,7 @@ export function framingProblem(raw: Buffer, head = false): string | undefined {
   }
   const extra = headers.slice(3);
   for (const h of extra)
-    if (!/^(WWW-Authenticate: Basic realm="[^"]*"|Allow: GET, POST)$/.test(h))
+    if (!/^(WWW-Authenticate: Basic realm="[^"]*"|Allow: GET, POST|Retry-After: (3600|1\d))$/.test(h))
       return `unexpected header ${JSON.stringify(h)}`;
   const body = raw.subarray(Buffer.byteLength(text.slice(0, sep + 4), 'latin1'));
   const declared = Number(/^Content-Length: (\d+)$/.exec(headers[1]!)![1]);

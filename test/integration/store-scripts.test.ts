@@ -16,7 +16,7 @@ import { runScript, type ScriptDefinition } from '../../src/store/script.js';
 import { ACCOUNT_CREATE, ACCOUNT_REMOVE, ACCOUNT_SET } from '../../src/store/scripts/accounts.js';
 import { HOST_RESTORE, TOKEN_RESTORE } from '../../src/store/scripts/backup.js';
 import { ECHO, STRIKE } from '../../src/store/scripts/counters.js';
-import { HOST_ADD, HOST_IMPORT, HOST_REMOVE, HOST_SET_STATE } from '../../src/store/scripts/hosts.js';
+import { HOST_ADD, HOST_IMPORT, HOST_REMOVE, HOST_SET_STATE, QUIET_STAMP } from '../../src/store/scripts/hosts.js';
 import { ALL_SCRIPTS } from '../../src/store/scripts/index.js';
 import {
   ABANDON,
@@ -165,6 +165,14 @@ describe('store scripts: every script loads into Redis and runs its happy path (
       null,
       '1',
     ]);
+    // Made active again: quiet from now (the quiet-host sweep would close it at once otherwise).
+    expect(Number(await field(k.host(H1), HF.createdAt))).to.be.greaterThan(0);
+    await redis().hdel(k.host(H1), HF.createdAt);
+    expect(await run(QUIET_STAMP, { host: k.host(H1) }, { now: '42' })).to.equal(1);
+    expect(await field(k.host(H1), HF.createdAt)).to.equal('42');
+    expect(await run(QUIET_STAMP, { host: k.host('gone.' + H1) }, { now: '42' })).to.equal(0);
+    expect(await redis().exists(k.host('gone.' + H1))).to.equal(0);
+    await redis().hdel(k.host(H1), HF.createdAt);
 
     const outcomes = await run(
       HOST_IMPORT,
@@ -246,6 +254,7 @@ describe('store scripts: every script loads into Redis and runs its happy path (
       donator: false,
       from: '192.0.2.0/24',
       acmeOnly: false,
+      tsig: '',
     });
     expect(await run(TOKEN_CHECK, tokenKeys(H1), { tokenHash: TOKEN_HASH, donator: false })).to.equal('ok');
 

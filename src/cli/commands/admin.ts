@@ -109,7 +109,7 @@ export async function hostList(
       // With --quiet-for: when it was last heard of (docs/operators.md, "Quiet hosts").
       if (quietFor !== undefined)
         fields.push(
-          h.lastRequestAt === null ? 'no request yet' : `last request ${new Date(h.lastRequestAt).toISOString()}`,
+          h.lastRequestAt == null ? 'no request yet' : `last request ${new Date(h.lastRequestAt).toISOString()}`,
         );
       out(fields.join('\t'));
     }

@@ -46,7 +46,7 @@ export type HostAddReply = { kind: 'ok' | 'noaccount' | 'exists' } | Shadowing;
  */
 export const HOST_ADD = defineScript({
   name: 'ddnsHostAdd',
-  preamble: `${NOW}${NESTING}`,
+  preamble: NESTING,
   keys: ['host', 'account', 'nestIndex'],
   keyTail: 'betweenKeys',
   args: ['owner', 'hostType', 'fqdn'],
@@ -56,7 +56,7 @@ if redis.call('EXISTS', account) == 0 then return {'noaccount'} end
 if redis.call('EXISTS', host) == 1 then return {'exists'} end
 local conflict = nestingConflict(owner, nestIndex, betweenKeys, 1, between)
 if conflict then return conflict end
-redis.call('HSET', host, '${HF.owner}', owner, '${HF.type}', hostType, '${HF.state}', 'active', '${HF.createdAt}', ms(now))
+redis.call('HSET', host, '${HF.owner}', owner, '${HF.type}', hostType, '${HF.state}', 'active')
 redis.call('HINCRBY', account, '${AF.hostCount}', 1)
 nest(fqdn, owner, betweenKeys, 1, #between)
 return {'ok'}
