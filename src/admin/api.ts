@@ -171,8 +171,28 @@ export const SCHEMAS: Record<string, JsonSchema> = {
           ['dueAt', 'failedRepublishes', 'inProgress'],
         ),
       ),
+      lastRequest: nullable(
+        object(
+          {
+            at: { type: 'integer', description: 'when it was admitted (milliseconds since the epoch)' },
+            reply: nullable(str('its reply in dyndns2 words, whatever the dialect; null: in flight or interrupted')),
+            userAgent: str('the client’s User-Agent (at most 200 characters)'),
+            source: str('the client’s address'),
+          },
+          ['at', 'reply', 'userAgent', 'source'],
+        ),
+      ),
+      requests24h: object(
+        {
+          good: { type: 'integer' },
+          nochg: { type: 'integer' },
+          refused: { type: 'integer', description: 'abuse, !active, !donator' },
+          failed: { type: 'integer', description: 'dnserr, 911' },
+        },
+        ['good', 'nochg', 'refused', 'failed'],
+      ),
     },
-    [...Object.keys(HOST_PROPERTIES), 'repair'],
+    [...Object.keys(HOST_PROPERTIES), 'repair', 'lastRequest', 'requests24h'],
   ),
   HostState: object({ fqdn: { type: 'string' }, state: { enum: SETTABLE_HOST_STATES } }, ['fqdn', 'state']),
   HostLink: object(

@@ -4,6 +4,7 @@
  * (`/v1/…` on the admin listener). It returns plain views; the callers print or serialise
  * them. Errors are the core's: InvalidInputError (400), NotFoundError (404), ConflictError (409).
  */
+import { countsOverDay, type LastRequest, type RequestCounts } from '../core/request-log.js';
 import { ACCOUNT_NAME_RULE, isAccountName } from '../core/accounts.js';
 import { ConflictError, HostStateConflictError, InvalidInputError, NotFoundError } from '../core/errors.js';
 import { MAX_PASSWORD_LENGTH } from '../core/limits.js';
@@ -105,6 +106,10 @@ export interface HostView {
 
 export interface HostDetail extends HostView {
   repair: DnsRepair | null;
+  /** Its last update request (docs/operators.md, "The last request of a host"); null: none recorded. */
+  lastRequest: LastRequest | null;
+  /** Its update requests by reply over the last 24 hours, counted by the hour. */
+  requests24h: RequestCounts;
 }
 
 export interface TokenView {
@@ -316,7 +321,12 @@ export class AdminService {
     const [host, repair] = await Promise.all([this.deps.hosts.get(fqdn), this.deps.hosts.repairOf(fqdn)]);
     if (!host) throw new NotFoundError(`no host ${fqdn}`);
     // repair: DNS may hold what Redis does not until the stored state is published again.
-    return { ...hostView(host), repair: repair ?? null };
+    return {
+      ...hostView(host),
+      repair: repair ?? null,
+      lastRequest: host.lastRequest ?? null,
+      requests24h: countsOverDay(host.requestTallies ?? [], Date.now()),
+    };
   }
 
   async setHostState(name: string, change: HostStateChange): Promise<{ fqdn: string; state: SettableHostState }> {

@@ -211,6 +211,11 @@ export interface AdmitRequest {
   leaseMs: number;
   /** The request's agent and login checks, made again in the same atomic step. */
   guard?: AdmitGuard;
+  /**
+   * Record the request as the host's last, with the guard's source and User-Agent (core/request-log.ts): the reply
+   * of a request counted without a change (`nochg`, or `!donator` when `expect` is null); absent: not recorded.
+   */
+  note?: 'nochg' | '!donator';
 }
 
 /**
@@ -284,9 +289,12 @@ export interface HostGate {
    * a republish of the stored state failed (counted: see `Reclaimed.failedRepublishes`; it
    * implies `refused`). `refused`: the primary answered and refused this change, so nothing
    * of it reached DNS: a repair it had taken over stays due for what the interrupted change
-   * wrote, no more.
+   * wrote, no more. `answered`: the reply of a request noted as the host's last (AdmitRequest.note).
    */
-  release(lease: Lease, opts?: { republishInMs?: number; failedRepublish?: boolean; refused?: boolean }): Promise<void>;
+  release(
+    lease: Lease,
+    opts?: { republishInMs?: number; failedRepublish?: boolean; refused?: boolean; answered?: 'dnserr' | '911' },
+  ): Promise<void>;
   /** Hosts whose change lease has expired: their holder died between DNS and Redis, or released it for republishing. */
   staleLeases(limit: number): Promise<string[]>;
   /** Look at these expired leases again in `ms` (their zone's primary is unreachable now). */

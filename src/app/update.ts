@@ -476,6 +476,7 @@ export class UpdateService {
       ...base,
       expect: forbiddenOffline ? null : { ...expectationsFor(settings, resolvedMx), ...this.prefixExpected(asked) },
       guard,
+      note: forbiddenOffline ? '!donator' : 'nochg',
     });
     if (admission.kind === 'refused') return { refused: admission.check };
     if (admission.kind === 'rejected') return { outcome: admission.outcome };
@@ -506,7 +507,8 @@ export class UpdateService {
         : admission.repairDue
           ? { republishInMs: this.deps.leaseMs, refused: true }
           : {};
-      await this.deps.hosts.release(admission.lease, republish).catch((releaseErr: unknown) => {
+      const answered = outcomeOfError(err) === 'dns-failed' ? 'dnserr' : '911';
+      await this.deps.hosts.release(admission.lease, { ...republish, answered }).catch((releaseErr: unknown) => {
         throw new ServiceFault(`release failed: ${(releaseErr as Error).message}`);
       });
       if (outcomeOfError(err) === 'dns-failed') return { outcome: 'dns-failed' };
@@ -573,7 +575,9 @@ export class UpdateService {
       return await PrefixFollowers.admit({ links, hosts, publisher, leaseMs, logger }, fqdn, account, prefix);
     } catch (err) {
       // Nothing was sent: a repair that was due stays due.
-      await hosts.release(lease, repairDue ? { republishInMs: 0 } : {}).catch(() => undefined);
+      await hosts
+        .release(lease, { ...(repairDue ? { republishInMs: 0 } : {}), answered: '911' })
+        .catch(() => undefined);
       if (err instanceof StoreUnavailableError) throw err;
       throw new ServiceFault(`the hosts linked to ${fqdn}: ${(err as Error).message}`);
     }

@@ -1,4 +1,5 @@
 /** Domain types shared by every layer (pure data, no behaviour beyond helpers). */
+import type { HourTally, LastRequest } from './request-log.js';
 
 export const HOST_TYPES = ['dynamic', 'static', 'webhop', 'subdomain'] as const;
 export type HostType = (typeof HOST_TYPES)[number];
@@ -53,6 +54,10 @@ export interface HostRecord extends HostDnsState {
   lastRequestAt?: number;
   /** When the quiet-host sweep first saw it without a request, or it was made active again (ms); undefined: not yet. */
   createdAt?: number;
+  /** Its last update request (core/request-log.ts); undefined: none recorded. */
+  lastRequest?: LastRequest;
+  /** Its requests by the hour, as stored (countsOverDay reads them). */
+  requestTallies?: readonly HourTally[];
 }
 
 /** A host that follows another's prefix: AAAA = the parent's prefix + `iid` (core/prefix.ts). */

@@ -13,6 +13,7 @@ import {
   type HostType,
 } from '../core/types.js';
 import { ACCOUNT_FIELDS as A, HOST_FIELDS as H } from './keys.js';
+import { parseTallies } from '../core/request-log.js';
 
 export type HashFields = Record<string, string>;
 
@@ -40,6 +41,17 @@ export function decodeHost(fqdn: string, f: HashFields): HostRecord {
     ...(f[H.linkParent] ? { link: { parent: f[H.linkParent]!, iid: f[H.linkIid] ?? '' } } : {}),
     ...(f[H.lastPrefix] ? { prefix: f[H.lastPrefix] } : {}),
     ...(f[H.txt] === undefined ? {} : { txt: decodeTxt(f[H.txt]!) }),
+    ...(f[H.requestAt]
+      ? {
+          lastRequest: {
+            at: toNumber(f[H.requestAt]),
+            reply: nonEmpty(f[H.requestReply]),
+            userAgent: f[H.requestAgent] ?? '',
+            source: f[H.requestSource] ?? '',
+          },
+        }
+      : {}),
+    ...(f[H.tallyHour] ? { requestTallies: parseTallies(f[H.tallyHour], f[H.tallyEarlier]) } : {}),
   };
 }
 

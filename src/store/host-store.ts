@@ -72,6 +72,8 @@ export class HostLease implements Lease {
     readonly families: string,
     /** Those of an interrupted change whose expired lease it took over ('' when none). */
     readonly takenOver: string,
+    /** Its request was noted as the host's last (AdmitRequest.note): commit and release record its reply. */
+    readonly noted = false,
   ) {}
 }
 
@@ -122,6 +124,9 @@ export class RedisHostStore implements HostGate, HostAdmin {
       leaseMs: req.leaseMs,
       leaseToken: randomUUID(),
       expect: req.expect,
+      ...(req.note === undefined || req.guard === undefined
+        ? {}
+        : { requestLog: { reply: req.note, source: req.guard.sourceIp, userAgent: req.guard.userAgent } }),
     };
     const lease = { host: this.keys.host(req.fqdn), pending: this.keys.pendingChanges() };
     const { guard } = req;
@@ -157,7 +162,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
     // nochg says the state is stored: it may be a change whose WAIT failed (911) and is retried.
     // Not for the echo's counting (expect null), which acknowledges nothing.
     if (reply.kind === 'nochg' && req.expect !== null) await this.waitForReplicas('admit');
-    return admission(req.fqdn, reply, args.leaseToken);
+    return admission(req.fqdn, reply, args.leaseToken, args.requestLog !== undefined);
   }
 
   /** WAIT for redis.waitReplicas (when set), right after the write's reply. */
@@ -182,6 +187,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
         undo: own?.undo ?? NO_COUNT_UNDO,
         families: own?.families ?? '46',
         ...(opts.prefix === undefined ? {} : { prefix: opts.prefix }),
+        noted: !opts.republish && (own?.noted ?? false),
       });
     } catch (err) {
       // Not recorded, as far as we know: the lease ends now (abandon.ts), not at its end, unless the commit ran
@@ -211,7 +217,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
 
   async release(
     lease: Lease,
-    opts: { republishInMs?: number; failedRepublish?: boolean; refused?: boolean } = {},
+    opts: { republishInMs?: number; failedRepublish?: boolean; refused?: boolean; answered?: 'dnserr' | '911' } = {},
   ): Promise<void> {
     const own = asHostLease(lease);
     // A failed republish is one the primary refused.
@@ -227,6 +233,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
         failedRepublish: opts.failedRepublish ?? false,
         families: (refused ? own?.takenOver : own?.families) ?? '46',
         refused,
+        answered: own?.noted === true ? (opts.answered ?? '911') : '',
       },
       'release',
     );
@@ -497,12 +504,12 @@ export class RedisHostStore implements HostGate, HostAdmin {
 }
 
 /** The admission of a decoded admit reply; `token` is the lease token the request asked for. */
-function admission(fqdn: string, reply: AdmitReply, token: string): Admission {
+function admission(fqdn: string, reply: AdmitReply, token: string, noted: boolean): Admission {
   if (reply.kind !== 'change') return reply;
   return {
     kind: 'change',
     host: decodeHost(fqdn, reply.host),
-    lease: new HostLease(fqdn, token, reply.undo, reply.families, reply.takenOver),
+    lease: new HostLease(fqdn, token, reply.undo, reply.families, reply.takenOver, noted),
     repairDue: reply.repairDue,
     families: decodeFamilies(reply.families),
   };

@@ -90,6 +90,17 @@ export const HOST_FIELDS = {
    * docs/operators.md, "Quiet hosts"): a host that never made a request is quiet since then.
    */
   createdAt: 'ca',
+  /**
+   * The last update request (core/request-log.ts): when (ms), its reply in dyndns2's words ('' while in flight),
+   * the client's source address and User-Agent (at most RECORDED_AGENT_MAX characters).
+   */
+  requestAt: 'qa',
+  requestReply: 'qr',
+  requestSource: 'qs',
+  requestAgent: 'qu',
+  /** Requests by the hour: the hour last counted (`hour good nochg refused failed`) and the 23 before it (`,`). */
+  tallyHour: 'rh',
+  tallyEarlier: 'rd',
 } as const;
 
 /** The host fields that belong to a lease, not to the host record. */

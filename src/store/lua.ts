@@ -247,10 +247,57 @@ end
 `;
 
 /**
+ * The last request of a host and its counts by the hour (docs/operators.md, "The last request of a host";
+ * core/request-log.ts reads them). noted(h, reply, kind, source, agent) → the fields to add to the script's HSET of
+ * the host: the request's time, reply (dyndns2's word; '' while in flight), source and User-Agent, and its count of
+ * `kind` ('g' good, 'n' nochg, 'r' refused, 'f' failed, '' none) in the current hour. `h` holds the host's tally
+ * fields (HGETALL's, or tallyOf's). tallied(h, kind): only the count. When the hour turns, the last one joins the
+ * earlier ones, pruned to 24: once an hour per host, so a request's own cost is one short field rewritten.
+ */
+export const REQUEST_LOG = `
+local function tallied(h, kind, out)
+  if kind == '' then return out end
+  local hour = math.floor(now / 3600000)
+  local current = h['${HF.tallyHour}'] or ''
+  local ch, g, n, r, f = string.match(current, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
+  ch = tonumber(ch)
+  if ch ~= hour then
+    if ch ~= nil then
+      local kept = {}
+      for e in string.gmatch(h['${HF.tallyEarlier}'] or '', '[^,]+') do
+        local eh = tonumber(string.match(e, '^%d+'))
+        if eh and eh > hour - 24 then kept[#kept + 1] = e end
+      end
+      if ch > hour - 24 then kept[#kept + 1] = current end
+      out[#out + 1] = '${HF.tallyEarlier}'; out[#out + 1] = table.concat(kept, ',')
+    end
+    g, n, r, f = 0, 0, 0, 0
+  else
+    g, n, r, f = tonumber(g), tonumber(n), tonumber(r), tonumber(f)
+  end
+  if kind == 'g' then g = g + 1 elseif kind == 'n' then n = n + 1 elseif kind == 'r' then r = r + 1 else f = f + 1 end
+  out[#out + 1] = '${HF.tallyHour}'; out[#out + 1] = string.format('%.0f %d %d %d %d', hour, g, n, r, f)
+  return out
+end
+local function noted(h, reply, kind, source, agent, out)
+  out[#out + 1] = '${HF.requestAt}'; out[#out + 1] = ms(now)
+  -- A client's next request mostly repeats its reply, source and agent: only what differs is written.
+  if h['${HF.requestReply}'] ~= reply then out[#out + 1] = '${HF.requestReply}'; out[#out + 1] = reply end
+  if h['${HF.requestSource}'] ~= source then out[#out + 1] = '${HF.requestSource}'; out[#out + 1] = source end
+  if h['${HF.requestAgent}'] ~= agent then out[#out + 1] = '${HF.requestAgent}'; out[#out + 1] = agent end
+  return tallied(h, kind, out)
+end
+local function tallyOf(key)
+  local t = redis.call('HMGET', key, '${HF.tallyHour}', '${HF.tallyEarlier}')
+  return {['${HF.tallyHour}'] = t[1] or nil, ['${HF.tallyEarlier}'] = t[2] or nil}
+end
+`;
+
+/**
  * The host's checks at an admission, the address change's and the TXT change's alike:
  * hostAdmission(key, account) reads the host's fields into `h`; unknown, another account's, not
  * dynamic, closed or blocked: rejected; a lease another request holds: busy. → the refusal (the
- * script's reply), or nil, h, state.
+ * script's reply; with h when the host is the account's: closed or blocked), or nil, h, state.
  */
 export const HOST_ADMISSION = `
 local function hostAdmission(key, account)
@@ -261,8 +308,8 @@ local function hostAdmission(key, account)
   if h['${HF.owner}'] ~= account then return {'rejected', 'not-owner'} end
   if h['${HF.type}'] ~= 'dynamic' then return {'rejected', 'not-dynamic'} end
   local state = h['${HF.state}'] or 'active'
-  if state == 'closed' then return {'rejected', 'closed'} end
-  if state == 'blocked' then return {'rejected', 'abuse'} end
+  if state == 'closed' then return {'rejected', 'closed'}, h end
+  if state == 'blocked' then return {'rejected', 'abuse'}, h end
   if h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= '' and (tonumber(h['${HF.leaseUntil}']) or 0) > now then return {'busy'} end
   return nil, h, state
 end
@@ -272,7 +319,7 @@ end
  * What every lease script (admit, commit, release, reclaim, host claim) starts with: the Redis
  * clock, then the helpers in the order they depend on each other.
  */
-export const LEASE_PREAMBLE = `${NOW}${FAMILIES}${REPAIR_DUE}${UNDO_COUNT}${LOST_CHANGE}${LEASE_END}${TAKE_LEASE}`;
+export const LEASE_PREAMBLE = `${NOW}${FAMILIES}${REPAIR_DUE}${UNDO_COUNT}${LOST_CHANGE}${LEASE_END}${TAKE_LEASE}${REQUEST_LOG}`;
 
 /**
  * No shadowing across accounts (docs/security.md): a host must not sit below or above a host of

@@ -214,6 +214,10 @@ describe('admin listener: health, metrics, provisioning API (knot)', function ()
     r = await call('GET', `/v1/hosts/${fqdn}`);
     expect(r.status).to.equal(200);
     expect(r.json).to.include({ ipv4: '192.0.2.77', repair: null });
+    // The last request and the day's counts (docs/operators.md, "The last request of a host").
+    const last = r.json as { lastRequest: Record<string, unknown>; requests24h: unknown };
+    expect(last.lastRequest).to.deep.include({ reply: 'good', userAgent: 'AdminApiTest/1.0', source: '127.0.0.1' });
+    expect(last.requests24h).to.deep.equal({ good: 1, nochg: 0, refused: 0, failed: 0 });
     r = await call('GET', `/v1/hosts/${fqdn}/tokens`);
     expect((r.json as { id: string; lastUsed: string | null }[]).map((t) => t.id)).to.deep.equal([minted.id]);
     expect((r.json as { lastUsed: string | null }[])[0]!.lastUsed).to.be.a('string');
@@ -231,6 +235,18 @@ describe('admin listener: health, metrics, provisioning API (knot)', function ()
     expect(
       (await env.get(`/nic/update?hostname=${fqdn}&myip=192.0.2.79`, { auth: [account, 'account-password-1'] })).body,
     ).to.equal('badauth\n');
+    // A refused login is not the host's request: the last one is still the good one before it.
+    r = await call('GET', `/v1/hosts/${fqdn}`);
+    expect((r.json as { lastRequest: unknown }).lastRequest).to.deep.include({
+      reply: 'good',
+      userAgent: 'ddns-bridge-tests/1.0 tests@example.test',
+    });
+    expect((r.json as { requests24h: unknown }).requests24h).to.deep.equal({
+      good: 2,
+      nochg: 0,
+      refused: 0,
+      failed: 0,
+    });
 
     // Revoke the token: the next update with it is refused.
     expect((await call('DELETE', `/v1/tokens/${minted.id}`)).status).to.equal(204);

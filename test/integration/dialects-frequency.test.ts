@@ -67,5 +67,9 @@ describe('dialects share one frequency rule (knotd)', function () {
     expect([blocked.status, blocked.headers['retry-after']]).to.deep.equal([429, '3600']);
     expect(await gateway('192.0.2.6')).to.equal('REFUSED');
     expect(await env.ns.query(host, 'A')).to.deep.equal(['192.0.2.4']);
+    // host show: the last request (the gateway's, refused), and the day's counts of every dialect's requests.
+    const shown = await env.cliOk(['host', 'show', host]);
+    expect(shown).to.match(/^lastRequest: \d{4}-\d\d-\d\dT[\d:.]+Z abuse from 127\.0\.0\.1 agent "rfc2136"$/m);
+    expect(shown).to.match(/^requests24h: good 4, nochg 0, refused 5, failed 0$/m);
   });
 });

@@ -101,6 +101,7 @@ describe('store scripts: named keys and arguments', () => {
       '7',
       '4',
       '',
+      '0',
     ]);
     const argv = call.slice(2 + 2);
     expect(COMMIT.argNames.map((n, i) => [n, argv[i]]).slice(0, 2)).to.deep.equal([
@@ -149,6 +150,7 @@ describe('store scripts: named keys and arguments', () => {
         leaseMs: 5000,
         leaseToken: 'L',
         expect: { ipv4: '192.0.2.1' },
+        requestLog: { reply: 'nochg', source: '192.0.2.9', userAgent: 'ua/1' },
       },
     );
     expect(guarded.slice(0, 8)).to.deep.equal(['', '6', 'h', 'p', 'j', 's', 'c', 'a']);
@@ -163,6 +165,9 @@ describe('store scripts: named keys and arguments', () => {
       'L',
       'expect',
       '4',
+      'nochg',
+      '192.0.2.9',
+      'ua/1',
       HF.ipv4,
       '192.0.2.1',
     ]);

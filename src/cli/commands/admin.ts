@@ -2,6 +2,7 @@
  * Operator commands on accounts, hosts and User-Agent blocks: text (or --json) around the
  * admin service (src/app/admin.ts), which the provisioning API calls too.
  */
+import type { LastRequest, RequestCounts } from '../../core/request-log.js';
 import type { AdminService, HostStateChange } from '../../app/admin.js';
 import type { DnsRepair } from '../../app/ports.js';
 import { InvalidInputError } from '../../core/errors.js';
@@ -121,8 +122,18 @@ export async function hostShow(ctx: CommandContext, name: string, json: boolean,
   else
     for (const [k, v] of Object.entries(view))
       out(
-        `${k}: ${k === 'repair' ? repairText(view.repair ?? undefined) : k === 'link' ? linkText(view.link) : Array.isArray(v) ? v.join(' ') : String(v)}`,
+        `${k}: ${k === 'repair' ? repairText(view.repair ?? undefined) : k === 'link' ? linkText(view.link) : k === 'lastRequest' ? lastRequestText(view.lastRequest) : k === 'requests24h' ? countsText(view.requests24h) : Array.isArray(v) ? v.join(' ') : String(v)}`,
       );
+}
+
+/** The last request, one line; the User-Agent quoted (JSON string), so no byte of it can end or fake a line. */
+function lastRequestText(last: LastRequest | null): string {
+  if (last === null) return 'none';
+  return `${new Date(last.at).toISOString()} ${last.reply ?? '(no reply: in flight or interrupted)'} from ${last.source} agent ${JSON.stringify(last.userAgent)}`;
+}
+
+function countsText(c: RequestCounts): string {
+  return `good ${c.good}, nochg ${c.nochg}, refused ${c.refused}, failed ${c.failed}`;
 }
 
 function linkText(link: { parent: string; iid: string } | null): string {

@@ -12,6 +12,7 @@ import {
   type AdmitRejection,
   type GuardCheck,
 } from '../../core/admission.js';
+import { recordedAgent } from '../../core/request-log.js';
 import { flag, type TargetState } from '../../core/types.js';
 import { encodeExpectations, encodeWrittenFamilies, type HashFields } from '../codec.js';
 import { HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
@@ -44,6 +45,11 @@ export interface AdmitArgs {
   leaseToken: string;
   /** The settings asked for; null: only the frequency rule (the echo with a hostname). */
   expect: Expectations | null;
+  /**
+   * Record this request as the host's last (core/request-log.ts): `reply` is the word a request counted without a
+   * change gets (`nochg`; `!donator` in count mode); absent: nothing is recorded (the echo, the tests).
+   */
+  requestLog?: { reply: string; source: string; userAgent: string };
 }
 
 /** A password login's checks (GUARD): its account's keys beside the host's. */
@@ -132,6 +138,9 @@ const ADMIT_ARGS = [
   'leaseToken',
   'mode',
   'families',
+  'note',
+  'source',
+  'agent',
 ] as const;
 
 const NO_EXPECTATIONS: readonly string[] = [];
@@ -144,6 +153,9 @@ const admitArgs = (a: AdmitArgs) => ({
   leaseToken: a.leaseToken,
   mode: a.expect === null ? 'count' : 'expect',
   families: encodeWrittenFamilies(a.expect),
+  note: a.requestLog?.reply ?? '',
+  source: a.requestLog?.source ?? '',
+  agent: a.requestLog === undefined ? '' : recordedAgent(a.requestLog.userAgent),
   expect: a.expect === null ? NO_EXPECTATIONS : encodeExpectations(a.expect),
 });
 
@@ -185,9 +197,16 @@ function admitReply(raw: unknown, script: string): AdmitReply {
  * with their own named arguments, after their login checks.
  */
 const ADMIT_FUNCTION = `${HOST_ADMISSION}
-local function admit(key, pending, account, minIntervalMs, maxFrequent, leaseMs, leaseToken, mode, families, expect)
+local function admit(key, pending, account, minIntervalMs, maxFrequent, leaseMs, leaseToken, mode, families, note, source, agent, expect)
 local refusal, h, state = hostAdmission(key, account)
-if refusal then return refusal end
+if refusal then
+  -- The account's own host, closed or blocked: its owner's request, refused (REQUEST_LOG).
+  if h and note ~= '' then
+    local reply = refusal[2] == 'closed' and '!active' or 'abuse'
+    redis.call('HSET', key, unpack(noted(h, reply, 'r', source, agent, {})))
+  end
+  return refusal
+end
 -- An expired lease: its holder died between publishing and recording, so DNS may hold a
 -- change Redis does not know. Never nochg then: this request republishes it (FAMILIES).
 local stale = h['${HF.leaseToken}'] ~= nil and h['${HF.leaseToken}'] ~= ''
@@ -205,8 +224,10 @@ local seq = (tonumber(h['${HF.frequencySeq}']) or 0) + 1
 h['${HF.lastRequest}'] = ms(now)
 h['${HF.frequentCount}'] = tostring(count)
 h['${HF.frequencySeq}'] = tostring(seq)
+local log = {}
 if count > maxRun then
-  redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.state}', 'blocked')
+  if note ~= '' then noted(h, 'abuse', 'r', source, agent, log) end
+  redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.state}', 'blocked', unpack(log))
   return {'rejected', 'abuse'}
 end
 
@@ -231,7 +252,9 @@ if mode == 'expect' and not changed then
   end
 end
 if not changed then
-  redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'])
+  -- nochg counts as such; the reply of a request counted without a change in count mode (!donator) is refused.
+  if note ~= '' then noted(h, note, note == 'nochg' and 'n' or 'r', source, agent, log) end
+  redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], unpack(log))
   return {'nochg'}
 end
 -- The address families this change writes in full, kept with its lease (FAMILIES): the
@@ -245,8 +268,9 @@ if stale then
   la = union(la, takenOver)
 end
 local leaseEnd = leaseEndFor(h['${HF.leaseAbandoned}'], leaseToken, tonumber(leaseMs))
--- The lease and its record (setLeaseRecord's fields) in one HSET.
-redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.leaseToken}', leaseToken, '${HF.leaseUntil}', ms(leaseEnd), '${HF.linksSeen}', h['${HF.linksChanged}'] or '', '${HF.leaseFamilies}', la, '${HF.leaseFamiliesOf}', leaseToken)
+-- The lease and its record (setLeaseRecord's fields) in one HSET; the request's reply is its commit's or release's.
+if note ~= '' then noted(h, '', '', source, agent, log) end
+redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.leaseToken}', leaseToken, '${HF.leaseUntil}', ms(leaseEnd), '${HF.linksSeen}', h['${HF.linksChanged}'] or '', '${HF.leaseFamilies}', la, '${HF.leaseFamiliesOf}', leaseToken, unpack(log))
 if h['${HF.leaseLate}'] or h['${HF.legacyLeaseRecord}'] then redis.call('HDEL', key, '${HF.leaseLate}', '${HF.legacyLeaseRecord}') end
 redis.call('ZADD', pending, leaseEnd, key)
 return {'change', hostFlat(), prevFl, prevFc, h['${HF.frequencySeq}'], stale and '1' or '', la, takenOver}
@@ -255,7 +279,7 @@ end
 
 /** The call of admit with the names every admit binds. */
 const CALL_ADMIT =
-  'return admit(host, pending, accountName, minIntervalMs, maxFrequent, leaseMs, leaseToken, mode, families, expect)\n';
+  'return admit(host, pending, accountName, minIntervalMs, maxFrequent, leaseMs, leaseToken, mode, families, note, source, agent, expect)\n';
 
 /** admit without login checks (the echo with a hostname, the tests). */
 export const ADMIT = defineBatchableScript({
@@ -314,6 +338,8 @@ export interface CommitArgs {
   families: string;
   /** A parent's delegated prefix to record with the commit (docs/protocol.md, "IPv6 prefixes"); absent: kept. */
   prefix?: string;
+  /** Noted as the host's last request (AdmitArgs.requestLog): its reply is `good`, or a lost commit's failure. */
+  noted?: boolean;
 }
 
 /**
@@ -350,18 +376,22 @@ export const COMMIT = defineBatchableScript({
     'countedAt',
     'families',
     'prefix',
+    'requestNoted',
   ],
   lua: `
--- What the commit reads, in one call: owner, lease token, state, then the lease record (recordOf).
-local r = redis.call('HMGET', host, '${HF.owner}', '${HF.leaseToken}', '${HF.state}', ${LEASE_RECORD_FIELDS})
+-- What the commit reads, in one call: owner, lease token, state, the lease record (recordOf), the request tally.
+local r = redis.call('HMGET', host, '${HF.owner}', '${HF.leaseToken}', '${HF.state}', ${LEASE_RECORD_FIELDS}, '${HF.tallyHour}', '${HF.tallyEarlier}')
 if not r[1] then
   redis.call('ZREM', pending, host)
   return 'gone'
 end
+local tally = {['${HF.tallyHour}'] = r[8] or nil, ['${HF.tallyEarlier}'] = r[9] or nil}
 local lk = r[2]
 if lk ~= token then
   lostChange(host, pending, lk, 0, families)
   undoCount(host, prevFl, prevFc, seq, countedAt)
+  -- Answered 911: counted as failed; the last request shown is the newer holder's.
+  if requestNoted == '1' then redis.call('HSET', host, unpack(tallied(tally, 'f', {}))) end
   return 'lost'
 end
 local _, late = recordOf({r[4], r[5], r[6], r[7]}, lk)
@@ -372,6 +402,10 @@ end
 -- One HSET for the whole record; the emptied fields go with the lease's (endLease).
 local sets, dels = {'${HF.state}', state}, {}
 if republish ~= '1' then sets[3] = '${HF.updatedAt}'; sets[4] = ms(now) end
+if requestNoted == '1' then
+  sets[#sets + 1] = '${HF.requestReply}'; sets[#sets + 1] = 'good'
+  tallied(tally, 'g', sets)
+end
 local fields = {'${HF.ipv4}', '${HF.ipv6}', '${HF.wildcard}', '${HF.mx}', '${HF.backmx}'}
 local values = {ipv4, ipv6, wildcard, mx, backmx}
 for i, f in ipairs(fields) do
@@ -404,6 +438,7 @@ return 'ok'
     countedAt: a.undo.countedAt,
     families: a.families,
     prefix: a.prefix ?? '',
+    requestNoted: flag(a.noted ?? false),
   }),
   reply: (raw) => replyOneOf(raw, ['ok', 'lost', 'gone'] as const, 'commit'),
 });
@@ -420,6 +455,8 @@ export interface ReleaseArgs {
   families: string;
   /** The primary refused the change: nothing of it reached DNS. */
   refused: boolean;
+  /** The reply of a request noted as the host's last (AdmitArgs.requestLog), counted as failed; '': none. */
+  answered?: '' | 'dnserr' | '911';
 }
 
 /**
@@ -442,12 +479,18 @@ export const RELEASE = defineScript({
   name: 'ddnsRelease',
   preamble: LEASE_PREAMBLE,
   keys: ['host', 'pending'],
-  args: ['token', 'prevFl', 'prevFc', 'seq', 'countedAt', 'republishInMs', 'failed', 'families', 'refused'],
+  args: ['token', 'prevFl', 'prevFc', 'seq', 'countedAt', 'republishInMs', 'failed', 'families', 'refused', 'answered'],
   lua: `
 -- Even when the lease was taken over: if nobody counted since, this request's count goes.
 undoCount(host, prevFl, prevFc, seq, countedAt)
 local republishIn = tonumber(republishInMs)
 local lk = redis.call('HGET', host, '${HF.leaseToken}')
+-- The request's reply (REQUEST_LOG), only while its lease stands: else the last request is the newer holder's.
+if answered ~= '' and redis.call('HEXISTS', host, '${HF.owner}') == 1 then
+  local log = tallied(tallyOf(host), 'f', {})
+  if lk == token then log[#log + 1] = '${HF.requestReply}'; log[#log + 1] = answered end
+  redis.call('HSET', host, unpack(log))
+end
 if lk ~= token then
   -- Taken over, while what this caller sent may still be applied after the newer holder's
   -- change: as for a lost commit. Not when the primary refused it: nothing of it reached DNS.
@@ -478,6 +521,7 @@ return 1
     failed: flag(a.failedRepublish),
     families: a.families,
     refused: flag(a.refused),
+    answered: a.answered ?? '',
   }),
   reply: (raw) => replyInteger(raw, 'release') === 1,
 });
