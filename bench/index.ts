@@ -2,8 +2,9 @@
 import { writeFile } from 'node:fs/promises';
 import type { LabKind } from '../src/lab/index.js';
 import { renderGatewayMarkdown, renderMarkdown } from './report.js';
-import type { BenchReport, GatewayBenchReport } from './report-types.js';
-import { runBench, runGatewayBench } from './run.js';
+import { renderBaseline } from './baseline-rounds.js';
+import type { BaselineBenchReport, BenchReport, GatewayBenchReport } from './report-types.js';
+import { runBaselineBench, runBench, runGatewayBench } from './run.js';
 import type { BridgeMode } from './targets.js';
 
 export { runBench, runGatewayBench, type BenchOptions } from './run.js';
@@ -21,15 +22,17 @@ export interface BenchCommandOptions {
   modes?: string[];
   /** Profile the nochg and storm paths into this directory (`--cpu-prof DIR`). */
   cpuProf?: string;
-  /** `gateway`: the RFC 2136 gateway rounds alone (`--section gateway`); default: everything. */
-  section?: 'all' | 'gateway';
+  /** `gateway`: the RFC 2136 gateway rounds alone (`--section gateway`); `baseline`: against `baselineDir`. */
+  section?: 'all' | 'gateway' | 'baseline';
+  /** `--baseline DIR`: an earlier build (`--section baseline`). */
+  baselineDir?: string;
 }
 
 export async function benchCommand(
   opts: BenchCommandOptions,
   out: (s: string) => void,
   err: (s: string) => void,
-): Promise<BenchReport | GatewayBenchReport> {
+): Promise<BenchReport | GatewayBenchReport | BaselineBenchReport> {
   const modes = opts.modes?.map(parseMode);
   // Ctrl-C: exit through process.exit so the exit hooks stop the servers and remove the directory.
   const interrupt = () => process.exit(130);
@@ -42,9 +45,14 @@ export async function benchCommand(
     cpuProf: opts.cpuProf,
     progress: (l: string) => err(`bench: ${l}`),
   };
-  let report: BenchReport | GatewayBenchReport;
+  let report: BenchReport | GatewayBenchReport | BaselineBenchReport;
   let markdown: string;
-  if (opts.section === 'gateway') {
+  if (opts.section === 'baseline') {
+    if (opts.baselineDir === undefined) throw new Error('--section baseline needs --baseline DIR');
+    const b = await runBaselineBench({ ...options, baselineDir: opts.baselineDir });
+    report = b;
+    markdown = renderBaseline(b.baseline).join('\n');
+  } else if (opts.section === 'gateway') {
     const g = await runGatewayBench(options);
     report = g;
     markdown = renderGatewayMarkdown(g);

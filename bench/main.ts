@@ -32,9 +32,14 @@ const argv = await yargs(hideBin(process.argv))
   })
   .option('section', {
     type: 'string',
-    choices: ['all', 'gateway'],
+    choices: ['all', 'gateway', 'baseline'],
     default: 'all',
-    describe: 'gateway: only the RFC 2136 gateway rounds beside HTTP (first nameserver)',
+    describe:
+      'gateway: only the RFC 2136 gateway rounds beside HTTP (first nameserver); baseline: the nochg path against --baseline',
+  })
+  .option('baseline', {
+    type: 'string',
+    describe: 'an earlier build (a checkout built with npx tsc -p .) for --section baseline',
   })
   .option('cpu-prof', {
     type: 'string',
@@ -60,7 +65,8 @@ try {
       nameservers: argv.nameserver as LabKind[] | undefined,
       modes: argv.mode,
       cpuProf: argv.cpuProf,
-      section: argv.section as 'all' | 'gateway',
+      section: argv.section as 'all' | 'gateway' | 'baseline',
+      ...(argv.baseline === undefined ? {} : { baselineDir: argv.baseline }),
     },
     out,
     err,

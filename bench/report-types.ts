@@ -1,4 +1,5 @@
 /** The bench report (its JSON): what was measured, the ratios derived from it, the targets. */
+import type { BaselineResult } from './baseline-rounds.js';
 import type { LabKind } from '../src/lab/index.js';
 import type { BenchProfile } from './profile.js';
 import type { Measurement } from './stats.js';
@@ -359,6 +360,18 @@ export interface BenchReport {
 }
 
 /** `npm run bench -- --section gateway`: the gateway rounds alone. */
+/** `--section baseline` (baseline-rounds.ts). */
+export interface BaselineBenchReport {
+  version: 1;
+  section: 'baseline';
+  profile: BenchProfile['name'];
+  startedAt: string;
+  durationSeconds: number;
+  command: string;
+  machine: BenchReport['machine'];
+  baseline: BaselineResult;
+}
+
 export interface GatewayBenchReport {
   version: 1;
   section: 'gateway';

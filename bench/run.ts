@@ -30,6 +30,7 @@ import type {
   RedisRoundTrips,
   RegistryRound,
   RssResult,
+  BaselineBenchReport,
 } from './report-types.js';
 import {
   ceilingRun,
@@ -55,6 +56,7 @@ import { profilePaths } from './cpu-prof-runs.js';
 import { measureDrains } from './drain.js';
 import { GATEWAY_CHANGE_FROM, GATEWAY_NOCHG_FROM, measureGateway } from './gateway-rounds.js';
 import { measureWrkRounds, registerWrkHosts, type WrkContext, type WrkLoads } from './wrk-rounds.js';
+import { measureBaseline } from './baseline-rounds.js';
 
 export interface BenchOptions {
   quick?: boolean;
@@ -64,6 +66,8 @@ export interface BenchOptions {
   cpuProf?: string;
   /** Progress lines (stderr). */
   progress?: (line: string) => void;
+  /** `--section baseline`: the earlier build to measure against (a checkout built with `npx tsc -p .`). */
+  baselineDir?: string;
 }
 
 /** What the run does, decided from the options before anything starts. */
@@ -179,6 +183,37 @@ export async function runGatewayBench(opts: BenchOptions = {}): Promise<GatewayB
       machine: { ...machine, loadAverageAtEnd: os.loadavg().map((x) => round(x, 2)) },
       notes: [gatewayNoteOf(plan)],
       gateway,
+    };
+  } finally {
+    await lab.stop();
+  }
+}
+
+/** `--section baseline`: this build's nochg path against an earlier build's, with the ceiling (baseline-rounds.ts). */
+export async function runBaselineBench(opts: BenchOptions & { baselineDir: string }): Promise<BaselineBenchReport> {
+  const plan = planOf(opts);
+  const kind = plan.kinds[0]!;
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const loadAverageAtStart = os.loadavg();
+  plan.progress(
+    `profile ${plan.profile.name}; section baseline (${opts.baselineDir}); nameserver ${kind}; ${plan.wrkMode}`,
+  );
+  const lab = await startLab([kind]);
+  try {
+    const machine = await machineInfo(loadAverageAtStart, [kind]);
+    const wrk: WrkContext = { lab, profile: plan.profile, mode: plan.wrkMode, progress: plan.progress };
+    await registerWrkHosts(wrk, [kind], 0);
+    const baseline = await measureBaseline(wrk, kind, opts.baselineDir);
+    return {
+      version: 1,
+      section: 'baseline',
+      profile: plan.profile.name,
+      startedAt: startedAt.toISOString(),
+      durationSeconds: round((performance.now() - t0) / 1000, 1),
+      command: `npm run bench -- --section baseline --baseline ${opts.baselineDir}${plan.quick ? ' --quick' : ''}`,
+      machine: { ...machine, loadAverageAtEnd: os.loadavg().map((x) => round(x, 2)) },
+      baseline,
     };
   } finally {
     await lab.stop();

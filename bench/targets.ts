@@ -54,6 +54,8 @@ export async function startBridgeTarget(
   logger: Logger,
   /** Node options for the serve process, which its workers inherit (e.g. `--cpu-prof`). */
   nodeOptions: readonly string[] = [],
+  /** The CLI to run: this build's, or an earlier build's (`--section baseline`). */
+  cli: string = CLI,
 ): Promise<Target> {
   if (mode === 'in-process') {
     const bridge = buildBridge(config, logger);
@@ -63,7 +65,7 @@ export async function startBridgeTarget(
   const child = track(
     spawn(
       process.execPath,
-      [...nodeOptions, CLI, 'serve', '--config', configPath, '--port', '0', '--workers', String(workersOf(mode))],
+      [...nodeOptions, cli, 'serve', '--config', configPath, '--port', '0', '--workers', String(workersOf(mode))],
       {
         stdio: ['ignore', 'ignore', 'pipe'],
         env: { ...process.env, DDNS_BRIDGE_CONFIG: '' },
