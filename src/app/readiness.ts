@@ -5,6 +5,7 @@
  * Redis PING and no DNS (docs/operators.md, "Health and readiness").
  */
 import type { Logger } from '../core/log.js';
+import type { SecondaryStatus } from './propagation.js';
 
 /** A zone is ready while its last answered probe is at most this old. */
 export const READY_WINDOW_MS = 30_000;
@@ -19,6 +20,11 @@ export interface ReadinessDeps {
   probeZone(zone: string): Promise<{ ok: true } | { ok: false; reason: string }>;
   /** The DNS timeout: a probe that takes longer does not count. */
   timeoutMs: number;
+  /**
+   * The zones' secondaries asked once (app/propagation.ts), with each probe round: reported, never a failed check
+   * (a lagging secondary must not take the update service out of its load balancer).
+   */
+  secondaries?: () => Promise<SecondaryStatus[]>;
   logger: Logger;
   now?: () => number;
 }
@@ -36,6 +42,10 @@ export interface ReadinessReport {
   /** The names of the checks that failed: `redis`, `zone <name>`. */
   failed: string[];
   checks: Record<string, CheckResult>;
+  /** The secondaries as the last round found them (docs/operators.md, "Secondaries"); they do not decide `ready`. */
+  secondaries?: { zone: string; secondary: string; up: boolean; serial: number | null; behind: number }[];
+  /** Secondaries silent or behind, one sentence each. */
+  warnings?: string[];
 }
 
 export class ReadinessMonitor {
@@ -67,8 +77,16 @@ export class ReadinessMonitor {
   }
 
   async probeAll(): Promise<void> {
-    await Promise.all(this.deps.zones.map((zone) => this.probe(zone)));
+    const secondaries = this.deps.secondaries?.().then(
+      (s) => {
+        this.secondaryStatuses = s;
+      },
+      () => undefined,
+    );
+    await Promise.all([...this.deps.zones.map((zone) => this.probe(zone)), secondaries]);
   }
+
+  private secondaryStatuses: SecondaryStatus[] | undefined;
 
   private async probe(zone: string): Promise<void> {
     const started = this.now();
@@ -127,6 +145,23 @@ export class ReadinessMonitor {
     const failed = Object.entries(checks)
       .filter(([, c]) => !c.ok)
       .map(([name]) => name);
-    return { ready: failed.length === 0, failed, checks };
+    const report: ReadinessReport = { ready: failed.length === 0, failed, checks };
+    if (this.secondaryStatuses !== undefined) {
+      report.secondaries = this.secondaryStatuses.map(({ zone, secondary, up, serial, behind }) => ({
+        zone,
+        secondary,
+        up,
+        serial,
+        behind,
+      }));
+      report.warnings = this.secondaryStatuses
+        .filter((s) => !s.up || s.behind > 0)
+        .map((s) =>
+          s.up
+            ? `zone ${s.zone} secondary ${s.secondary} is ${s.behind} serial(s) behind the primary`
+            : `zone ${s.zone} secondary ${s.secondary} does not answer`,
+        );
+    }
+    return report;
   }
 }

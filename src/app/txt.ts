@@ -9,6 +9,8 @@ import type { Logger } from '../core/log.js';
 import { outcomeOfError, type HostOutcome } from '../core/outcomes.js';
 import { acmeNameOf, TXT_VALUES_KEPT, type TxtAsk } from '../core/txt.js';
 import { familiesToLeave, pickDns, type AddressFamilies, type HostRecord } from '../core/types.js';
+import type { Telemetry } from '../core/telemetry.js';
+import type { SecondaryWait } from './propagation.js';
 import type {
   AccountView,
   AdmitGuard,
@@ -25,6 +27,8 @@ import type {
 export interface TxtSettings {
   txtLimit: number;
   txtWindowMs: number;
+  /** How long a set waits for the secondaries to serve its value (acme.propagationTimeout). */
+  propagationTimeoutMs: number;
 }
 
 export interface TxtAdmitRequest {
@@ -69,6 +73,10 @@ export interface TxtServiceDeps {
   maxBusyWaitMs: number;
   logger: Logger;
   sleep?: (ms: number) => Promise<void>;
+  /** The zones' secondaries (app/propagation.ts): a set answers once they all serve its value. Absent: no wait. */
+  secondaries?: SecondaryWait;
+  /** Each wait for the secondaries: served, or given up at the bound. */
+  telemetry?: Pick<Telemetry, 'secondaryWait'>;
 }
 
 /** The store failed, or the lease was lost or held too long: the update path answers 911. */
@@ -94,6 +102,39 @@ export class TxtService {
    * `{ refused }`: a login check failed at the admission (the caller refuses the whole request).
    */
   async change(
+    fqdn: string,
+    zone: string,
+    account: AccountView,
+    ask: TxtAsk,
+    guard?: AdmitGuard,
+    opts: { waitForSecondaries?: boolean } = {},
+  ): Promise<TxtLine | { refused: GuardCheck }> {
+    const line = await this.changeNow(fqdn, zone, account, ask, guard);
+    // A value an ACME server is about to ask any nameserver of the zone for: answered once every secondary serves it
+    // (docs/operators.md, "Secondaries"). Clearing does not wait; a nochg may be a client asking again too early.
+    const served = 'outcome' in line && (line.outcome === 'changed' || line.outcome === 'unchanged');
+    if (served && ask.op === 'set' && opts.waitForSecondaries !== false) await this.untilServed(fqdn, zone, ask.value);
+    return line;
+  }
+
+  private async untilServed(fqdn: string, zone: string, value: string): Promise<void> {
+    const wait = this.deps.secondaries;
+    const name = acmeNameOf(fqdn);
+    if (wait === undefined || name === undefined) return;
+    const started = Date.now();
+    const timeoutMs = this.deps.settings.propagationTimeoutMs;
+    const outcome = await wait.untilServed(zone, name, 'TXT', { includes: value }, timeoutMs);
+    if (outcome === 'none') return;
+    this.deps.telemetry?.secondaryWait(zone, outcome, (Date.now() - started) / 1000);
+    if (outcome === 'timeout')
+      this.deps.logger.warn('a secondary did not serve the ACME TXT value in time: answered anyway', {
+        fqdn,
+        zone,
+        timeoutMs,
+      });
+  }
+
+  private async changeNow(
     fqdn: string,
     zone: string,
     account: AccountView,

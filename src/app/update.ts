@@ -2,6 +2,7 @@
  * The update use case: agent → credentials → per host name: syntax, registry, ownership,
  * type, state, frequency → DNS → commit. Returns outcomes; the HTTP adapter writes bytes.
  */
+import type { SecondaryWait } from './propagation.js';
 import { DnsUpdateError, NotReplicatedError, StoreUnavailableError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { formatAddresses, parseUpdateParams, type ParamMap, type UpdateParams } from '../core/params.js';
@@ -13,6 +14,7 @@ import {
   targetState,
   type RequestedSettings,
   type ResolvedMx,
+  type TargetState,
 } from '../core/types.js';
 import { parseAddress, type AddressPair } from '../core/addresses.js';
 import { refusedClass, type AddressClass } from '../core/address-classes.js';
@@ -110,8 +112,14 @@ export interface UpdateServiceDeps {
   frequency: FrequencySettings;
   /** Address classes refused as update addresses (`addresses.refuse`); read on every request (a reload changes it). */
   addresses?: { refuse: readonly AddressClass[] };
-  /** Counts a refused address by class (docs/operators.md, "Metrics"). */
-  telemetry?: Pick<Telemetry, 'addressRefused'>;
+  /** Counts a refused address by class (docs/operators.md, "Metrics"); each wait for the secondaries. */
+  telemetry?: Pick<Telemetry, 'addressRefused' | 'secondaryWait'>;
+  /**
+   * `update.waitForSecondaries`: `good` once every secondary serves the new addresses, at most `timeoutMs`
+   * (acme.propagationTimeout); read on every request. Absent or off: no wait (docs/operators.md, "Secondaries").
+   */
+  waitForSecondaries?: { enabled: boolean; timeoutMs: number };
+  secondaries?: SecondaryWait;
   /** How long a host lease may be held: the DNS budget plus a margin. */
   leaseMs: number;
   logger: Logger;
@@ -533,6 +541,7 @@ export class UpdateService {
     // The lease ran out before the commit (a stalled process or a slow Redis) and another
     // holder took over: not recorded, so not acknowledged — the store republishes its record.
     if (committed === 'lost') throw new ServiceFault(`lease on ${fqdn} ended before the commit`);
+    if (committed !== 'gone' && !asked.viaKey) await this.untilSecondariesServe(fqdn, zone, target);
     if (committed === 'gone') {
       // host remove took the lease over and deleted the host while this change was on its way:
       // what it published may have landed after the deletes. Take it away again; not good.
@@ -547,6 +556,28 @@ export class UpdateService {
       return { outcome: 'unknown-host' };
     }
     return { outcome: 'changed', addresses: shown };
+  }
+
+  /** update.waitForSecondaries: every secondary serves the addresses just recorded, or the bound passed (logged). */
+  private async untilSecondariesServe(fqdn: string, zone: string, target: TargetState): Promise<void> {
+    const { waitForSecondaries: setting, secondaries } = this.deps;
+    if (!setting?.enabled || secondaries === undefined) return;
+    const started = Date.now();
+    const deadline = started + setting.timeoutMs;
+    const outcomes = await Promise.all(
+      (['A', 'AAAA'] as const).map((type) => {
+        const value = target.offline ? null : type === 'A' ? target.ipv4 : target.ipv6;
+        return secondaries.untilServed(zone, fqdn, type, { exactly: value ? [value] : [] }, deadline - Date.now());
+      }),
+    );
+    if (outcomes.every((o) => o === 'none')) return;
+    const outcome = outcomes.includes('timeout') ? 'timeout' : 'served';
+    this.deps.telemetry?.secondaryWait(zone, outcome, (Date.now() - started) / 1000);
+    if (outcome === 'timeout')
+      this.deps.logger.warn('a secondary did not serve the new addresses in time: answered good anyway', {
+        fqdn,
+        zone,
+      });
   }
 
   /** The prefix a host's update carries, when the bridge links hosts and the host does not go offline. */
@@ -593,7 +624,10 @@ export class UpdateService {
   ): Promise<HostLine | { refused: GuardCheck }> {
     if (this.deps.txt === undefined) return { outcome: 'not-dynamic' };
     try {
-      return await this.deps.txt.change(fqdn, zone, account, asked.params.txt!, guard);
+      // A key's change (the gateway) does not wait: RFC 2136 clients check propagation themselves.
+      return await this.deps.txt.change(fqdn, zone, account, asked.params.txt!, guard, {
+        waitForSecondaries: !asked.viaKey,
+      });
     } catch (err) {
       if (err instanceof TxtFault) throw new ServiceFault(err.message);
       throw err;
@@ -634,6 +668,8 @@ class AskedChange {
   readonly addresses: AddressPair;
   readonly settings: RequestedSettings;
   readonly mx: MxCheck;
+  /** A key's change (the RFC 2136 gateway): answered without waiting for the secondaries. */
+  readonly viaKey: boolean;
   constructor(
     readonly params: UpdateParams,
     clientIp: string,
@@ -644,6 +680,7 @@ class AskedChange {
     asks: FamilyAsks = {},
   ) {
     this.addresses = exact === undefined ? requestedAddresses(params, clientIp, asks) : params.addresses;
+    this.viaKey = exact !== undefined;
     const removed = {
       ...(asks.ipv4 === 'remove' ? { ipv4: null } : {}),
       ...(asks.ipv6 === 'remove' ? { ipv6: null } : {}),

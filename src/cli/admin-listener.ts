@@ -5,9 +5,11 @@
 import { readFileSync } from 'node:fs';
 import { AdminListener } from '../admin/server.js';
 import { ReadinessMonitor } from '../app/readiness.js';
+import { PROPAGATION_TIMINGS, PropagationWatcher } from '../app/propagation.js';
+import { NO_TELEMETRY } from '../core/telemetry.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../core/log.js';
-import { probeZone, type DnsPublisher } from '../dns/index.js';
+import { DnsSerialProbe, probeZone, type DnsPublisher } from '../dns/index.js';
 import type { MetricsSource } from '../metrics/index.js';
 import type { Store } from '../store/index.js';
 import { adminServiceOn } from './admin-service.js';
@@ -35,6 +37,7 @@ export async function startAdmin(
   parts: { store: Store; publisher?: DnsPublisher; metrics: MetricsSource; currentConfig?: () => Config },
 ): Promise<RunningAdmin | undefined> {
   if (!config.admin) return undefined;
+  const secondaryProbe = new DnsSerialProbe(config.zones, PROPAGATION_TIMINGS.queryTimeoutMs);
   const readiness = new ReadinessMonitor({
     pingStore: () => parts.store.ping(),
     zones: config.zones.map((z) => z.name),
@@ -45,6 +48,12 @@ export async function startAdmin(
       ),
     timeoutMs: config.dns.timeoutMs,
     logger,
+    ...(secondaryProbe.watchedZones.length === 0
+      ? {}
+      : {
+          secondaries: () =>
+            new PropagationWatcher(secondaryProbe.watchedZones, secondaryProbe, NO_TELEMETRY).checkAll(),
+        }),
   });
   const listener = new AdminListener({
     admin: adminServiceOn(parts.store, config, logger, parts.publisher, parts.currentConfig),

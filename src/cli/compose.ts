@@ -26,7 +26,8 @@ import {
   tsigKeyId,
   tsigKeyName,
 } from '../auth/index.js';
-import { DnsMxResolver, DnsPublisher } from '../dns/index.js';
+import { DnsMxResolver, DnsPublisher, DnsSerialProbe } from '../dns/index.js';
+import { PROPAGATION_TIMINGS, PropagationWatcher } from '../app/propagation.js';
 import { HttpFrontend } from '../http/server.js';
 import { DnsGateway } from '../gateway/server.js';
 
@@ -54,7 +55,15 @@ function frequencyOf(config: Config) {
 
 /** The ACME TXT rate rule (docs/protocol.md, "ACME TXT records"). */
 function txtSettingsOf(config: Config) {
-  return { txtLimit: config.frequency.txtLimit, txtWindowMs: config.frequency.txtWindowMs };
+  return {
+    txtLimit: config.frequency.txtLimit,
+    txtWindowMs: config.frequency.txtWindowMs,
+    propagationTimeoutMs: config.acme.propagationTimeoutMs,
+  };
+}
+
+function waitForSecondariesOf(config: Config) {
+  return { enabled: config.update.waitForSecondaries, timeoutMs: config.acme.propagationTimeoutMs };
 }
 
 function echoSettingsOf(config: Config) {
@@ -88,7 +97,16 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
       ? () => undefined
       : observeStoreCalls((operation, seconds, failed) => telemetry.redisCommand(operation, seconds, failed));
   telemetry.sample('repairs_due', {}, () => repairsDue(store.redis, store.keys));
-  const publisher = new DnsPublisher(config.zones, config.dns, logger, { telemetry });
+  // Secondaries followed after each applied UPDATE (docs/operators.md, "Secondaries"); none configured: no watcher.
+  const secondaryProbe = new DnsSerialProbe(config.zones, PROPAGATION_TIMINGS.queryTimeoutMs);
+  const secondaries = secondaryProbe.watchedZones.length === 0 ? undefined : secondaryProbe;
+  const watcher =
+    secondaries === undefined ? undefined : new PropagationWatcher(secondaries.watchedZones, secondaries, telemetry);
+  const publisher = new DnsPublisher(config.zones, config.dns, logger, {
+    telemetry,
+    ...(watcher === undefined ? {} : { onApplied: (zone: string) => watcher.published(zone) }),
+  });
+  watcher?.start();
   const mxResolver = new DnsMxResolver(config.mx, config.zones);
   const authenticator = new PasswordAuthenticator(store.accounts, store.failures, config.credentials, {
     parallelHashes: options.parallelHashes,
@@ -102,6 +120,7 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
   const frequency = frequencyOf(config);
   const echoSettings = echoSettingsOf(config);
   const txtSettings = txtSettingsOf(config);
+  const waitForSecondaries = waitForSecondariesOf(config);
   const addresses = { refuse: [...config.addresses.refuse] };
   const txt = new TxtService({
     txt: store.txt,
@@ -111,6 +130,7 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
     leaseMs: leaseMs(config),
     maxBusyWaitMs: MAX_BUSY_WAIT_MS,
     logger,
+    ...(secondaries === undefined ? {} : { secondaries, telemetry }),
   });
   const update = new UpdateService({
     authenticator,
@@ -127,6 +147,8 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
     telemetry,
     leaseMs: leaseMs(config),
     logger,
+    waitForSecondaries,
+    ...(secondaries === undefined ? {} : { secondaries }),
   });
   const echo = new EchoService({
     echoGate: store.echoGate,
@@ -176,6 +198,7 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
       Object.assign(frequency, frequencyOf(next));
       Object.assign(echoSettings, echoSettingsOf(next));
       Object.assign(txtSettings, txtSettingsOf(next));
+      Object.assign(waitForSecondaries, waitForSecondariesOf(next));
       addresses.refuse = [...next.addresses.refuse];
       store.reconfigure(next);
     },
@@ -184,6 +207,7 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
       await gateway?.close();
       await reconciler.stop();
       await quiet.stop();
+      watcher?.stop();
       await publisher.close();
       await store.close();
       unobserve();

@@ -99,6 +99,8 @@ export function parseConfig(json: unknown, opts: ParseOptions): Config {
     log: readLog(top.section('log')),
     addresses: readAddresses(top.section('addresses')),
     hosts: readHosts(top.section('hosts')),
+    acme: readAcme(top.section('acme')),
+    update: readUpdate(top.section('update')),
   };
   const admin = top.has('admin') ? readAdmin(top.section('admin'), config.listen, opts) : undefined;
   if (admin) Object.assign(config, { admin });
@@ -510,6 +512,18 @@ function readHosts(s: Section): Config['hosts'] {
   return closeQuietAfterMs > 0 ? { quietSweepIntervalMs, closeQuietAfterMs } : { quietSweepIntervalMs };
 }
 
+function readAcme(s: Section): Config['acme'] {
+  const propagationTimeoutMs = s.seconds('propagationTimeout', 60, { positive: true });
+  s.done();
+  return { propagationTimeoutMs };
+}
+
+function readUpdate(s: Section): Config['update'] {
+  const waitForSecondaries = s.boolean('waitForSecondaries', false);
+  s.done();
+  return { waitForSecondaries };
+}
+
 function readLog(s: Section): Config['log'] {
   const level = s.string('level', 'info');
   if (!(LOG_LEVELS as readonly string[]).includes(level)) {
@@ -537,9 +551,36 @@ function readZones(top: Section, opts: ParseOptions): ZoneConfig[] {
     if (!primary) throw new ConfigError(z.keyPath('primary'), 'expected host:port');
     const key = readKey(z.section('key'), opts);
     const maxInFlight = z.has('maxInFlight') ? z.integer('maxInFlight', 1, { min: 1, max: 1000 }) : undefined;
+    const secondaries = z.has('secondaries') ? readSecondaries(z) : undefined;
     z.done();
-    return maxInFlight === undefined ? { name, primary, key } : { name, primary, key, maxInFlight };
+    return {
+      name,
+      primary,
+      key,
+      ...(maxInFlight === undefined ? {} : { maxInFlight }),
+      ...(secondaries === undefined ? {} : { secondaries }),
+    };
   });
+}
+
+/** `secondaries`: `host:port` items (port 53 when left out) and at most one `"auto"`. */
+function readSecondaries(z: Section): NonNullable<ZoneConfig['secondaries']> {
+  let auto = false;
+  const servers: { host: string; port: number }[] = [];
+  z.array('secondaries').forEach((item, i) => {
+    const key = z.itemPath('secondaries', i);
+    if (item === 'auto') {
+      if (auto) throw new ConfigError(key, '"auto" is already listed');
+      auto = true;
+      return;
+    }
+    const parsed = typeof item === 'string' ? parseHostPort(item, 53) : undefined;
+    if (!parsed) throw new ConfigError(key, 'expected "host:port", "[IPv6 address]:port" or "auto"');
+    if (servers.some((s) => s.host === parsed.host && s.port === parsed.port))
+      throw new ConfigError(key, `${parsed.host}:${parsed.port} is already listed`);
+    servers.push(parsed);
+  });
+  return { servers, auto };
 }
 
 function readKey(k: Section, opts: ParseOptions): ZoneConfig['key'] {

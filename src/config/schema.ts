@@ -19,6 +19,12 @@ export interface ZoneConfig {
    * message; Knot commits whatever queued per journal cycle and likes a few in flight.
    */
   maxInFlight?: number;
+  /**
+   * The zone's secondaries the bridge follows after each update (docs/operators.md, "Secondaries"): `servers` as
+   * configured (`host:port`), and with `auto` the zone's NS names resolved through the primary's own records.
+   * Absent: none, and nothing is watched.
+   */
+  secondaries?: { servers: readonly { host: string; port: number }[]; auto: boolean };
 }
 
 /** A PEM certificate (chain allowed) and its PEM private key; absolute paths, read when listening and on SIGHUP. */
@@ -146,4 +152,8 @@ export interface Config {
   addresses: { refuse: readonly AddressClass[] };
   /** Quiet hosts (docs/operators.md, "Quiet hosts"): the sweep's interval, and closing them (undefined: never). */
   hosts: { quietSweepIntervalMs: number; closeQuietAfterMs?: number };
+  /** ACME TXT answers wait for every secondary to serve the value, this long at most (docs/operators.md). */
+  acme: { propagationTimeoutMs: number };
+  /** `good` waits for the secondaries too (off by default; the same bound as acme.propagationTimeout). */
+  update: { waitForSecondaries: boolean };
 }

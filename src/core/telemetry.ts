@@ -25,6 +25,12 @@ export interface Telemetry {
   credentialCache(hit: boolean): void;
   /** A republish of a host's stored state: done or refused / unanswered. */
   repair(outcome: 'done' | 'failed'): void;
+  /** A secondary served an update's serial `seconds` after the primary applied it (docs/operators.md). */
+  secondaryPropagated(zone: string, secondary: string, seconds: number): void;
+  /** A secondary at its last SOA query: whether it answered, and how many serials it is behind the primary. */
+  secondaryState(zone: string, secondary: string, up: boolean, behind: number): void;
+  /** An answer waited for the secondaries to serve its record: they all did (`served`) or the bound passed. */
+  secondaryWait(zone: string, outcome: 'served' | 'timeout', seconds: number): void;
   /**
    * A gauge read at scrape time; `labels` tell the series of one gauge apart (a zone, a
    * listener). Names: see src/metrics. Registering the same name and labels again replaces it.
@@ -50,5 +56,8 @@ export const NO_TELEMETRY: Telemetry = {
   addressRefused() {},
   credentialCache() {},
   repair() {},
+  secondaryPropagated() {},
+  secondaryState() {},
+  secondaryWait() {},
   sample() {},
 };

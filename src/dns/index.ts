@@ -2,6 +2,7 @@
 export { DnsPublisher } from './publisher.js';
 export { DnsMxResolver } from './resolver.js';
 export { probeZone, type ProbeResult } from './probe.js';
+export { DnsSerialProbe, queryServer, soaSerial, txtValues } from './serials.js';
 export { DnsZoneTransfer, transferZone, type TransferOptions } from './axfr.js';
 export { DnsRecordPlanner } from './published.js';
 export { planChange, type HostPlan, MX_PRIMARY_PREFERENCE, MX_BACKUP_PREFERENCE } from './plan.js';

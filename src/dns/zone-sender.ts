@@ -28,6 +28,8 @@ export interface ZoneSenderOptions {
   maxMessageBytes?: number;
   /** Each UPDATE message's outcome, time and hosts; messages in flight and changes queued. */
   telemetry?: Telemetry;
+  /** Each message the primary applied (NOERROR), once: the propagation watcher follows it (app/propagation.ts). */
+  onApplied?: (zone: string) => void;
 }
 
 export const DEFAULT_MAX_HOSTS_PER_MESSAGE = 50;
@@ -92,6 +94,7 @@ export class ZoneSender {
   /** The last sendGroup's number. */
   private groups = 0;
   private readonly telemetry: Telemetry;
+  private readonly onApplied: ((zone: string) => void) | undefined;
   readonly stats: ZoneSenderStats = { messagesSent: 0, hostsSent: 0, largestMessageHosts: 0 };
 
   constructor(zone: ZoneConfig, dns: Config['dns'], opts: ZoneSenderOptions = {}) {
@@ -103,6 +106,7 @@ export class ZoneSender {
     this.maxBytes = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     this.maxInFlight = Math.max(1, zone.maxInFlight ?? dns.maxInFlight);
     this.telemetry = opts.telemetry ?? NO_TELEMETRY;
+    this.onApplied = opts.onApplied;
     this.telemetry.sample('dns_messages_in_flight', { zone: zone.name }, () => this.messagesInFlight);
     this.telemetry.sample('dns_changes_queued', { zone: zone.name }, () => this.queue.filter((h) => !h.settled).length);
     this.transport = new TcpTransport({
@@ -269,6 +273,7 @@ export class ZoneSender {
       await signedExchange(this.transport, this.signing, encode, attemptMs);
       this.countSent(sent);
       this.telemetry.dnsUpdate(this.zone.name, 'NOERROR', (performance.now() - now) / 1000, sent.length);
+      this.onApplied?.(this.zone.name);
       this.lastUnreachableAt = undefined;
       this.keyAcceptedAt = performance.now();
       for (const h of batch) h.inFlight = false;

@@ -20,6 +20,9 @@ export const HOSTS_BUCKETS = [1, 2, 5, 10, 20, 50, 100];
 /** Redis round trips: a fraction of a millisecond on loopback, up to redis.commandTimeout. */
 export const REDIS_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5];
 
+/** Propagation to a secondary: NOTIFY and IXFR on a LAN take about a second; a lagging one minutes. */
+export const PROPAGATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600];
+
 /** A sampled gauge that takes longer than this at a scrape is left out of that scrape. */
 export const SAMPLE_TIMEOUT_MS = 2000;
 
@@ -131,6 +134,10 @@ export class PrometheusTelemetry implements Telemetry {
   private readonly redisErrors: Counter<'operation'>;
   private readonly refusedAddresses: Counter<'class'>;
   private readonly repairs: Counter<'outcome'>;
+  private readonly propagation: Histogram<'zone' | 'secondary'>;
+  private readonly secondaryBehind: Gauge<'zone' | 'secondary'>;
+  private readonly secondaryUp: Gauge<'zone' | 'secondary'>;
+  private readonly secondaryWaits: Histogram<'zone' | 'outcome'>;
   private readonly credentialLookups: Counter<'result'>;
   /** Per gauge, its samplers by their labels' key. */
   private readonly samplers = new Map<SampledGauge, Map<string, Sampling>>();
@@ -219,6 +226,37 @@ export class PrometheusTelemetry implements Telemetry {
       registers,
       aggregator: 'sum',
     });
+    this.propagation = new Histogram({
+      name: `${PREFIX}propagation_seconds`,
+      help: 'Time from an UPDATE applied by the zone primary to a secondary serving its serial, by secondary.',
+      labelNames: ['zone', 'secondary'],
+      buckets: PROPAGATION_BUCKETS,
+      registers,
+      aggregator: 'sum',
+    });
+    // Every worker follows its own updates to the same secondaries: the worst view, never a sum.
+    this.secondaryBehind = new Gauge({
+      name: `${PREFIX}secondary_serial_behind`,
+      help: 'Serials a secondary was behind the primary at its last SOA query (0: current).',
+      labelNames: ['zone', 'secondary'],
+      registers,
+      aggregator: 'max',
+    });
+    this.secondaryUp = new Gauge({
+      name: `${PREFIX}secondary_up`,
+      help: 'Whether a secondary answered its last SOA query (1) or not (0).',
+      labelNames: ['zone', 'secondary'],
+      registers,
+      aggregator: 'min',
+    });
+    this.secondaryWaits = new Histogram({
+      name: `${PREFIX}secondary_wait_seconds`,
+      help: 'Answers that waited for every secondary to serve their record (ACME TXT, update.waitForSecondaries).',
+      labelNames: ['zone', 'outcome'],
+      buckets: PROPAGATION_BUCKETS,
+      registers,
+      aggregator: 'sum',
+    });
     for (const outcome of ['done', 'failed']) this.repairs.inc({ outcome }, 0);
     for (const result of ['hit', 'miss']) this.credentialLookups.inc({ result }, 0);
     for (const [gauge, { help, labelNames, aggregator }] of Object.entries(SAMPLED) as [
@@ -292,6 +330,19 @@ export class PrometheusTelemetry implements Telemetry {
 
   repair(outcome: 'done' | 'failed'): void {
     this.repairs.inc({ outcome });
+  }
+
+  secondaryPropagated(zone: string, secondary: string, seconds: number): void {
+    this.propagation.observe({ zone, secondary }, duration(seconds));
+  }
+
+  secondaryWait(zone: string, outcome: 'served' | 'timeout', seconds: number): void {
+    this.secondaryWaits.observe({ zone, outcome }, duration(seconds));
+  }
+
+  secondaryState(zone: string, secondary: string, up: boolean, behind: number): void {
+    this.secondaryUp.set({ zone, secondary }, up ? 1 : 0);
+    this.secondaryBehind.set({ zone, secondary }, behind);
   }
 
   sample(name: SampledGauge, labels: Record<string, string>, read: Sampler): void {

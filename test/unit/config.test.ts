@@ -72,6 +72,8 @@ describe('config: parseConfig', () => {
       log: { level: 'info' },
       addresses: { refuse: [] },
       hosts: { quietSweepIntervalMs: 600_000 },
+      acme: { propagationTimeoutMs: 60_000 },
+      update: { waitForSecondaries: false },
     });
     expect(zones).to.have.length(1);
     expect(zones[0]!.name).to.equal('dyn.example.org');

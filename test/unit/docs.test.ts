@@ -60,10 +60,13 @@ function fullConfig(): Json {
   ];
   const zones = json.zones as Json[];
   zones[0]!.maxInFlight = 1;
+  zones[0]!.secondaries = ['127.0.0.1:5300', 'auto'];
   (json.redis as Json).passwordFile = 'redis.password';
   json.admin = { listen: ['127.0.0.1:9245'], tokenFile: 'admin.token' };
   json.addresses = { refuse: ['loopback', 'multicast'] };
   json.hosts = { quietSweepInterval: 600, closeQuietAfter: 2592000 };
+  json.acme = { propagationTimeout: 60 };
+  json.update = { waitForSecondaries: false };
   json.gateway = { listen: ['127.0.0.1:5353'], keyFile: 'gateway.key', ratePerSource: 20, maxConnections: 256 };
   (json.http as Json).queryCredentials = true;
   json.dialects = { duckdns: { zone: (zones[0] as { name: string }).name } };

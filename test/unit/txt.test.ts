@@ -2,6 +2,7 @@
  * ACME TXT records (docs/protocol.md, "ACME TXT records"): the value check and parameters (core/txt, core/params), the
  * plan and wire bytes of a TXT set, and the use case (app/txt) over fakes of its ports.
  */
+import type { SecondaryWait } from '../../src/app/propagation.js';
 import { expect } from 'chai';
 import type { HostChange, Lease, Publisher } from '../../src/app/ports.js';
 import { TxtFault, TxtService, type TxtAdmission, type TxtAdmitRequest, type TxtGate } from '../../src/app/txt.js';
@@ -150,7 +151,12 @@ describe('app/txt: the TXT use case', () => {
   };
   const lease: Lease = { fqdn: 'h.ex.org', token: 't' };
 
-  function setup(admissions: TxtAdmission[], publish: (c: HostChange) => Promise<void> = async () => undefined) {
+  function setup(
+    admissions: TxtAdmission[],
+    publish: (c: HostChange) => Promise<void> = async () => undefined,
+    secondaries?: SecondaryWait,
+    waits: [string, string][] = [],
+  ) {
     const calls = { admits: [] as TxtAdmitRequest[], published: [] as HostChange[], commits: [] as string[][] };
     const released: unknown[] = [];
     const gate: TxtGate = {
@@ -176,11 +182,17 @@ describe('app/txt: the TXT use case', () => {
       txt: gate,
       hosts: { release: async (_l, opts) => void released.push(opts) },
       publisher,
-      settings: { txtLimit: 30, txtWindowMs: 3_600_000 },
+      settings: { txtLimit: 30, txtWindowMs: 3_600_000, propagationTimeoutMs: 1234 },
       leaseMs: 5000,
       maxBusyWaitMs: 50,
       logger: quiet,
       sleep: async () => undefined,
+      ...(secondaries === undefined
+        ? {}
+        : {
+            secondaries,
+            telemetry: { secondaryWait: (zone: string, outcome: string) => waits.push([zone, outcome]) },
+          }),
     });
     return { service, calls, released };
   }
@@ -218,6 +230,33 @@ describe('app/txt: the TXT use case', () => {
       addresses: '',
     });
     expect(calls.published).to.have.length(1);
+  });
+
+  it('a set (changed or nochg) answers once the secondaries serve the value, within acme.propagationTimeout; clear does not wait', async () => {
+    const asked: unknown[][] = [];
+    let answer: 'served' | 'timeout' | 'none' = 'served';
+    const wait: SecondaryWait = {
+      untilServed: async (...args) => {
+        asked.push(args);
+        return answer;
+      },
+    };
+    const waits: [string, string][] = [];
+    const { service } = setup([change([VALUE]), { kind: 'nochg' }, change([])], undefined, wait, waits);
+    expect(await service.change('h.ex.org', 'ex.org', account, { op: 'set', value: VALUE })).to.deep.include({
+      outcome: 'changed',
+    });
+    expect(asked).to.deep.equal([['ex.org', '_acme-challenge.h.ex.org', 'TXT', { includes: VALUE }, 1234]]);
+    answer = 'timeout';
+    expect(await service.change('h.ex.org', 'ex.org', account, { op: 'set', value: VALUE })).to.deep.include({
+      outcome: 'unchanged',
+    });
+    await service.change('h.ex.org', 'ex.org', account, { op: 'clear' });
+    expect(asked).to.have.length(2);
+    expect(waits).to.deep.equal([
+      ['ex.org', 'served'],
+      ['ex.org', 'timeout'],
+    ]);
   });
 
   it('taking over an interrupted change, the stored state is published with the set', async () => {

@@ -6,7 +6,9 @@
 import { configWarnings } from '../../config/load.js';
 import type { Config } from '../../config/schema.js';
 import { trustedProxyWarnings } from '../../config/trusted-proxies.js';
-import { probeZone } from '../../dns/index.js';
+import { DnsSerialProbe, probeZone } from '../../dns/index.js';
+import { PROPAGATION_TIMINGS, PropagationWatcher, type SecondaryStatus } from '../../app/propagation.js';
+import { NO_TELEMETRY } from '../../core/telemetry.js';
 import { daysLeft, readTlsPair, summarize } from '../../http/tls.js';
 import { openStore } from '../../store/index.js';
 import type { CommandContext } from '../context.js';
@@ -56,7 +58,34 @@ export async function check(
       err(`${where}: FAILED: ${result.reason}`);
     }
   }
+  // Secondaries: a lagging or silent one is a warning, never a failure (it must not stop the update service).
+  for (const line of await secondaryLines(ctx.config)) (line.warning ? err : out)(line.text);
   return ok;
+}
+
+/** One line per secondary (docs/operators.md, "Secondaries"): its serial against the primary's. */
+export async function secondaryLines(config: Config): Promise<{ text: string; warning: boolean }[]> {
+  return (await secondaryStatuses(config)).map(secondaryLine);
+}
+
+/** Every secondary of the zones (all, or those named) asked once, beside its primary. */
+export async function secondaryStatuses(config: Config, zones?: readonly string[]): Promise<SecondaryStatus[]> {
+  const probe = new DnsSerialProbe(config.zones, PROPAGATION_TIMINGS.queryTimeoutMs);
+  const watched = probe.watchedZones.filter((z) => zones === undefined || zones.includes(z));
+  if (watched.length === 0) return [];
+  return new PropagationWatcher(watched, probe, NO_TELEMETRY).checkAll();
+}
+
+export function secondaryLine(s: SecondaryStatus): { text: string; warning: boolean } {
+  const where = `zone ${s.zone} secondary ${s.secondary}`;
+  if (!s.up) return { text: `warning: ${where}: does not answer for the zone`, warning: true };
+  if (s.primarySerial === null)
+    return { text: `warning: ${where}: serial ${s.serial}, primary not answering`, warning: true };
+  if (s.behind === 0) return { text: `${where}: serial ${s.serial}, current`, warning: false };
+  return {
+    text: `warning: ${where}: serial ${s.serial}, ${s.behind} behind the primary's ${s.primarySerial}`,
+    warning: true,
+  };
 }
 
 /** A certificate that expires sooner than this is worth a warning: certbot renews 30 days ahead. */

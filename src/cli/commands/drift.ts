@@ -4,6 +4,7 @@
  * the second transfer agrees), 1: drift, 2: no comparison (config, Redis, the transfer refused or not verifiable).
  * docs/operators.md, "Drift".
  */
+import { secondaryStatuses } from './check.js';
 import { DriftCheck, type Finding, type FixReport, type DriftReport } from '../../app/drift.js';
 import { normalizeHostname } from '../../core/names.js';
 import { DnsPublisher, DnsRecordPlanner, DnsZoneTransfer } from '../../dns/index.js';
@@ -47,7 +48,14 @@ export async function reconcile(ctx: CommandContext, opts: ReconcileOptions, out
       const report = await drift.fix(before.findings);
       fix = { report, after: await drift.check(zones) };
     }
-    if (opts.json) out(JSON.stringify(jsonDocument(before, fix, opts.fix)));
+    // The secondaries beside the comparison (docs/operators.md, "Secondaries"): they never decide the exit code.
+    if (opts.json)
+      out(
+        JSON.stringify({
+          ...jsonDocument(before, fix, opts.fix),
+          secondaries: await secondaryStatuses(ctx.config, zones),
+        }),
+      );
     else printText(before, fix, out);
     const agree = (fix?.after ?? before).findings.length === 0;
     return agree ? 0 : 1;
