@@ -36,12 +36,13 @@ export {
   redisInfo,
   replyStrings,
 } from './sentinel.js';
-export type { LabKind, NameServer, NameServerOptions } from './nameserver.js';
+export type { LabKind, NameServer, NameServerOptions, QueryOptions } from './nameserver.js';
 export {
   startKnot,
   startNamed,
   startNameServer,
   digQuery,
+  soaSerial,
   LAB_KINDS,
   DAEMONS,
   PRODUCTS,

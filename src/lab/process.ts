@@ -32,6 +32,7 @@ export class ServerProcess {
   private exited: Promise<void> = Promise.resolve();
   private outputLines: string[] = [];
   private partial = '';
+  private readonly lineListeners: ((line: string) => void)[] = [];
   exitDescription: string | undefined;
 
   constructor(
@@ -78,7 +79,13 @@ export class ServerProcess {
     const lines = (this.partial + data.toString('utf8')).split('\n');
     this.partial = lines.pop() ?? '';
     this.outputLines.push(...lines);
+    for (const line of lines) for (const listener of this.lineListeners) listener(line);
     if (this.outputLines.length > TAIL_LINES) this.outputLines.splice(0, this.outputLines.length - TAIL_LINES);
+  }
+
+  /** Call `listener` with every whole line the server prints, from now on and across restarts. */
+  onLine(listener: (line: string) => void): void {
+    this.lineListeners.push(listener);
   }
 
   /** The last lines the server printed (its log), for error messages. */
@@ -170,6 +177,20 @@ export class ServerProcess {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+}
+
+/**
+ * The lines of `proc`'s output that match `pattern`, the last `max` of them, kept from now on and
+ * across restarts: what a test reads to see which transfers and NOTIFYs a server logged.
+ */
+export function keepLines(proc: ServerProcess, pattern: RegExp, max = 1000): () => string[] {
+  const kept: string[] = [];
+  proc.onLine((line) => {
+    if (!pattern.test(line)) return;
+    kept.push(line);
+    if (kept.length > max) kept.splice(0, kept.length - max);
+  });
+  return () => [...kept];
 }
 
 /** The port was taken by someone else between freePort() and the server binding it. */
