@@ -1,4 +1,7 @@
-/** The lab: real redis-server / knotd / named / pdns_server for tests, the demo and the benchmark. */
+/**
+ * The lab: real redis-server / knotd / named / pdns_server (primaries; knotd and named also as
+ * secondaries) for tests, the demo and the benchmark.
+ */
 export type { TsigKey } from './tsig.js';
 export { generateTsigKey, bindKeyText, writeKeyFile } from './tsig.js';
 export { makeTempDir, removeDir, freePort, writePrivateFile } from './files.js';
@@ -49,6 +52,16 @@ export {
   serverBinaries,
 } from './nameserver.js';
 export { PDNS_BINARIES } from './pdns.js';
+export type {
+  SecondaryKind,
+  SecondaryOptions,
+  Secondary,
+  KnotSecondary,
+  BindSecondary,
+  LabSecondary,
+  PrimaryWithSecondaries,
+} from './secondary.js';
+export { startSecondary, startPrimaryWithSecondaries, secondaryBinaries } from './secondary.js';
 export { packageRoot, configPath } from './paths.js';
 export type { Pebble, PebbleOptions } from './pebble.js';
 export { startPebble } from './pebble.js';
