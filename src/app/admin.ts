@@ -10,6 +10,7 @@ import { ConflictError, HostStateConflictError, InvalidInputError, NotFoundError
 import { MAX_PASSWORD_LENGTH } from '../core/limits.js';
 import { normalizeHostname } from '../core/names.js';
 import { checkRegistration } from '../core/registration.js';
+import type { StaticNamesByZone } from '../core/static-names.js';
 import {
   DEFAULT_HOST_TYPE,
   emptyDnsState,
@@ -62,6 +63,8 @@ export interface AdminServiceDeps {
   secrets: AdminSecrets;
   /** Zone apexes a host may be registered under. */
   zones: readonly string[];
+  /** Each zone's static names (core/static-names.ts): never a host. */
+  staticNames: StaticNamesByZone;
   /** User-Agent patterns the config file blocks now (they cannot be unblocked here; a reload may change them). */
   configBlockedAgents(): readonly string[];
   leaseMs: number;
@@ -286,10 +289,11 @@ export class AdminService {
   // --- hosts ----------------------------------------------------------------------------
 
   async addHost(input: { fqdn: string; account: string; type?: string }): Promise<HostView> {
-    const checked = checkRegistration(input.fqdn, input.type ?? DEFAULT_HOST_TYPE, this.deps.zones);
+    const { zones, staticNames } = this.deps;
+    const checked = checkRegistration(input.fqdn, input.type ?? DEFAULT_HOST_TYPE, zones, staticNames);
     if ('problem' in checked) throw new InvalidInputError(checked.problem);
     const account = accountName(input.account);
-    await this.deps.hosts.indexNesting(this.deps.zones);
+    await this.deps.hosts.indexNesting(zones);
     await this.deps.hosts.add(checked.fqdn, account, checked.type, checked.between);
     const host = await this.deps.hosts.get(checked.fqdn);
     if (!host) throw new NotFoundError(`no host ${checked.fqdn}`);

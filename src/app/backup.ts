@@ -10,6 +10,7 @@ import { ACCOUNT_NAME_RULE, isAccountName, scryptCostProblem } from '../core/acc
 import { ConflictError, InvalidInputError } from '../core/errors.js';
 import { parseAddress } from '../core/addresses.js';
 import { namesBetween, normalizeHostname, zoneOf } from '../core/names.js';
+import { staticNameProblem, type StaticNamesByZone } from '../core/static-names.js';
 import { checkInterfaceId, checkIpv6Prefix, MAX_LINKS_PER_PARENT } from '../core/prefix.js';
 import { TSIG_ALGORITHMS } from '../core/tsig.js';
 import { isValidTxtValue, TXT_VALUES_KEPT as MAX_TXT_VALUES } from '../core/txt.js';
@@ -148,6 +149,8 @@ export interface ImportOptions {
   merge: boolean;
   /** The configured zones (for the hosts' nest index). */
   zones: readonly string[];
+  /** Their static names: a host at one is refused, as `host add` refuses it. */
+  staticNames: StaticNamesByZone;
   checks: RecordChecks;
   /** Records written at once (default 64). */
   concurrency?: number;
@@ -408,6 +411,9 @@ async function validateFile(lines: AsyncIterable<string>, opts: ImportOptions): 
         }
         if (!accounts.has(h.account) && !opts.merge) problem(lineNo, `host ${h.fqdn}: account ${unknown(h.account)}`);
         hosts.set(h.fqdn, h.account);
+        const zone = zoneOf(h.fqdn, opts.zones);
+        const isStatic = zone === undefined ? undefined : staticNameProblem(h.fqdn, zone, opts.staticNames);
+        if (isStatic !== undefined) problem(lineNo, `host ${isStatic}`);
         const clash = nesting.add(h.fqdn, h.account, lineNo);
         if (clash !== undefined) {
           problem(

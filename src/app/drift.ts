@@ -2,10 +2,12 @@
  * Drift: does DNS still hold what Redis says the bridge published? Each zone is read whole from its primary
  * and compared, for every registered host, with the records a republish of its stored state would leave
  * (the publisher's own plan, through RecordPlanner); names with addresses that look like hosts but are not
- * registered are reported too. The fix republishes the stored state of each drifted host under its lease,
- * as `host remove` takes it, so no update races it; it never deletes a name Redis does not know.
+ * registered are reported too; static names (zones[].staticNames) are the operator's, never a finding. The fix
+ * republishes the stored state of each drifted host under its lease, as `host remove` takes it, so no update
+ * races it; it never deletes a name Redis does not know.
  * docs/operators.md, "Drift". Not the repair loop (reconcile.ts), which republishes interrupted changes.
  */
+import { staticNameMatch, type StaticNamesByZone } from '../core/static-names.js';
 import { storedTxt } from '../core/txt.js';
 import { familiesToLeave, pickDns, type HostRecord, type TargetState } from '../core/types.js';
 import type {
@@ -81,9 +83,16 @@ function storedTarget(host: HostRecord): TargetState {
  * Compare one zone with its registered hosts. Pure. An RRset (name, type) is compared when a republish of some
  * host writes it; `unknown`: A or AAAA records at a name that is not a registered host nor `*.` one, nor named by
  * the zone's SOA, NS or MX records or a host's stored MX (nameservers, mail servers), and that has — after a
- * leading `*.` — as many labels under the apex as a registered host of the zone, or one.
+ * leading `*.` — as many labels under the apex as a registered host of the zone, or one. No finding of any kind
+ * at a name `staticNames` (the zone's patterns, core/static-names.ts) covers: a host's RRset there exists only
+ * when the host was registered before the name was listed (`check` reports it), and `--fix` must not rewrite
+ * the operator's records.
  */
-export function compareZone(contents: ZoneContents, hosts: readonly HostExpectation[]): Finding[] {
+export function compareZone(
+  contents: ZoneContents,
+  hosts: readonly HostExpectation[],
+  staticNames: readonly string[] = [],
+): Finding[] {
   const zone = contents.zone;
   const inDns = new Map<string, ZoneRecord[]>();
   for (const r of contents.records) {
@@ -101,6 +110,7 @@ export function compareZone(contents: ZoneContents, hosts: readonly HostExpectat
     known.add(fqdn).add(`*.${fqdn}`);
     depths.add(labelCount(fqdn) - zoneLabels);
     for (const rrset of published.rrsets) {
+      if (staticNameMatch(rrset.name, staticNames) !== undefined) continue;
       const expected = published.records.filter((r) => r.name === rrset.name && r.type === rrset.type);
       const actual = inDns.get(key(rrset.name, rrset.type)) ?? [];
       const finding = compareRrset(expected, actual);
@@ -119,6 +129,7 @@ export function compareZone(contents: ZoneContents, hosts: readonly HostExpectat
   for (const records of inDns.values()) {
     const { name, type } = records[0]!;
     if (type === 'MX' || known.has(name) || infrastructure.has(name)) continue;
+    if (staticNameMatch(name, staticNames) !== undefined) continue;
     if (!name.endsWith(`.${zone}`)) continue; // the apex, or (never in a transfer) outside the zone
     const base = name.startsWith('*.') ? name.slice(2) : name;
     if (!depths.has(labelCount(base) - zoneLabels)) continue;
@@ -178,6 +189,8 @@ export interface DriftDeps {
   transfer: ZoneTransfer;
   planner: RecordPlanner;
   leaseMs: number;
+  /** Each zone's static names, never findings; absent: none. */
+  staticNames?: StaticNamesByZone;
 }
 
 export class DriftCheck {
@@ -210,7 +223,7 @@ export class DriftCheck {
     for (const c of contents) {
       const expectations = byZone.get(c.zone) ?? [];
       report.zones.push({ zone: c.zone, serial: c.serial, hosts: expectations.length });
-      report.findings.push(...compareZone(c, expectations));
+      report.findings.push(...compareZone(c, expectations, this.deps.staticNames?.get(c.zone)));
     }
     return report;
   }

@@ -3,6 +3,7 @@ import { AdminService, type AdminServiceDeps } from '../app/admin.js';
 import { hashPassword, newToken, newTokenId, tokenHash, TsigKeyring, tsigKeyHash } from '../auth/index.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../core/log.js';
+import { staticNamesByZone } from '../core/static-names.js';
 import { DnsPublisher } from '../dns/index.js';
 import type { Store } from '../store/index.js';
 import { leaseMs } from './compose.js';
@@ -47,6 +48,7 @@ export function adminServiceOn(
     agents: store.agents,
     secrets: adminSecretsFor(config),
     zones: config.zones.map((z) => z.name),
+    staticNames: staticNamesByZone(config.zones),
     configBlockedAgents: () => currentConfig().agents.blocked,
     leaseMs: leaseMs(config),
     publisher: () => {

@@ -30,6 +30,8 @@ import type { Out } from './commands/admin.js';
 export const DEMO_ZONE = 'dyn.example.test';
 export const DEMO_HOST = `myhost.${DEMO_ZONE}`;
 export const DEMO_ACCOUNT = 'demo';
+/** Records the demo zone holds beside its hosts, listed in its config as static names; `mail` is an mx target. */
+export const DEMO_STATIC_RECORDS = [{ name: 'mail', type: 'A', data: '192.0.2.25' }] as const;
 
 export interface DemoOptions {
   json: boolean;
@@ -103,7 +105,7 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
       dir,
       zone: DEMO_ZONE,
       key,
-      records: [`mail.${DEMO_ZONE}. 3600 IN A 192.0.2.25`],
+      records: DEMO_STATIC_RECORDS.map((r) => `${r.name}.${DEMO_ZONE}. 3600 IN ${r.type} ${r.data}`),
     });
     stop.check();
     progress(`${DAEMONS[opts.nameserver]} on 127.0.0.1:${ns.port}, redis on 127.0.0.1:${redis.port}`);
@@ -125,6 +127,8 @@ export async function demo(opts: DemoOptions, out: Out, err: Out): Promise<void>
           name: DEMO_ZONE,
           primary: `127.0.0.1:${ns.port}`,
           key: { name: key.name, algorithm: key.algorithm, secretFile },
+          // The zone's own records beside the hosts: not drift (`reconcile` agrees on a fresh demo).
+          staticNames: DEMO_STATIC_RECORDS.map((r) => r.name),
         },
       ],
       mx: { resolvers: [`127.0.0.1:${ns.port}`], timeout: 1 },

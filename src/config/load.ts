@@ -10,6 +10,8 @@ import { isIPv6 } from 'node:net';
 import { checkCidr, parseAddress } from '../core/addresses.js';
 import { ADDRESS_CLASSES, type AddressClass } from '../core/address-classes.js';
 import { ConfigError } from '../core/errors.js';
+import { zoneOf } from '../core/names.js';
+import { parseStaticName, STATIC_NAME_FORMS } from '../core/static-names.js';
 import {
   TSIG_ALGORITHMS,
   type Config,
@@ -539,7 +541,7 @@ function readZones(top: Section, opts: ParseOptions): ZoneConfig[] {
   const items = top.array('zones');
   if (items.length === 0) throw new ConfigError('zones', 'needs at least one zone');
   const seen = new Map<string, number>();
-  return items.map((item, i) => {
+  const zones = items.map((item, i) => {
     const z = Section.of(top.itemPath('zones', i), item);
     const name = normalizeZoneName(z.string('name'));
     if (!name) throw new ConfigError(z.keyPath('name'), 'expected a domain name such as "dyn.example.org"');
@@ -551,15 +553,59 @@ function readZones(top: Section, opts: ParseOptions): ZoneConfig[] {
     if (!primary) throw new ConfigError(z.keyPath('primary'), 'expected host:port');
     const key = readKey(z.section('key'), opts);
     const maxInFlight = z.has('maxInFlight') ? z.integer('maxInFlight', 1, { min: 1, max: 1000 }) : undefined;
+    const staticNames = readStaticNames(z, name);
     const secondaries = z.has('secondaries') ? readSecondaries(z) : undefined;
     z.done();
     return {
       name,
       primary,
       key,
+      staticNames,
       ...(maxInFlight === undefined ? {} : { maxInFlight }),
       ...(secondaries === undefined ? {} : { secondaries }),
     };
+  });
+  checkStaticNamesOfNestedZones(top, zones);
+  return zones;
+}
+
+/** `zones[i].staticNames`: names the operator keeps in the zone (core/static-names.ts), as patterns; each once. */
+function readStaticNames(z: Section, zone: string): string[] {
+  const seen = new Map<string, number>();
+  return z.array('staticNames', []).map((item, j) => {
+    const key = z.itemPath('staticNames', j);
+    if (typeof item !== 'string')
+      throw new ConfigError(key, `expected a name such as ${STATIC_NAME_FORMS}, got ${describe(item)}`);
+    const parsed = parseStaticName(item, zone);
+    if ('problem' in parsed) throw new ConfigError(key, parsed.problem);
+    const earlier = seen.get(parsed.pattern);
+    if (earlier !== undefined)
+      throw new ConfigError(key, `${parsed.pattern} is listed already (${z.itemPath('staticNames', earlier)})`);
+    seen.set(parsed.pattern, j);
+    return parsed.pattern;
+  });
+}
+
+/**
+ * A static name at or below the apex of another configured zone (a child zone) belongs to that zone: its records
+ * are there, and hosts there are checked against that zone's list. Listed in the parent it would do nothing.
+ */
+function checkStaticNamesOfNestedZones(top: Section, zones: readonly ZoneConfig[]): void {
+  const names = zones.map((z) => z.name);
+  zones.forEach((zone, i) => {
+    zone.staticNames.forEach((pattern, j) => {
+      const below = pattern.startsWith('*.');
+      const name = below ? pattern.slice(2) : pattern;
+      const owner = names.includes(name) ? name : zoneOf(name, names);
+      if (owner === zone.name || owner === undefined) return;
+      const where = `the zone ${owner} (zones[${names.indexOf(owner)}]), configured too`;
+      throw new ConfigError(
+        `${top.itemPath('zones', i)}.staticNames[${j}]`,
+        name === owner && !below
+          ? `${name} is the apex of ${where}`
+          : `${pattern} is in ${where}: list ${below ? 'its names' : 'it'} in that zone's staticNames`,
+      );
+    });
   });
 }
 

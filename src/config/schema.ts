@@ -25,6 +25,11 @@ export interface ZoneConfig {
    * Absent: none, and nothing is watched.
    */
   secondaries?: { servers: readonly { host: string; port: number }[]; auto: boolean };
+  /**
+   * Names the operator keeps in this zone beside the hosts (www, mail), never drift findings nor hosts: lower-case
+   * FQDNs, or `*.` and one for every name below it (core/static-names.ts). Empty when none are configured.
+   */
+  staticNames: readonly string[];
 }
 
 /** A PEM certificate (chain allowed) and its PEM private key; absolute paths, read when listening and on SIGHUP. */

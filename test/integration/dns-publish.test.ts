@@ -101,6 +101,7 @@ for (const kind of LAB_KINDS) {
         name: ZONE,
         primary: { host: server.host, port: server.port },
         key: { name: key.name, algorithm: key.algorithm, secret: Buffer.from(key.secret, 'base64') },
+        staticNames: [],
       };
       publisher = new DnsPublisher([zone], dnsConfig(), captureLogger(log));
     });

@@ -121,6 +121,7 @@ describe('dns transport against knotd through a relay', function () {
       name: ZONE,
       primary: { host: '127.0.0.1', port: await relay.listen() },
       key: { name: key.name, algorithm: key.algorithm, secret: Buffer.from(key.secret, 'base64') },
+      staticNames: [],
     };
     // 3 s: each attempt gets 1.5 s (knotd 3.2 now and then holds an update ~0.7 s).
     publisher = new DnsPublisher(

@@ -6,10 +6,13 @@
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import {
+  freePort,
   generateTsigKey,
   LAB_KINDS,
   makeTempDir,
@@ -23,6 +26,7 @@ import {
 } from '../../src/lab/index.js';
 import { BridgeEnv, ZONE } from '../support/bridge.js';
 import { nsupdate } from '../support/nsupdate.js';
+import { waitFor } from '../support/wait.js';
 
 const UA = 'drift-test/1.0';
 const OTHER_ZONE = 'other.example.test';
@@ -189,6 +193,144 @@ for (const kind of LAB_KINDS) {
       );
       expect(r.code).to.equal(1);
       expect((await env.cli(['reconcile', '--fix'])).code).to.equal(0);
+    });
+
+    describe('static names (zones[].staticNames)', () => {
+      const www = `www.${ZONE}`;
+      const zone0 = () => (env.config.zones as Record<string, unknown>[])[0]!;
+      const withStaticNames = (staticNames: string[], extra: Record<string, unknown> = {}) =>
+        env.writeConfig({ zones: [{ ...zone0(), staticNames }], ...extra });
+
+      before(async () => {
+        // The operator's own records beside the hosts: www, and a wildcard below lab.
+        await editBehind([
+          { set: 'www', ttl: 3600, type: 'A', data: '192.0.2.80' },
+          { set: 'www', ttl: 3600, type: 'AAAA', data: '2001:db8::80' },
+          { set: '*.lab', ttl: 3600, type: 'A', data: '192.0.2.81' },
+          { set: 'rogue3', ttl: 60, type: 'A', data: '192.0.2.66' },
+        ]);
+      });
+
+      after(async () => {
+        await env.writeConfig({});
+        await editBehind([
+          { unset: 'www', type: 'A' },
+          { unset: 'www', type: 'AAAA' },
+          { unset: '*.lab', type: 'A' },
+        ]);
+      });
+
+      it('are never findings; an unregistered name that is none still is (exit 1), and alone agrees (exit 0)', async () => {
+        const unlisted = await env.cli(['reconcile']);
+        expect(unlisted.stdout).to.equal(
+          [
+            `unknown   *.lab.${ZONE} A: 192.0.2.81 (not registered)`,
+            `unknown   rogue3.${ZONE} A: 192.0.2.66 (not registered)`,
+            `unknown   ${www} A: 192.0.2.80 (not registered)`,
+            `unknown   ${www} AAAA: 2001:db8::80 (not registered)`,
+            'drift: 4 findings (1 zone, 3 hosts)',
+            '',
+          ].join('\n'),
+        );
+        expect(unlisted.code).to.equal(1);
+
+        await withStaticNames(['WWW', `*.lab.${ZONE}.`]);
+        const listed = await env.cli(['reconcile', '--fix']);
+        expect(listed.stdout).to.equal(
+          [
+            `unknown   rogue3.${ZONE} A: 192.0.2.66 (not registered)`,
+            'drift: 1 finding (1 zone, 3 hosts)',
+            `still unknown   rogue3.${ZONE} A: 192.0.2.66 (not registered)`,
+            'after the fix: drift: 1 finding (1 zone, 3 hosts)',
+            '',
+          ].join('\n'),
+        );
+        expect(listed.code).to.equal(1);
+        expect(await env.ns.query(www, 'AAAA'), 'left as it is').to.deep.equal(['2001:db8::80']);
+
+        await editBehind([{ unset: 'rogue3', type: 'A' }]);
+        const agreed = await env.cli(['reconcile']);
+        expect(agreed.stdout).to.equal('in agreement: 1 zone, 3 hosts\n');
+        expect(agreed.code).to.equal(0);
+      });
+
+      it('host add and host import refuse one, its names below a pattern, and the host whose wildcard is one', async () => {
+        await withStaticNames(['www', '*.lab']);
+        const add = await env.cli(['host', 'add', www, '--account', auth[0]]);
+        expect(add.stderr).to.equal(
+          `ddns-bridge: ${www} is a static name of zone ${ZONE} (zones[].staticNames): never a host\n`,
+        );
+        expect(add.code).to.equal(2);
+        const below = await env.cli(['host', 'add', `pc.lab.${ZONE}`, '--account', auth[0]]);
+        expect(below.stderr).to.contain(`(*.lab.${ZONE} in zones[].staticNames): never a host`);
+        expect(below.code).to.equal(2);
+        const wildcard = await env.cli(['host', 'add', `lab.${ZONE}`, '--account', auth[0]]);
+        expect(wildcard.stderr).to.contain(`its wildcard name *.lab.${ZONE}, which every update of the host rewrites`);
+        expect(wildcard.code).to.equal(2);
+
+        const imported = await env.cli(['host', 'import', '-'], `${www} ${auth[0]}\n`);
+        expect(imported.stderr).to.equal(
+          `line 1: ${www} is a static name of zone ${ZONE} (zones[].staticNames): never a host\n`,
+        );
+        expect(imported.stdout).to.equal('imported 0, unchanged 0, rejected 1\n');
+        expect(imported.code).to.equal(1);
+        expect((await env.cli(['host', 'show', www])).code, 'not registered').to.equal(1);
+      });
+
+      it('a host registered before its name was listed: check FAILED (exit 1), serve logs it, import-all refuses', async () => {
+        const token = randomBytes(24).toString('hex');
+        await writeFile(path.join(env.dir, 'admin.token'), token + '\n', { mode: 0o600 });
+        const adminPort = await freePort();
+        await withStaticNames(['a', '*.lab'], {
+          admin: { listen: [`127.0.0.1:${adminPort}`], tokenFile: 'admin.token' },
+        });
+
+        const check = await env.cli(['check']);
+        expect(check.stderr).to.contain(
+          `host ${a} (account ${auth[0]}): FAILED: ${a} is a static name of zone ${ZONE} (zones[].staticNames): ` +
+            "never a host; its updates overwrite the operator's records until the host (host remove) or the name " +
+            'is removed\n',
+        );
+        expect(check.code).to.equal(1);
+
+        // Not a refusal to start: one such host must not stop every other host's updates.
+        const logged = env.logs.length;
+        await env.startServe();
+        const serve = { child: env.serves.pop()!, port: env.ports.pop()! };
+        try {
+          const line = await waitFor(
+            () =>
+              env.logs
+                .slice(logged)
+                .join('')
+                .split('\n')
+                .find((l) => l.includes('host at a static name')),
+            { what: 'serve to log the host at a static name' },
+          );
+          expect(JSON.parse(line)).to.include({ level: 'error', host: a, account: auth[0] });
+          // POST /v1/hosts refuses a static name as host add does: 400.
+          const created = await fetch(`http://127.0.0.1:${adminPort}/v1/hosts`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ fqdn: `pc.lab.${ZONE}`, account: auth[0] }),
+          });
+          expect(created.status).to.equal(400);
+          expect(await created.json()).to.deep.equal({
+            error: 'ERR_INVALID_INPUT',
+            message: `pc.lab.${ZONE} is a static name of zone ${ZONE} (*.lab.${ZONE} in zones[].staticNames): never a host`,
+          });
+        } finally {
+          serve.child.kill('SIGTERM');
+          await once(serve.child, 'exit');
+        }
+
+        const exported = await env.cliOk(['export', '-']);
+        const restore = await env.cli(['import-all', '-', '--merge'], exported);
+        expect(restore.stderr).to.contain('nothing written');
+        expect(restore.stderr).to.contain(`: host ${a} is a static name of zone ${ZONE} (zones[].staticNames)`);
+        expect(restore.code).to.equal(2);
+        await env.writeConfig({});
+      });
     });
 
     describe('--zone, with a second zone configured', () => {

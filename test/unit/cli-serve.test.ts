@@ -103,6 +103,7 @@ describe('serve: UPDATEs in flight against BIND update-quota', () => {
       name,
       primary: { host, port: Number(port) },
       key: { name: 'k', algorithm: 'hmac-sha256' as const, secret: Buffer.alloc(32) },
+      staticNames: [],
       ...(maxInFlight ? { maxInFlight } : {}),
     };
   };

@@ -81,6 +81,7 @@ describe('config: parseConfig', () => {
     expect(zones[0]!.key.name).to.equal('ddns-key');
     expect(zones[0]!.key.algorithm).to.equal('hmac-sha256');
     expect(zones[0]!.key.secret.equals(SECRET_BYTES)).to.equal(true);
+    expect(zones[0]!.staticNames).to.deep.equal([]);
     expect(DEFAULT_BLOCKED_AGENTS).to.deep.equal(c.agents.blocked);
   });
 
@@ -651,6 +652,12 @@ describe('config: loadConfig and configWarnings (real files)', () => {
     const c = await loadConfig(example, { CREDENTIALS_DIRECTORY: dir });
     expect(c.zones[0]!.name).to.equal('dyn.example.org');
     expect(c.zones[0]!.key.secret.equals(SECRET_BYTES)).to.equal(true);
+    expect(c.zones[0]!.staticNames).to.deep.equal([
+      'www.dyn.example.org',
+      'mail.dyn.example.org',
+      'vpn.office.dyn.example.org',
+      '*.lab.dyn.example.org',
+    ]);
     expect(c.trustedProxies).to.deep.equal(['10.0.0.0/8']);
     expect(c.agents.blocked).to.deep.equal(DEFAULT_BLOCKED_AGENTS);
   });

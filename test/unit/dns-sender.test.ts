@@ -209,7 +209,7 @@ describe('dns transport and zone sender (scripted TCP peer)', () => {
   beforeEach(async () => {
     primary = new ScriptedPrimary();
     await primary.start();
-    zone = { name: ZONE, primary: { host: '127.0.0.1', port: primary.port }, key };
+    zone = { name: ZONE, primary: { host: '127.0.0.1', port: primary.port }, key, staticNames: [] };
   });
   afterEach(async () => {
     for (const close of closers.splice(0)) await close();

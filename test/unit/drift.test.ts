@@ -52,11 +52,12 @@ const rec = (name: string, type: ZoneRecord['type'], value: string, ttl = 60): Z
 /** The apex records every zone has. */
 const APEX = [rec('@', 'SOA', `ns.${ZONE}`, 3600), rec('@', 'NS', `ns.${ZONE}`, 3600), rec('ns', 'A', '192.0.2.53')];
 
-function compare(records: ZoneRecord[], hosts: HostRecord[]): Finding[] {
+function compare(records: ZoneRecord[], hosts: HostRecord[], staticNames: readonly string[] = []): Finding[] {
   const contents: ZoneContents = { zone: ZONE, serial: 1, records: [...APEX, ...records] };
   return compareZone(
     contents,
     hosts.map((h) => ({ fqdn: h.fqdn, published: planner.recordsOf(storedChange(h, ZONE)) })),
+    staticNames,
   );
 }
 
@@ -178,6 +179,46 @@ describe('drift: compareZone', () => {
     );
   });
 
+  it('static names are never findings, of any type; other unknown names still are', () => {
+    const plain = host('plain', { ipv4: '192.0.2.2' });
+    const records = [
+      rec('plain', 'A', '192.0.2.2'),
+      rec('www', 'A', '192.0.2.80'),
+      rec('www', 'AAAA', '2001:db8::80'),
+      rec('www', 'MX', '10 mx.example.net'),
+      rec('pc.lab', 'A', '192.0.2.81'),
+      rec('*.lab', 'A', '192.0.2.82'),
+      rec('rogue', 'A', '192.0.2.66'),
+    ];
+    const withDeep = [plain, host('h.sub', { ipv4: '192.0.2.3' })];
+    const all = [...records, rec('h.sub', 'A', '192.0.2.3')];
+    expect(short(compare(all, withDeep))).to.deep.equal([
+      'unknown *.lab A dns=192.0.2.82 redis=',
+      'unknown pc.lab A dns=192.0.2.81 redis=',
+      'unknown rogue A dns=192.0.2.66 redis=',
+      'unknown www A dns=192.0.2.80 redis=',
+      'unknown www AAAA dns=2001:db8::80 redis=',
+    ]);
+    expect(short(compare(all, withDeep, [`www.${ZONE}`, `*.lab.${ZONE}`]))).to.deep.equal([
+      'unknown rogue A dns=192.0.2.66 redis=',
+    ]);
+  });
+
+  it('a host registered at a static name, or whose wildcard name is one, has no finding there (check reports it)', () => {
+    // lab was registered before *.lab was listed: its plan deletes *.lab, the operator's record there is no drift.
+    const lab = host('lab', { ipv4: '192.0.2.5' });
+    const www = host('www', { ipv4: '192.0.2.6' });
+    const records = [rec('lab', 'A', '192.0.2.9'), rec('*.lab', 'A', '192.0.2.82'), rec('www', 'A', '192.0.2.80')];
+    expect(short(compare(records, [lab, www]))).to.deep.equal([
+      'extra *.lab A dns=192.0.2.82 redis=',
+      'different lab A dns=192.0.2.9 redis=192.0.2.5',
+      'different www A dns=192.0.2.80 redis=192.0.2.6',
+    ]);
+    expect(short(compare(records, [lab, www], [`www.${ZONE}`, `*.lab.${ZONE}`]))).to.deep.equal([
+      'different lab A dns=192.0.2.9 redis=192.0.2.5',
+    ]);
+  });
+
   it('an MX deleted behind our back keeps its target from being taken for an unknown host', () => {
     const plain = host('plain', { ipv4: '192.0.2.2', mx: `mail.${ZONE}` });
     expect(short(compare([rec('plain', 'A', '192.0.2.2'), rec('mail', 'A', '192.0.2.25')], [plain]))).to.deep.equal([
@@ -287,6 +328,31 @@ describe('drift: the fix, on in-memory ports', () => {
     expect(f.calls.filter((c) => c.startsWith('commit'))).to.deep.equal([]);
   });
 
+  it("check leaves out each zone's own static names", async () => {
+    const f = new Fake();
+    f.transfer = {
+      transfer: async (zone) => ({
+        zone,
+        serial: 1,
+        records: [...APEX, rec('www', 'A', '192.0.2.80'), rec('rogue', 'A', '192.0.2.66')],
+      }),
+    };
+    const check = (staticNames: Map<string, string[]>) =>
+      new DriftCheck({
+        hosts: f.hosts,
+        publisher: f.publisher,
+        transfer: f.transfer,
+        planner,
+        leaseMs: 500,
+        staticNames,
+      }).check([ZONE]);
+    expect(short((await check(new Map([[ZONE, [`www.${ZONE}`]]]))).findings)).to.deep.equal([
+      'unknown rogue A dns=192.0.2.66 redis=',
+    ]);
+    // Another zone's list does not apply here.
+    expect((await check(new Map([['other.example', [`www.${ZONE}`]]]))).findings).to.have.length(2);
+  });
+
   it('check compares every zone it is given with the hosts of that zone', async () => {
     const f = new Fake();
     f.stored.set(`a.${ZONE}`, host('a', { ipv4: '192.0.2.1' }));
@@ -300,7 +366,7 @@ describe('drift: the fix, on in-memory ports', () => {
 // ---- TSIG over a multi-message answer (RFC 8945 §5.3.1) ------------------------------------
 
 const KEY = { name: 'ddns-key', algorithm: 'hmac-sha256' as const, secret: Buffer.alloc(32, 9) };
-const ZONE_CONFIG: ZoneConfig = { name: ZONE, primary: { host: '127.0.0.1', port: 53 }, key: KEY };
+const ZONE_CONFIG: ZoneConfig = { name: ZONE, primary: { host: '127.0.0.1', port: 53 }, key: KEY, staticNames: [] };
 const NOW = 1_700_000_000;
 
 /** A response message (QR set) with one A record in the answer section. */

@@ -18,6 +18,7 @@ import {
 import type { BackupTarget } from '../../app/ports.js';
 import { isPasswordHash, tokenHash, tsigKeyHash } from '../../auth/index.js';
 import { InvalidInputError } from '../../core/errors.js';
+import { staticNamesByZone } from '../../core/static-names.js';
 import { openStore, RedisBackupStore, type Store } from '../../store/index.js';
 import type { CommandContext } from '../context.js';
 
@@ -122,7 +123,8 @@ export async function importAllCommand(
       await store.close();
     }
   };
-  const report = await importBackup(withTarget, lines, { merge, zones, checks: CHECKS });
+  const staticNames = staticNamesByZone(ctx.config.zones);
+  const report = await importBackup(withTarget, lines, { merge, zones, staticNames, checks: CHECKS });
   for (const c of report.conflicts) err(`line ${c.line}: ${c.message}`);
   out(
     `restored ${describe(report.restored)}; unchanged ${describe(report.unchanged)}; ` +

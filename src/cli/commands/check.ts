@@ -1,10 +1,12 @@
 /**
  * `ddns-bridge check`: config valid, each HTTPS certificate usable and not about to expire,
- * Redis reachable, no host below a host of another account, each zone's key accepted by its primary;
+ * Redis reachable, no host below a host of another account, no host at a static name (registered
+ * before the name was listed: FAILED), each zone's key accepted by its primary;
  * warnings for secrets readable by others and for trustedProxies wider than proxies (config/trusted-proxies.ts).
  */
 import { configWarnings } from '../../config/load.js';
 import type { Config } from '../../config/schema.js';
+import { hostsAtStaticNames } from '../../core/static-names.js';
 import { trustedProxyWarnings } from '../../config/trusted-proxies.js';
 import { DnsSerialProbe, probeZone } from '../../dns/index.js';
 import { PROPAGATION_TIMINGS, PropagationWatcher, type SecondaryStatus } from '../../app/propagation.js';
@@ -39,6 +41,14 @@ export async function check(
         `warning: host ${p.lower} (account ${p.lowerOwner}) lies below ${p.upper} (account ${p.upperOwner}): ` +
           `the wildcard of ${p.upper} can answer for it; remove one of them`,
       );
+    }
+    if (ctx.config.zones.some((z) => z.staticNames.length > 0)) {
+      const atStatic = hostsAtStaticNames(await store.hosts.list(), ctx.config.zones);
+      if (atStatic.length === 0) out('hosts: none at a static name');
+      for (const { host, problem } of atStatic) {
+        ok = false;
+        err(`host ${host.fqdn} (account ${host.account}): FAILED: ${problem}; ${STATIC_NAME_HOST_ADVICE}`);
+      }
     }
   } catch (e) {
     ok = false;
@@ -87,6 +97,10 @@ export function secondaryLine(s: SecondaryStatus): { text: string; warning: bool
     warning: true,
   };
 }
+
+/** What a host at a static name does, and the way out. */
+const STATIC_NAME_HOST_ADVICE =
+  "its updates overwrite the operator's records until the host (host remove) or the name is removed";
 
 /** A certificate that expires sooner than this is worth a warning: certbot renews 30 days ahead. */
 export const CERTIFICATE_WARNING_DAYS = 14;

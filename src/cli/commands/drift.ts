@@ -7,6 +7,7 @@
 import { secondaryStatuses } from './check.js';
 import { DriftCheck, type Finding, type FixReport, type DriftReport } from '../../app/drift.js';
 import { normalizeHostname } from '../../core/names.js';
+import { staticNamesByZone } from '../../core/static-names.js';
 import { DnsPublisher, DnsRecordPlanner, DnsZoneTransfer } from '../../dns/index.js';
 import { openStore } from '../../store/index.js';
 import { leaseMs } from '../compose.js';
@@ -40,6 +41,7 @@ export async function reconcile(ctx: CommandContext, opts: ReconcileOptions, out
     transfer: new DnsZoneTransfer(ctx.config.zones, ctx.config.dns),
     planner: new DnsRecordPlanner(ctx.config.dns.ttl),
     leaseMs: leaseMs(ctx.config),
+    staticNames: staticNamesByZone(ctx.config.zones),
   });
   try {
     const before = await drift.check(zones);

@@ -1,6 +1,6 @@
 /**
  * `ddns-bridge host import FILE|-`: bulk registration, one `FQDN ACCOUNT [TYPE]` per line.
- * Every line is validated as `host add` would (name, zone, type, account); the valid ones
+ * Every line is validated as `host add` would (name, zone, static names, type, account); the valid ones
  * go to Redis in pipelined batches (BulkHostImporter). An existing host is never overwritten:
  * with the line's owner and type it counts as unchanged (so an import can be run again after
  * fixing its rejected lines), else the line is rejected. Rejected lines are reported by
@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { DEFAULT_HOST_TYPE, type HostType } from '../../core/types.js';
 import { checkRegistration } from '../../core/registration.js';
+import { NO_STATIC_NAMES, staticNamesByZone, type StaticNamesByZone } from '../../core/static-names.js';
 import {
   BulkHostImporter,
   openStore,
@@ -32,10 +33,12 @@ export interface Rejection {
   reason: string;
 }
 
-/** Where the lines go: a store importer (with its account cache) and the configured zones. */
+/** Where the lines go: a store importer (with its account cache), the configured zones and their static names. */
 export interface ImportTarget {
   importer: Pick<BulkHostImporter, 'accountExists' | 'push' | 'finish'>;
   zones: readonly string[];
+  /** Absent: none (the benchmark's zone has none). */
+  staticNames?: StaticNamesByZone;
 }
 
 /**
@@ -51,7 +54,7 @@ export async function importLines(
   let lineNo = 0;
   for await (const raw of lines) {
     lineNo++;
-    const parsed = parseLine(raw, target.zones);
+    const parsed = parseLine(raw, target.zones, target.staticNames ?? NO_STATIC_NAMES);
     if (parsed === undefined) continue;
     if (typeof parsed === 'string') {
       summary.rejected++;
@@ -100,6 +103,7 @@ function rejectionReason(entry: { fqdn: string; account: string }, outcome: Impo
 export function parseLine(
   raw: string,
   zones: readonly string[],
+  staticNames: StaticNamesByZone,
 ): { fqdn: string; account: string; type: HostType; between: string[] } | string | undefined {
   const hash = raw.search(/(^|\s)#/);
   const text = (hash >= 0 ? raw.slice(0, hash) : raw).trim();
@@ -108,7 +112,7 @@ export function parseLine(
   if (fields.length < 2 || fields.length > 3)
     return `expected "FQDN ACCOUNT [TYPE]", got ${fields.length} field${fields.length === 1 ? '' : 's'}`;
   const [name, account, type = DEFAULT_HOST_TYPE] = fields as [string, string, string?];
-  const checked = checkRegistration(name, type, zones);
+  const checked = checkRegistration(name, type, zones, staticNames);
   return 'problem' in checked ? checked.problem : { ...checked, account };
 }
 
@@ -143,7 +147,8 @@ export async function hostImport(
     await store.hosts.indexNesting(zones);
     const importer = new BulkHostImporter(store.redis, store.keys, outcomeHandler(summary, onReject), opts);
     const lines = createInterface({ input, crlfDelay: Infinity });
-    await importLines(lines, { importer, zones }, onReject, summary);
+    const staticNames = staticNamesByZone(ctx.config.zones);
+    await importLines(lines, { importer, zones, staticNames }, onReject, summary);
     completed = true;
   } finally {
     await store.close();

@@ -21,6 +21,7 @@ import { DEFAULT_PARALLEL_HASHES } from '../../auth/index.js';
 import { deepFreeze } from '../../config/load.js';
 import { planReload } from '../../config/reload.js';
 import type { Config } from '../../config/schema.js';
+import { hostsAtStaticNames } from '../../core/static-names.js';
 import { readTlsPair } from '../../http/tls.js';
 import type { MetricsSource } from '../../metrics/index.js';
 import type { RunningAdmin } from '../admin-listener.js';
@@ -361,6 +362,7 @@ async function serveSingle(
     metrics ? { metrics } : undefined,
   );
   if (!started) return;
+  void logHostsAtStaticNames(ctx, started.bridge);
   reloads.attach(async (why) => reload(ctx, started.bridge, why, await rereadConfig(ctx, why)));
   const { whenFatal } = await import('../../store/redis.js');
   // Redis refusing the database later (restarted with fewer databases) ends the service too.
@@ -377,6 +379,29 @@ async function serveSingle(
     .close()
     .catch((err: unknown) => logger.error('error while stopping', { error: (err as Error).message }));
   logger.info('stopped');
+}
+
+/**
+ * Hosts registered at a static name before it was listed (zones[].staticNames), logged as errors: not a refusal to
+ * start, since one such host must not stop every other host's updates. `check` reports them as FAILED. In the
+ * background: listening does not wait for a read of every host.
+ */
+async function logHostsAtStaticNames(ctx: CommandContext, bridge: Bridge): Promise<void> {
+  const { config, logger } = ctx;
+  if (config.zones.every((z) => z.staticNames.length === 0)) return;
+  let found;
+  try {
+    found = hostsAtStaticNames(await bridge.store.hosts.list(), config.zones);
+  } catch (err) {
+    logger.warn('hosts at static names not checked', { error: (err as Error).message });
+    return;
+  }
+  for (const { host, problem } of found)
+    logger.error("host at a static name: its updates overwrite the operator's records; remove the host or the name", {
+      host: host.fqdn,
+      account: host.account,
+      problem,
+    });
 }
 
 /**
@@ -465,6 +490,8 @@ async function serveWorker(ctx: CommandContext, opts: ServeOptions, bridgeOption
     if (process.connected) process.disconnect();
     return;
   }
+  // Once per start, not once per worker: the first worker (a restarted one has a new id).
+  if (cluster.worker?.id === 1) void logHostsAtStaticNames(ctx, started.bridge);
   workerReloads.attach((why) => {
     // Applied once: a worker's own SIGHUP (a hung-up terminal) re-reads only the certificates.
     const config = reloadedConfig;
