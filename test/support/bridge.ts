@@ -15,8 +15,11 @@ import {
   makeTempDir,
   removeDir,
   startNameServer,
+  startPrimaryWithSecondaries,
   startRedis,
   type LabKind,
+  type LabSecondary,
+  type SecondaryKind,
   type NameServer,
   type RedisServer,
 } from '../../src/lab/index.js';
@@ -92,6 +95,11 @@ export interface BridgeEnvOptions {
   countDns?: boolean;
   /** The bridge reaches Redis over its Unix socket instead of loopback TCP. */
   redisOverUnixSocket?: boolean;
+  /**
+   * Secondaries of the zone (src/lab/secondary.ts: NOTIFY and IXFR from the primary), listed in
+   * `zones[0].secondaries`; `dnssecSigning`: the primary signs the zone (Knot dnssec-signing, BIND inline-signing).
+   */
+  secondaries?: { kinds: SecondaryKind[]; dnssecSigning?: boolean };
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -115,6 +123,8 @@ export class BridgeEnv {
     readonly configPath: string,
     readonly config: Record<string, unknown>,
     private readonly proxy?: DnsCountingProxy,
+    /** The zone's secondaries (BridgeEnvOptions.secondaries), in the order asked. */
+    readonly secondaries: readonly LabSecondary[] = [],
   ) {}
 
   /**
@@ -162,7 +172,22 @@ export class BridgeEnv {
     const dir = await makeTempDir('ddns-e2e-');
     const redis = await startRedis({ dir, appendonly: false });
     const key = generateTsigKey('ddns-key', opts.algorithm ?? 'hmac-sha256');
-    const ns = await startNameServer(opts.kind ?? 'knot', { dir, zone: ZONE, key, records: opts.records });
+    const nsOptions = { dir, zone: ZONE, key, records: opts.records };
+    let ns: NameServer;
+    let secondaries: LabSecondary[] = [];
+    if (opts.secondaries) {
+      const kind = opts.kind ?? 'knot';
+      if (kind === 'pdns') throw new Error('BridgeEnv: secondaries need a knot or bind primary');
+      const started = await startPrimaryWithSecondaries(
+        kind,
+        { ...nsOptions, ...(opts.secondaries.dnssecSigning ? { dnssecSigning: true } : {}) },
+        await Promise.all(
+          opts.secondaries.kinds.map(async (k, i) => ({ kind: k, dir: await makeTempDir(`ddns-e2e-secondary-${i}-`) })),
+        ),
+      );
+      ns = started.primary;
+      secondaries = started.secondaries;
+    } else ns = await startNameServer(opts.kind ?? 'knot', nsOptions);
     await writeFile(path.join(dir, 'tsig.secret'), key.secret + '\n');
     await chmod(path.join(dir, 'tsig.secret'), 0o600);
     const proxy = opts.countDns ? await DnsCountingProxy.start(ns.port) : undefined;
@@ -174,6 +199,7 @@ export class BridgeEnv {
           name: ZONE,
           primary: `127.0.0.1:${proxy?.port ?? ns.port}`,
           key: { name: key.name, algorithm: key.algorithm, secretFile: 'tsig.secret' },
+          ...(secondaries.length === 0 ? {} : { secondaries: secondaries.map((s) => `${s.host}:${s.port}`) }),
         },
       ],
       mx: { resolvers: [`127.0.0.1:${ns.port}`], timeout: 1 },
@@ -187,7 +213,7 @@ export class BridgeEnv {
     const configPath = path.join(dir, 'config.json');
     await writeFile(configPath, JSON.stringify(config, null, 2));
     await chmod(configPath, 0o600);
-    const env = new BridgeEnv(dir, redis, ns, configPath, config, proxy);
+    const env = new BridgeEnv(dir, redis, ns, configPath, config, proxy, secondaries);
     for (let i = 0; i < (opts.serves ?? 1); i++) await env.startServe();
     return env;
   }
@@ -249,6 +275,12 @@ export class BridgeEnv {
     await this.stopServes('SIGKILL');
     this.proxy?.close();
     await this.ns.stop().catch(() => undefined);
+    await Promise.all(
+      this.secondaries.map(async (s) => {
+        await s.stop().catch(() => undefined);
+        await removeDir(s.dir);
+      }),
+    );
     await this.redis.stop().catch(() => undefined);
     await removeDir(this.dir);
   }
