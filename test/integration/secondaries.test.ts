@@ -177,3 +177,58 @@ describe('secondaries: followed after each update, waited for by ACME (knotd, na
     }
   });
 });
+
+for (const kind of ['knot', 'bind'] as const) {
+  const signing = kind === 'knot' ? 'Knot dnssec-signing' : 'BIND dnssec-policy with inline-signing';
+  describe(`secondaries of a signing primary (${signing}): signed records there before the answer`, function () {
+    this.timeout(120000);
+    let env: BridgeEnv;
+    let secondary: LabSecondary;
+    const host = `signed-${process.pid}.${ZONE}`;
+
+    before(async function () {
+      requireBinariesOrSkip(this, ['redis-server', 'knotd', 'knotc', 'named', 'dig']);
+      env = await BridgeEnv.start({
+        kind,
+        secondaries: { kinds: [kind === 'knot' ? 'bind' : 'knot'], dnssecSigning: true },
+        config: {
+          frequency: { minInterval: 0.001, donatorMinInterval: 0.001 },
+          acme: { propagationTimeout: 30 },
+          update: { waitForSecondaries: true },
+        },
+      });
+      secondary = env.secondaries[0]!;
+      await env.addAccount(...ACCOUNT);
+      await env.addHost(host, ACCOUNT[0]);
+    });
+    after(async () => {
+      await env?.stop();
+    });
+
+    it('txt= and (update.waitForSecondaries) an address: the secondary serves them signed when good comes', async () => {
+      const value = `signed-value-${kind}-0123456789abcdefghijklmnopq`;
+      const r = await env.get(`/nic/update?hostname=${host}&txt=${value}`, { auth: ACCOUNT });
+      expect(r.body).to.equal(`good ${value}\n`);
+      const txt = await secondary.query(`_acme-challenge.${host}`, 'TXT', { dnssec: true });
+      expect(txt).to.include(`"${value}"`);
+      expect(
+        txt.some((l) => l.startsWith('TXT ')),
+        `an RRSIG over the TXT: ${txt.join(' | ')}`,
+      ).to.equal(true);
+
+      const a = await env.get(`/nic/update?hostname=${host}&myip=192.0.2.77`, { auth: ACCOUNT });
+      expect(a.body).to.equal('good 192.0.2.77\n');
+      const served = await secondary.query(host, 'A', { dnssec: true });
+      expect(served).to.include('192.0.2.77');
+      expect(
+        served.some((l) => l.startsWith('A ')),
+        `an RRSIG over the A: ${served.join(' | ')}`,
+      ).to.equal(true);
+      // The serial compared is the one the primary serves (inline-signing's differs from the unsigned one).
+      const checked = await env.cli(['check']);
+      expect(checked.stdout).to.include(
+        `secondary 127.0.0.1:${secondary.port}: serial ${await env.ns.serial()}, current`,
+      );
+    });
+  });
+}
