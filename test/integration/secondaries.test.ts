@@ -11,6 +11,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort, requireBinariesOrSkip, type KnotSecondary, type LabSecondary } from '../../src/lab/index.js';
+import { DnsSerialProbe } from '../../src/dns/index.js';
 import { BridgeEnv, ZONE } from '../support/bridge.js';
 import { family } from '../support/metrics-fixture.js';
 import { waitFor } from '../support/wait.js';
@@ -90,6 +91,19 @@ describe('secondaries: followed after each update, waited for by ACME (knotd, na
       [name(knot), true, serial, serial, 0],
       [name(bind), true, serial, serial, 0],
     ]);
+  });
+
+  it('"auto": the zone’s NS names resolved through the primary, on port 53, beside those listed', async () => {
+    const zone = {
+      name: ZONE,
+      primary: { host: '127.0.0.1', port: env.ns.port },
+      key: { name: 'unused', algorithm: 'hmac-sha256' as const, secret: Buffer.alloc(32) },
+      staticNames: [],
+      secondaries: { servers: [{ host: '127.0.0.1', port: knot.port }], auto: true },
+    };
+    const found = await new DnsSerialProbe([zone], 2000).secondaries(ZONE);
+    // The lab zone's one NS, ns.<zone>, has the address 127.0.0.1 (config/zone.example).
+    expect(found.map((s) => s.name)).to.deep.equal([name(knot), '127.0.0.1:53']);
   });
 
   it('a frozen secondary shows as behind (metrics, check, /readyz still 200) and catches up when thawed', async () => {

@@ -97,6 +97,40 @@ describe('config: parseConfig', () => {
     }
   });
 
+  it('takes a zone’s secondaries (host:port, port 53 by default, and "auto"); refuses junk, repeats, auto twice', () => {
+    const c = parseConfig(
+      { zones: [zone({ secondaries: ['192.0.2.1:5300', 'ns2.example.org', 'auto', '[2001:db8::1]:53'] })] },
+      opts(),
+    );
+    expect(c.zones[0]!.secondaries).to.deep.equal({
+      servers: [
+        { host: '192.0.2.1', port: 5300 },
+        { host: 'ns2.example.org', port: 53 },
+        { host: '2001:db8::1', port: 53 },
+      ],
+      auto: true,
+    });
+    expect(parseConfig({ zones: [zone()] }, opts()).zones[0]).to.not.have.property('secondaries');
+    const cases: [unknown, RegExp][] = [
+      [['192.0.2.1:99999'], /zones\[0\]\.secondaries\[0\]: expected "host:port"/],
+      [[7], /zones\[0\]\.secondaries\[0\]/],
+      [['192.0.2.1', '192.0.2.1:53'], /zones\[0\]\.secondaries\[1\]: 192\.0\.2\.1:53 is already listed/],
+      [['auto', 'auto'], /zones\[0\]\.secondaries\[1\]: "auto" is already listed/],
+      ['auto', /zones\[0\]\.secondaries/],
+    ];
+    for (const [bad, message] of cases)
+      expect(() => parseConfig({ zones: [zone({ secondaries: bad })] }, opts()), JSON.stringify(bad)).to.throw(
+        ConfigError,
+        message,
+      );
+    expect(
+      parseConfig({ zones: [zone()], acme: { propagationTimeout: 5 }, update: { waitForSecondaries: true } }, opts()),
+    ).to.deep.include({
+      acme: { propagationTimeoutMs: 5000 },
+      update: { waitForSecondaries: true },
+    });
+  });
+
   it('takes a Redis on its Unix socket (unix:///path?db=N); the path is percent-decoded for the connection', () => {
     const c = parseConfig({ redis: { url: 'unix:///run/redis/redis.sock?db=2' }, zones: [zone()] }, opts());
     expect(c.redis.url).to.equal('unix:///run/redis/redis.sock?db=2');
