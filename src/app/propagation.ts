@@ -84,6 +84,9 @@ interface Target {
   publishedAt: number;
 }
 
+/** Asks of the primary's serial after an update while it has not moved (50 ms, doubling: 1.55 s in all). */
+const SERIAL_RETRIES = 6;
+
 /** The targets one secondary holds at most; more drop the oldest (its propagation time is not observed). */
 const MAX_TARGETS = 64;
 
@@ -91,6 +94,7 @@ class SecondaryWatch {
   readonly targets: Target[] = [];
   status: SecondaryStatus;
   polling = false;
+  removed = false;
 
   constructor(
     zone: string,
@@ -112,13 +116,14 @@ export class PropagationWatcher {
   private readonly watches = new Map<string, Map<string, SecondaryWatch>>();
   private readonly primaryQuery = new Map<string, { inFlight: boolean; again: number | undefined }>();
   private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly lastPrimarySerial = new Map<string, number>();
   private periodic: NodeJS.Timeout | undefined;
   private stopped = false;
 
   constructor(
     private readonly zones: readonly string[],
     private readonly probe: SerialProbe,
-    private readonly telemetry: Pick<Telemetry, 'secondaryPropagated' | 'secondaryState'>,
+    private readonly telemetry: Pick<Telemetry, 'secondaryPropagated' | 'secondaryState' | 'secondaryRemoved'>,
     private readonly timings: PropagationTimings = PROPAGATION_TIMINGS,
     private readonly now: () => number = Date.now,
   ) {}
@@ -127,9 +132,11 @@ export class PropagationWatcher {
   start(): void {
     const tick = (): void => {
       if (this.stopped) return;
-      void this.checkAll().finally(() => {
-        if (!this.stopped) this.periodic = setTimeout(tick, this.timings.checkIntervalMs).unref();
-      });
+      void this.checkAll()
+        .catch(() => undefined)
+        .finally(() => {
+          if (!this.stopped) this.periodic = setTimeout(tick, this.timings.checkIntervalMs).unref();
+        });
     };
     tick();
   }
@@ -152,7 +159,7 @@ export class PropagationWatcher {
       q.again ??= at;
       return;
     }
-    void this.followPrimary(zone, at, q);
+    void this.followPrimary(zone, at, q).catch(() => undefined);
   }
 
   /** What the watcher knows of every secondary, by zone then name. */
@@ -167,6 +174,7 @@ export class PropagationWatcher {
         const watches = await this.watchesOf(zone);
         if (watches.length === 0) return;
         const primary = await this.probe.primarySerial(zone).catch(() => undefined);
+        if (primary !== undefined) this.lastPrimarySerial.set(zone, primary);
         await Promise.all(watches.map((w) => this.ask(w, primary)));
       }),
     );
@@ -178,22 +186,38 @@ export class PropagationWatcher {
     try {
       const watches = await this.watchesOf(zone);
       if (watches.length === 0) return;
-      const serial = await this.probe.primarySerial(zone).catch(() => undefined);
+      const serial = await this.servedAfterUpdate(zone);
       // The primary does not answer a query a moment after it applied an update: the periodic check will tell.
       if (serial === undefined || this.stopped) return;
+      this.lastPrimarySerial.set(zone, serial);
       for (const w of watches) {
         w.status.primarySerial = serial;
         const last = w.targets.at(-1);
         if (last === undefined || last.serial !== serial) w.targets.push({ serial, publishedAt: at });
         if (w.targets.length > MAX_TARGETS) w.targets.shift();
-        if (!w.polling) void this.poll(w, this.timings.firstPollMs);
+        if (!w.polling) void this.poll(w, this.timings.firstPollMs).catch(() => undefined);
       }
     } finally {
       q.inFlight = false;
       const again = q.again;
       q.again = undefined;
-      if (again !== undefined && !this.stopped) void this.followPrimary(zone, again, q);
+      if (again !== undefined && !this.stopped) void this.followPrimary(zone, again, q).catch(() => undefined);
     }
+  }
+
+  /**
+   * The serial the primary serves after an update. A primary that signs inline (BIND) serves the signed zone's new
+   * serial a moment after it answered the UPDATE: while it still serves the last serial seen, ask again (bounded).
+   */
+  private async servedAfterUpdate(zone: string): Promise<number | undefined> {
+    const last = this.lastPrimarySerial.get(zone);
+    let serial: number | undefined;
+    for (let i = 0, wait = 50; i < SERIAL_RETRIES; i++, wait *= 2) {
+      serial = await this.probe.primarySerial(zone).catch(() => undefined);
+      if (serial === undefined || last === undefined || serial !== last || this.stopped) return serial;
+      await this.sleep(wait);
+    }
+    return serial;
   }
 
   /** Poll one secondary until it serves every target, waiting `waitMs` (growing) between polls, within the bound. */
@@ -238,7 +262,8 @@ export class PropagationWatcher {
     }
     const reference = w.status.primarySerial;
     w.status.behind = reference === null || w.status.serial === null ? 0 : serialsBehind(w.status.serial, reference);
-    this.telemetry.secondaryState(zone, w.secondary.name, w.status.up, w.status.behind);
+    if (w.removed) return;
+    this.telemetry.secondaryState(zone, w.secondary.name, w.status.up, w.status.behind, w.status.serial);
   }
 
   private async watchesOf(zone: string): Promise<SecondaryWatch[]> {
@@ -250,7 +275,14 @@ export class PropagationWatcher {
     }
     if (secondaries !== undefined) {
       const names = new Set(secondaries.map((s) => s.name));
-      for (const name of byName.keys()) if (!names.has(name)) byName.delete(name);
+      for (const [name, w] of byName) {
+        if (names.has(name)) continue;
+        // No longer a secondary (auto): its polls stop and its series go, so no alert stays on for it.
+        w.removed = true;
+        w.targets.length = 0;
+        byName.delete(name);
+        this.telemetry.secondaryRemoved(zone, name);
+      }
       for (const s of secondaries) if (!byName.has(s.name)) byName.set(s.name, new SecondaryWatch(zone, s));
     }
     return [...byName.values()];

@@ -15,6 +15,7 @@ import {
   type RequestedSettings,
   type ResolvedMx,
   type TargetState,
+  type AddressFamilies,
 } from '../core/types.js';
 import { parseAddress, type AddressPair } from '../core/addresses.js';
 import { refusedClass, type AddressClass } from '../core/address-classes.js';
@@ -541,7 +542,7 @@ export class UpdateService {
     // The lease ran out before the commit (a stalled process or a slow Redis) and another
     // holder took over: not recorded, so not acknowledged — the store republishes its record.
     if (committed === 'lost') throw new ServiceFault(`lease on ${fqdn} ended before the commit`);
-    if (committed !== 'gone' && !asked.viaKey) await this.untilSecondariesServe(fqdn, zone, target);
+    if (committed !== 'gone' && !asked.viaKey) await this.untilSecondariesServe(fqdn, zone, target, leave);
     if (committed === 'gone') {
       // host remove took the lease over and deleted the host while this change was on its way:
       // what it published may have landed after the deletes. Take it away again; not good.
@@ -559,14 +560,21 @@ export class UpdateService {
   }
 
   /** update.waitForSecondaries: every secondary serves the addresses just recorded, or the bound passed (logged). */
-  private async untilSecondariesServe(fqdn: string, zone: string, target: TargetState): Promise<void> {
+  private async untilSecondariesServe(
+    fqdn: string,
+    zone: string,
+    target: TargetState,
+    leave: AddressFamilies | undefined,
+  ): Promise<void> {
     const { waitForSecondaries: setting, secondaries } = this.deps;
     if (!setting?.enabled || secondaries === undefined) return;
     const started = Date.now();
     const deadline = started + setting.timeoutMs;
     const outcomes = await Promise.all(
-      (['A', 'AAAA'] as const).map((type) => {
+      (['A', 'AAAA'] as const).map(async (type) => {
         const value = target.offline ? null : type === 'A' ? target.ipv4 : target.ipv6;
+        // A family this change left as DNS has it (not the bridge's): whatever is there is right.
+        if (!value && leave?.[type === 'A' ? 'ipv4' : 'ipv6']) return 'none' as const;
         return secondaries.untilServed(zone, fqdn, type, { exactly: value ? [value] : [] }, deadline - Date.now());
       }),
     );

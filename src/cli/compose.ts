@@ -203,6 +203,8 @@ export function buildBridge(config: Config, logger: Logger, options: BridgeOptio
       store.reconfigure(next);
     },
     async close() {
+      // Answers waiting for the secondaries go out now: a stopping process must not hold them to the bound.
+      secondaries?.stop();
       await http.close();
       await gateway?.close();
       await reconciler.stop();

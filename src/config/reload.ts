@@ -9,7 +9,16 @@ import { deepFreeze } from './load.js';
 import type { Config } from './schema.js';
 
 /** Settings a reload applies. */
-export const LIVE_SETTINGS = ['agents', 'frequency', 'junk', 'credentials', 'log', 'addresses'] as const;
+export const LIVE_SETTINGS = [
+  'agents',
+  'frequency',
+  'junk',
+  'credentials',
+  'log',
+  'addresses',
+  'acme',
+  'update',
+] as const;
 
 /** Settings of the credential cache: read when the cache is made, so they too need a restart. */
 const CACHE_SETTINGS = ['cacheTtlMs', 'cacheSize'] as const;
@@ -49,6 +58,8 @@ export function planReload(current: Config, next: Config): ReloadPlan {
     credentials,
     log: next.log,
     addresses: next.addresses,
+    acme: next.acme,
+    update: next.update,
   };
   const stillChanged = changed.filter((k) => !isDeepStrictEqual(current[k as keyof Config], config[k as keyof Config]));
   return { config: deepFreeze(config), changed: stillChanged, needsRestart };

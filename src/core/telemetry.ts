@@ -27,8 +27,13 @@ export interface Telemetry {
   repair(outcome: 'done' | 'failed'): void;
   /** A secondary served an update's serial `seconds` after the primary applied it (docs/operators.md). */
   secondaryPropagated(zone: string, secondary: string, seconds: number): void;
-  /** A secondary at its last SOA query: whether it answered, and how many serials it is behind the primary. */
-  secondaryState(zone: string, secondary: string, up: boolean, behind: number): void;
+  /**
+   * A secondary at its last SOA query: whether it answered, how many serials it is behind the primary, and the serial
+   * it served (null: never answered).
+   */
+  secondaryState(zone: string, secondary: string, up: boolean, behind: number, serial: number | null): void;
+  /** A secondary no longer listed (`auto` found it gone): its series go. */
+  secondaryRemoved(zone: string, secondary: string): void;
   /** An answer waited for the secondaries to serve its record: they all did (`served`) or the bound passed. */
   secondaryWait(zone: string, outcome: 'served' | 'timeout', seconds: number): void;
   /**
@@ -58,6 +63,7 @@ export const NO_TELEMETRY: Telemetry = {
   repair() {},
   secondaryPropagated() {},
   secondaryState() {},
+  secondaryRemoved() {},
   secondaryWait() {},
   sample() {},
 };

@@ -9,6 +9,7 @@ import { isIP, isIPv6 } from 'node:net';
 import dnsPacket from 'dns-packet';
 import type { Secondary, SecondaryWait, SerialProbe, ServedExpectation } from '../app/propagation.js';
 import type { ZoneConfig } from '../config/schema.js';
+import { canonicalIPv6 } from '../core/addresses.js';
 
 type Answer = dnsPacket.Packet & { flag_aa?: boolean; rcode?: string };
 /** A record of an answer section, its data as dns-packet decodes it for the type. */
@@ -82,9 +83,9 @@ export async function recordValues(
   const answer = await queryServer(server, name, type, timeoutMs);
   if ((answer.rcode !== 'NOERROR' && answer.rcode !== 'NXDOMAIN') || !answer.flag_aa)
     throw new Error(`${server.host}:${server.port} gives no authoritative answer for ${name}`);
-  return (answer.answers ?? [])
-    .filter((r) => r.type === type && owner(r.name) === owner(name))
-    .map((r) => String(dataOf(r)));
+  // dns-packet shortens an IPv6 address its own way; the store keeps RFC 5952's.
+  const text = (r: unknown) => (type === 'AAAA' ? canonicalIPv6(String(dataOf(r))) : String(dataOf(r)));
+  return (answer.answers ?? []).filter((r) => r.type === type && owner(r.name) === owner(name)).map(text);
 }
 
 function matches(values: readonly string[], expected: ServedExpectation): boolean {
@@ -173,6 +174,30 @@ export class DnsSerialProbe implements SerialProbe, SecondaryWait {
     return out;
   }
 
+  /** Waits in progress end now ('timeout'), and new ones do not start: the process is stopping. */
+  stop(): void {
+    this.stopped = true;
+    for (const wake of this.sleepers) wake();
+    this.sleepers.clear();
+  }
+
+  private stopped = false;
+  private readonly sleepers = new Set<() => void>();
+
+  /** Sleep `ms`, or less if stop() comes first. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      timer.unref();
+      this.sleepers.add(wake);
+    });
+  }
+
   async untilServed(
     zone: string,
     name: string,
@@ -181,6 +206,7 @@ export class DnsSerialProbe implements SerialProbe, SecondaryWait {
     timeoutMs: number,
   ): Promise<'served' | 'timeout' | 'none'> {
     if (!this.zones.has(zone)) return 'none';
+    if (this.stopped) return 'timeout';
     const deadline = Date.now() + timeoutMs;
     const secondaries = await this.secondaries(zone).catch(() => [] as readonly Secondary[]);
     if (secondaries.length === 0) return 'none';
@@ -188,10 +214,10 @@ export class DnsSerialProbe implements SerialProbe, SecondaryWait {
       secondaries.map(async (s) => {
         for (let wait = SERVED_POLL_FIRST_MS; ; wait = Math.min(SERVED_POLL_MAX_MS, Math.round(wait * 1.5))) {
           const left = deadline - Date.now();
-          if (left <= 0) return false;
+          if (left <= 0 || this.stopped) return false;
           const values = await recordValues(s, name, type, Math.min(this.timeoutMs, left)).catch(() => undefined);
           if (values !== undefined && matches(values, expected)) return true;
-          await new Promise((r) => setTimeout(r, Math.min(wait, Math.max(0, deadline - Date.now()))));
+          await this.pause(Math.min(wait, Math.max(0, deadline - Date.now())));
         }
       }),
     );

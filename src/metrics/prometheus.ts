@@ -137,6 +137,7 @@ export class PrometheusTelemetry implements Telemetry {
   private readonly propagation: Histogram<'zone' | 'secondary'>;
   private readonly secondaryBehind: Gauge<'zone' | 'secondary'>;
   private readonly secondaryUp: Gauge<'zone' | 'secondary'>;
+  private readonly secondarySerial: Gauge<'zone' | 'secondary'>;
   private readonly secondaryWaits: Histogram<'zone' | 'outcome'>;
   private readonly credentialLookups: Counter<'result'>;
   /** Per gauge, its samplers by their labels' key. */
@@ -242,6 +243,14 @@ export class PrometheusTelemetry implements Telemetry {
       registers,
       aggregator: 'max',
     });
+    // The serial it serves: a secondary behind whose serial does not move is stuck; one behind a busy primary is not.
+    this.secondarySerial = new Gauge({
+      name: `${PREFIX}secondary_serial`,
+      help: 'The SOA serial a secondary served at its last answered query.',
+      labelNames: ['zone', 'secondary'],
+      registers,
+      aggregator: 'max',
+    });
     this.secondaryUp = new Gauge({
       name: `${PREFIX}secondary_up`,
       help: 'Whether a secondary answered its last SOA query (1) or not (0).',
@@ -340,9 +349,14 @@ export class PrometheusTelemetry implements Telemetry {
     this.secondaryWaits.observe({ zone, outcome }, duration(seconds));
   }
 
-  secondaryState(zone: string, secondary: string, up: boolean, behind: number): void {
+  secondaryState(zone: string, secondary: string, up: boolean, behind: number, serial: number | null): void {
     this.secondaryUp.set({ zone, secondary }, up ? 1 : 0);
     this.secondaryBehind.set({ zone, secondary }, behind);
+    if (serial !== null) this.secondarySerial.set({ zone, secondary }, serial);
+  }
+
+  secondaryRemoved(zone: string, secondary: string): void {
+    for (const g of [this.secondaryUp, this.secondaryBehind, this.secondarySerial]) g.remove({ zone, secondary });
   }
 
   sample(name: SampledGauge, labels: Record<string, string>, read: Sampler): void {

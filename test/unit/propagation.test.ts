@@ -19,14 +19,16 @@ describe('core/serial (RFC 1982)', () => {
 
 class FakeProbe implements SerialProbe {
   primary = 10;
+  /** Serials the primary serves before `primary` (an inline-signing primary's lag after an update). */
+  primaryLag: number[] = [];
   served = new Map<string, number | 'down'>();
   primaryQueries = 0;
-  constructor(readonly list: Secondary[]) {
+  constructor(public list: Secondary[]) {
     for (const s of list) this.served.set(s.name, 10);
   }
   primarySerial(): Promise<number> {
     this.primaryQueries++;
-    return Promise.resolve(this.primary);
+    return Promise.resolve(this.primaryLag.shift() ?? this.primary);
   }
   secondarySerial(_zone: string, s: Secondary): Promise<number> {
     const v = this.served.get(s.name);
@@ -60,6 +62,7 @@ describe('app/propagation: the watcher', () => {
       {
         secondaryPropagated: (_z, s, seconds) => seen.push([s, seconds]),
         secondaryState: (_z, s, up, behind) => states.set(s, [up, behind]),
+        secondaryRemoved: () => undefined,
       },
       timings,
     );
@@ -91,7 +94,11 @@ describe('app/propagation: the watcher', () => {
     const w = new PropagationWatcher(
       ['dyn.example'],
       probe,
-      { secondaryPropagated: (_z, _s, t) => seen.push(t), secondaryState: () => undefined },
+      {
+        secondaryPropagated: (_z, _s, t) => seen.push(t),
+        secondaryState: () => undefined,
+        secondaryRemoved: () => undefined,
+      },
       { ...timings, boundMs: 50 },
     );
     probe.primary = 20;
@@ -102,6 +109,51 @@ describe('app/propagation: the watcher', () => {
     const after = await w.checkAll();
     expect(after[0]).to.include({ up: true, behind: 0, serial: 20, primarySerial: 20 });
     expect(seen, 'given up on: no propagation time').to.deep.equal([]);
+    w.stop();
+  });
+
+  it('a primary that serves its new serial a moment after the UPDATE (inline signing): that serial is followed', async () => {
+    const probe = new FakeProbe([a]);
+    const seen: number[] = [];
+    const w = new PropagationWatcher(
+      ['dyn.example'],
+      probe,
+      {
+        secondaryPropagated: (_z, _s, t) => seen.push(t),
+        secondaryState: () => undefined,
+        secondaryRemoved: () => undefined,
+      },
+      timings,
+    );
+    await w.checkAll(); // the primary's serial known: 10
+    probe.primary = 11;
+    probe.primaryLag = [10, 10];
+    w.published('dyn.example');
+    await until(() => w.statuses()[0]?.primarySerial === 11, 'the new serial followed');
+    expect(w.statuses()[0]!.behind).to.equal(1);
+    expect(seen, 'not observed as reached at the old serial').to.deep.equal([]);
+    probe.served.set(a.name, 11);
+    await until(() => seen.length === 1, 'the secondary reaching it');
+    w.stop();
+  });
+
+  it('a secondary gone from the list (auto): its series removed, its polls stopped', async () => {
+    const probe = new FakeProbe([a, b]);
+    const removed: string[] = [];
+    const w = new PropagationWatcher(
+      ['dyn.example'],
+      probe,
+      {
+        secondaryPropagated: () => undefined,
+        secondaryState: () => undefined,
+        secondaryRemoved: (_z, s) => removed.push(s),
+      },
+      timings,
+    );
+    await w.checkAll();
+    probe.list = [a];
+    expect((await w.checkAll()).map((s) => s.secondary)).to.deep.equal([a.name]);
+    expect(removed).to.deep.equal([b.name]);
     w.stop();
   });
 });

@@ -126,10 +126,17 @@ export async function hostShow(ctx: CommandContext, name: string, json: boolean,
       );
 }
 
-/** The last request, one line; the User-Agent quoted (JSON string), so no byte of it can end or fake a line. */
+/**
+ * The last request, one line; the User-Agent quoted as a JSON string with every other non-printable character
+ * (DEL, the C1 controls a terminal may act on) escaped too, so no byte of it can end, fake or colour a line.
+ */
 function lastRequestText(last: LastRequest | null): string {
   if (last === null) return 'none';
-  return `${new Date(last.at).toISOString()} ${last.reply ?? '(no reply: in flight or interrupted)'} from ${last.source} agent ${JSON.stringify(last.userAgent)}`;
+  const agent = JSON.stringify(last.userAgent).replace(
+    /[\u007f-\u009f]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+  return `${new Date(last.at).toISOString()} ${last.reply ?? '(no reply: in flight or interrupted)'} from ${last.source} agent ${agent}`;
 }
 
 function countsText(c: RequestCounts): string {
