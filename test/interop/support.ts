@@ -227,12 +227,13 @@ export const MAIL = `mail.${ZONE}`;
 
 /**
  * A bridge with a short frequency interval (clients here update the same names several times
- * within seconds) and an in-zone MX target with an address; `opts.gateway` adds the RFC 2136 gateway.
+ * within seconds) and an in-zone MX target with an address; `opts.gateway` adds the RFC 2136 gateway,
+ * `opts.secondaries` secondaries of the zone that the primary notifies.
  */
 export function startInteropEnv(
   kind: LabKind,
   config: Record<string, unknown> = {},
-  opts: Pick<BridgeEnvOptions, 'gateway'> = {},
+  opts: Pick<BridgeEnvOptions, 'gateway' | 'secondaries'> = {},
 ): Promise<BridgeEnv> {
   return BridgeEnv.start({
     ...opts,
