@@ -55,7 +55,10 @@ export async function reconcile(ctx: CommandContext, opts: ReconcileOptions, out
       out(
         JSON.stringify({
           ...jsonDocument(before, fix, opts.fix),
-          secondaries: await secondaryStatuses(ctx.config, zones),
+          // Only where a compared zone lists secondaries: the document stays as it was for the others.
+          ...(ctx.config.zones.some((z) => zones.includes(z.name) && z.secondaries)
+            ? { secondaries: await secondaryStatuses(ctx.config, zones) }
+            : {}),
         }),
       );
     else printText(before, fix, out);
