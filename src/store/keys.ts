@@ -115,6 +115,16 @@ export const LEASE_FIELDS = [
   HOST_FIELDS.leaseAbandoned,
 ] as const;
 
+/** The host fields of its request log (core/request-log.ts): observations of its requests, not its state. */
+export const REQUEST_LOG_FIELDS = [
+  HOST_FIELDS.requestAt,
+  HOST_FIELDS.requestReply,
+  HOST_FIELDS.requestSource,
+  HOST_FIELDS.requestAgent,
+  HOST_FIELDS.tallyHour,
+  HOST_FIELDS.tallyEarlier,
+] as const;
+
 /** Short field names of the account hash. */
 export const ACCOUNT_FIELDS = {
   passwordHash: 'h',

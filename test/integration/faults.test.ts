@@ -5,7 +5,7 @@
  * a fake primary. Each case checks the reply token, the time to answer, Redis and DNS
  * afterwards, and recovery.
  */
-import { LEASE_FIELDS } from '../../src/store/keys.js';
+import { LEASE_FIELDS, REQUEST_LOG_FIELDS } from '../../src/store/keys.js';
 import { MAX_BUSY_WAIT_MS } from '../../src/app/update.js';
 import { expect } from 'chai';
 import { writeFile, readFile } from 'node:fs/promises';
@@ -77,14 +77,17 @@ async function recordedState(url: string, fqdn: string): Promise<Record<string, 
   return storedState(await hostHash(url, fqdn));
 }
 
-/** A host's Redis hash as stored, without `fs` (a sequence number every admission bumps by design). */
+/**
+ * A host's Redis hash as stored, without `fs` (a sequence number every admission bumps by design) and without the
+ * request log (its last request and counts: an observation of the requests, dnserr ones too, not the host's state).
+ */
 async function hostHash(url: string, fqdn: string): Promise<Record<string, string>> {
   const r = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
   r.on('error', () => undefined);
   try {
     await r.connect();
     const h = await r.hgetall(`ddns:h:${fqdn}`);
-    delete h.fs;
+    for (const f of ['fs', ...REQUEST_LOG_FIELDS]) delete h[f];
     return h;
   } finally {
     r.disconnect();
