@@ -46,13 +46,28 @@ export function recordedAgent(userAgent: string): string {
 
 const ENTRY = /^(\d+) (\d+) (\d+) (\d+) (\d+)$/;
 
+/** The hour last counted and its counts, as stored (one field each; absent: 0). */
+export interface CurrentTally {
+  hour?: string;
+  good?: string;
+  nochg?: string;
+  refused?: string;
+  failed?: string;
+}
+
 /**
- * The hourly tallies of the stored fields: `current` (the hour last counted, `hour good nochg refused failed`) and
- * `earlier` (older hours, comma-separated, pruned to TALLY_HOURS when the hour turns). Malformed entries are skipped.
+ * The hourly tallies of the stored fields: `current` (the hour last counted) and `earlier` (older hours as
+ * `hour good nochg refused failed`, comma-separated, pruned to TALLY_HOURS when the hour turns). Malformed entries
+ * are skipped.
  */
-export function parseTallies(current: string | undefined, earlier: string | undefined): HourTally[] {
+export function parseTallies(current: CurrentTally, earlier: string | undefined): HourTally[] {
   const out: HourTally[] = [];
-  for (const entry of [...(earlier ?? '').split(','), current ?? '']) {
+  const n = (v: string | undefined) => v ?? '0';
+  const now =
+    current.hour === undefined
+      ? ''
+      : `${current.hour} ${n(current.good)} ${n(current.nochg)} ${n(current.refused)} ${n(current.failed)}`;
+  for (const entry of [...(earlier ?? '').split(','), now]) {
     const m = ENTRY.exec(entry);
     if (m === null) continue;
     out.push({

@@ -51,7 +51,20 @@ export function decodeHost(fqdn: string, f: HashFields): HostRecord {
           },
         }
       : {}),
-    ...(f[H.tallyHour] ? { requestTallies: parseTallies(f[H.tallyHour], f[H.tallyEarlier]) } : {}),
+    ...(f[H.tallyHour]
+      ? {
+          requestTallies: parseTallies(
+            {
+              hour: f[H.tallyHour],
+              good: f[H.tallyGood],
+              nochg: f[H.tallyNochg],
+              refused: f[H.tallyRefused],
+              failed: f[H.tallyFailed],
+            },
+            f[H.tallyEarlier],
+          ),
+        }
+      : {}),
   };
 }
 

@@ -98,8 +98,15 @@ export const HOST_FIELDS = {
   requestReply: 'qr',
   requestSource: 'qs',
   requestAgent: 'qu',
-  /** Requests by the hour: the hour last counted (`hour good nochg refused failed`) and the 23 before it (`,`). */
+  /**
+   * Requests by the hour: the hour last counted (hours since the epoch) and its counts, one field each so that a
+   * request rewrites one short number; the 23 hours before it as `hour good nochg refused failed` entries (`,`).
+   */
   tallyHour: 'rh',
+  tallyGood: 'rg',
+  tallyNochg: 'rn',
+  tallyRefused: 'rr',
+  tallyFailed: 'rx',
   tallyEarlier: 'rd',
 } as const;
 
@@ -122,6 +129,10 @@ export const REQUEST_LOG_FIELDS = [
   HOST_FIELDS.requestSource,
   HOST_FIELDS.requestAgent,
   HOST_FIELDS.tallyHour,
+  HOST_FIELDS.tallyGood,
+  HOST_FIELDS.tallyNochg,
+  HOST_FIELDS.tallyRefused,
+  HOST_FIELDS.tallyFailed,
   HOST_FIELDS.tallyEarlier,
 ] as const;
 

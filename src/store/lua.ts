@@ -246,6 +246,18 @@ local function takeLease(key, pending, families, token, leaseMs)
 end
 `;
 
+/** The tally fields in the order tallyFrom reads them (an HMGET's). */
+export const TALLY_FIELDS = [
+  HF.tallyHour,
+  HF.tallyGood,
+  HF.tallyNochg,
+  HF.tallyRefused,
+  HF.tallyFailed,
+  HF.tallyEarlier,
+]
+  .map((f) => `'${f}'`)
+  .join(', ');
+
 /**
  * The last request of a host and its counts by the hour (docs/operators.md, "The last request of a host";
  * core/request-log.ts reads them). noted(h, reply, kind, source, agent) → the fields to add to the script's HSET of
@@ -255,28 +267,36 @@ end
  * earlier ones, pruned to 24: once an hour per host, so a request's own cost is one short field rewritten.
  */
 export const REQUEST_LOG = `
+-- The tally fields of an HMGET of TALLY_FIELDS from index i, as a table like the host's.
+local function tallyFrom(t, i)
+  return {['${HF.tallyHour}'] = t[i] or nil, ['${HF.tallyGood}'] = t[i + 1] or nil, ['${HF.tallyNochg}'] = t[i + 2] or nil,
+    ['${HF.tallyRefused}'] = t[i + 3] or nil, ['${HF.tallyFailed}'] = t[i + 4] or nil, ['${HF.tallyEarlier}'] = t[i + 5] or nil}
+end
+local TALLY_FIELD = {g = '${HF.tallyGood}', n = '${HF.tallyNochg}', r = '${HF.tallyRefused}', f = '${HF.tallyFailed}'}
 local function tallied(h, kind, out)
   if kind == '' then return out end
   local hour = math.floor(now / 3600000)
-  local current = h['${HF.tallyHour}'] or ''
-  local ch, g, n, r, f = string.match(current, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
-  ch = tonumber(ch)
-  if ch ~= hour then
-    if ch ~= nil then
-      local kept = {}
-      for e in string.gmatch(h['${HF.tallyEarlier}'] or '', '[^,]+') do
-        local eh = tonumber(string.match(e, '^%d+'))
-        if eh and eh > hour - 24 then kept[#kept + 1] = e end
-      end
-      if ch > hour - 24 then kept[#kept + 1] = current end
-      out[#out + 1] = '${HF.tallyEarlier}'; out[#out + 1] = table.concat(kept, ',')
-    end
-    g, n, r, f = 0, 0, 0, 0
-  else
-    g, n, r, f = tonumber(g), tonumber(n), tonumber(r), tonumber(f)
+  local ch = tonumber(h['${HF.tallyHour}'])
+  local field = TALLY_FIELD[kind]
+  -- The hour last counted: one count goes up.
+  if ch == hour then
+    out[#out + 1] = field; out[#out + 1] = tostring((tonumber(h[field]) or 0) + 1)
+    return out
   end
-  if kind == 'g' then g = g + 1 elseif kind == 'n' then n = n + 1 elseif kind == 'r' then r = r + 1 else f = f + 1 end
-  out[#out + 1] = '${HF.tallyHour}'; out[#out + 1] = string.format('%.0f %d %d %d %d', hour, g, n, r, f)
+  if ch ~= nil then
+    local kept = {}
+    for e in string.gmatch(h['${HF.tallyEarlier}'] or '', '[^,]+') do
+      local eh = tonumber(string.match(e, '^%d+'))
+      if eh and eh > hour - 24 then kept[#kept + 1] = e end
+    end
+    if ch > hour - 24 then
+      kept[#kept + 1] = string.format('%.0f %s %s %s %s', ch, h['${HF.tallyGood}'] or '0', h['${HF.tallyNochg}'] or '0',
+        h['${HF.tallyRefused}'] or '0', h['${HF.tallyFailed}'] or '0')
+    end
+    out[#out + 1] = '${HF.tallyEarlier}'; out[#out + 1] = table.concat(kept, ',')
+  end
+  out[#out + 1] = '${HF.tallyHour}'; out[#out + 1] = string.format('%.0f', hour)
+  for k, f in pairs(TALLY_FIELD) do out[#out + 1] = f; out[#out + 1] = k == kind and '1' or '0' end
   return out
 end
 local function noted(h, reply, kind, source, agent, out)
@@ -288,8 +308,8 @@ local function noted(h, reply, kind, source, agent, out)
   return tallied(h, kind, out)
 end
 local function tallyOf(key)
-  local t = redis.call('HMGET', key, '${HF.tallyHour}', '${HF.tallyEarlier}')
-  return {['${HF.tallyHour}'] = t[1] or nil, ['${HF.tallyEarlier}'] = t[2] or nil}
+  local t = redis.call('HMGET', key, ${TALLY_FIELDS})
+  return tallyFrom(t, 1)
 end
 `;
 

@@ -10,7 +10,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { makeTempDir, removeDir, requireBinariesOrSkip, startRedis, type RedisServer } from '../../src/lab/index.js';
-import { HOST_FIELDS, LEASE_FIELDS } from '../../src/store/keys.js';
+import { HOST_FIELDS, LEASE_FIELDS, REQUEST_LOG_FIELDS } from '../../src/store/keys.js';
 import { BridgeEnv, ZONE, deepMerge, runCli, type CliResult } from '../support/bridge.js';
 
 const UA = 'ddns-bridge-backup-tests/1.0 tests@example.test';
@@ -27,12 +27,7 @@ const TRANSIENT_HOST_FIELDS: readonly string[] = [
   HOST_FIELDS.lastRequest,
   HOST_FIELDS.frequentCount,
   HOST_FIELDS.frequencySeq,
-  HOST_FIELDS.requestAt,
-  HOST_FIELDS.requestReply,
-  HOST_FIELDS.requestSource,
-  HOST_FIELDS.requestAgent,
-  HOST_FIELDS.tallyHour,
-  HOST_FIELDS.tallyEarlier,
+  ...REQUEST_LOG_FIELDS,
   HOST_FIELDS.txtWindowStart,
   HOST_FIELDS.txtCount,
   HOST_FIELDS.linksChanged,

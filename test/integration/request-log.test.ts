@@ -129,9 +129,15 @@ describe('the last request of a host (real redis-server)', function () {
     await lab.store.hosts.commit(first.lease, target('192.0.2.1'));
     const recorded = await lab.raw.hgetall(hostKey);
     const logFields = (h: Record<string, string>) =>
-      [HF.requestAt, HF.requestReply, HF.requestSource, HF.requestAgent, HF.tallyHour, HF.tallyEarlier].map(
-        (f) => h[f] ?? null,
-      );
+      [
+        HF.requestAt,
+        HF.requestReply,
+        HF.requestSource,
+        HF.requestAgent,
+        HF.tallyHour,
+        HF.tallyNochg,
+        HF.tallyEarlier,
+      ].map((f) => h[f] ?? null);
     // The address echo with a hostname: counted by the frequency rule, not an update.
     expect((await lab.store.hosts.admit(request('192.0.2.1', { expect: null, note: undefined }))).kind).to.equal(
       'nochg',
@@ -175,17 +181,17 @@ describe('the last request of a host (real redis-server)', function () {
     const [seconds] = await lab.raw.time();
     const hour = Math.floor((Number(seconds) * 1000) / HOUR_MS);
     // An hour ago: 2 good, 3 nochg; 10 hours ago: 1 failed; 30 hours ago: 7 nochg (out of the day).
-    await lab.raw.hset(
-      hostKey,
-      HF.tallyHour,
-      `${hour - 1} 2 3 0 0`,
-      HF.tallyEarlier,
-      `${hour - 30} 0 7 0 0,${hour - 10} 0 0 0 1`,
-    );
+    await lab.raw.hset(hostKey, HF.tallyHour, `${hour - 1}`, HF.tallyGood, '2', HF.tallyNochg, '3');
+    await lab.raw.hset(hostKey, HF.tallyEarlier, `${hour - 30} 0 7 0 0,${hour - 10} 0 0 0 1`);
     await lab.raw.hset(hostKey, HF.ipv4, '192.0.2.1');
     expect((await lab.store.hosts.admit(request('192.0.2.1'))).kind).to.equal('nochg');
     expect(await lab.raw.hget(hostKey, HF.tallyEarlier)).to.equal(`${hour - 10} 0 0 0 1,${hour - 1} 2 3 0 0`);
-    expect(await lab.raw.hget(hostKey, HF.tallyHour)).to.equal(`${hour} 0 1 0 0`);
-    expect((await show()).counts).to.deep.equal(counts(2, 4, 0, 1));
+    expect(
+      await lab.raw.hmget(hostKey, HF.tallyHour, HF.tallyGood, HF.tallyNochg, HF.tallyRefused, HF.tallyFailed),
+    ).to.deep.equal([`${hour}`, '0', '1', '0', '0']);
+    // Within the hour, a request rewrites one count.
+    expect((await lab.store.hosts.admit(request('192.0.2.1'))).kind).to.equal('nochg');
+    expect(await lab.raw.hget(hostKey, HF.tallyNochg)).to.equal('2');
+    expect((await show()).counts).to.deep.equal(counts(2, 5, 0, 1));
   });
 });

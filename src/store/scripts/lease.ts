@@ -16,7 +16,16 @@ import { recordedAgent } from '../../core/request-log.js';
 import { flag, type TargetState } from '../../core/types.js';
 import { encodeExpectations, encodeWrittenFamilies, type HashFields } from '../codec.js';
 import { HOST_FIELDS as HF, TOKEN_FIELDS as TF } from '../keys.js';
-import { blindDigest, GUARD, HOST_ADMISSION, LEASE_PREAMBLE, LEASE_RECORD_FIELDS, NOW, TOKEN_CHECKS } from '../lua.js';
+import {
+  blindDigest,
+  GUARD,
+  HOST_ADMISSION,
+  LEASE_PREAMBLE,
+  LEASE_RECORD_FIELDS,
+  NOW,
+  TALLY_FIELDS,
+  TOKEN_CHECKS,
+} from '../lua.js';
 import { defineBatchableScript } from '../batch.js';
 import {
   defineScript,
@@ -380,12 +389,12 @@ export const COMMIT = defineBatchableScript({
   ],
   lua: `
 -- What the commit reads, in one call: owner, lease token, state, the lease record (recordOf), the request tally.
-local r = redis.call('HMGET', host, '${HF.owner}', '${HF.leaseToken}', '${HF.state}', ${LEASE_RECORD_FIELDS}, '${HF.tallyHour}', '${HF.tallyEarlier}')
+local r = redis.call('HMGET', host, '${HF.owner}', '${HF.leaseToken}', '${HF.state}', ${LEASE_RECORD_FIELDS}, ${TALLY_FIELDS})
 if not r[1] then
   redis.call('ZREM', pending, host)
   return 'gone'
 end
-local tally = {['${HF.tallyHour}'] = r[8] or nil, ['${HF.tallyEarlier}'] = r[9] or nil}
+local tally = tallyFrom(r, 8)
 local lk = r[2]
 if lk ~= token then
   lostChange(host, pending, lk, 0, families)
