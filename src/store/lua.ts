@@ -260,11 +260,12 @@ export const TALLY_FIELDS = [
 
 /**
  * The last request of a host and its counts by the hour (docs/operators.md, "The last request of a host";
- * core/request-log.ts reads them). noted(h, reply, kind, source, agent) → the fields to add to the script's HSET of
- * the host: the request's time, reply (dyndns2's word; '' while in flight), source and User-Agent, and its count of
- * `kind` ('g' good, 'n' nochg, 'r' refused, 'f' failed, '' none) in the current hour. `h` holds the host's tally
- * fields (HGETALL's, or tallyOf's). tallied(h, kind): only the count. When the hour turns, the last one joins the
- * earlier ones, pruned to 24: once an hour per host, so a request's own cost is one short field rewritten.
+ * core/request-log.ts reads them). noted(h, reply, kind, source, agent, out, stamp) → `out` with the fields to add to
+ * the script's HSET of the host: the request's time (`stamp`: the ms(now) the script made already, if any), reply
+ * (dyndns2's word; '' while in flight), source and User-Agent, and its count of `kind` ('g' good, 'n' nochg, 'r'
+ * refused, 'f' failed, '' none) in the current hour. `h` holds the host's tally fields (HGETALL's, or tallyOf's).
+ * tallied(h, kind, out): only the count, one field rewritten within the hour. When the hour turns, the last one joins
+ * the earlier ones, pruned to 24: once an hour per host.
  */
 export const REQUEST_LOG = `
 -- The tally fields of an HMGET of TALLY_FIELDS from index i, as a table like the host's.
@@ -299,8 +300,8 @@ local function tallied(h, kind, out)
   for k, f in pairs(TALLY_FIELD) do out[#out + 1] = f; out[#out + 1] = k == kind and '1' or '0' end
   return out
 end
-local function noted(h, reply, kind, source, agent, out)
-  out[#out + 1] = '${HF.requestAt}'; out[#out + 1] = ms(now)
+local function noted(h, reply, kind, source, agent, out, stamp)
+  out[#out + 1] = '${HF.requestAt}'; out[#out + 1] = stamp or ms(now)
   -- A client's next request mostly repeats its reply, source and agent: only what differs is written.
   if h['${HF.requestReply}'] ~= reply then out[#out + 1] = '${HF.requestReply}'; out[#out + 1] = reply end
   if h['${HF.requestSource}'] ~= source then out[#out + 1] = '${HF.requestSource}'; out[#out + 1] = source end

@@ -235,7 +235,7 @@ h['${HF.frequentCount}'] = tostring(count)
 h['${HF.frequencySeq}'] = tostring(seq)
 local log = {}
 if count > maxRun then
-  if note ~= '' then noted(h, 'abuse', 'r', source, agent, log) end
+  if note ~= '' then noted(h, 'abuse', 'r', source, agent, log, h['${HF.lastRequest}']) end
   redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.state}', 'blocked', unpack(log))
   return {'rejected', 'abuse'}
 end
@@ -262,7 +262,7 @@ if mode == 'expect' and not changed then
 end
 if not changed then
   -- nochg counts as such; the reply of a request counted without a change in count mode (!donator) is refused.
-  if note ~= '' then noted(h, note, note == 'nochg' and 'n' or 'r', source, agent, log) end
+  if note ~= '' then noted(h, note, note == 'nochg' and 'n' or 'r', source, agent, log, h['${HF.lastRequest}']) end
   redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], unpack(log))
   return {'nochg'}
 end
@@ -278,7 +278,7 @@ if stale then
 end
 local leaseEnd = leaseEndFor(h['${HF.leaseAbandoned}'], leaseToken, tonumber(leaseMs))
 -- The lease and its record (setLeaseRecord's fields) in one HSET; the request's reply is its commit's or release's.
-if note ~= '' then noted(h, '', '', source, agent, log) end
+if note ~= '' then noted(h, '', '', source, agent, log, h['${HF.lastRequest}']) end
 redis.call('HSET', key, '${HF.lastRequest}', h['${HF.lastRequest}'], '${HF.frequentCount}', h['${HF.frequentCount}'], '${HF.frequencySeq}', h['${HF.frequencySeq}'], '${HF.leaseToken}', leaseToken, '${HF.leaseUntil}', ms(leaseEnd), '${HF.linksSeen}', h['${HF.linksChanged}'] or '', '${HF.leaseFamilies}', la, '${HF.leaseFamiliesOf}', leaseToken, unpack(log))
 if h['${HF.leaseLate}'] or h['${HF.legacyLeaseRecord}'] then redis.call('HDEL', key, '${HF.leaseLate}', '${HF.legacyLeaseRecord}') end
 redis.call('ZADD', pending, leaseEnd, key)
