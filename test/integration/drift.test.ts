@@ -26,7 +26,6 @@ import {
 } from '../../src/lab/index.js';
 import { BridgeEnv, ZONE } from '../support/bridge.js';
 import { nsupdate } from '../support/nsupdate.js';
-import { waitFor } from '../support/wait.js';
 
 const UA = 'drift-test/1.0';
 const OTHER_ZONE = 'other.example.test';
@@ -277,7 +276,7 @@ for (const kind of LAB_KINDS) {
         expect((await env.cli(['host', 'show', www])).code, 'not registered').to.equal(1);
       });
 
-      it('a host registered before its name was listed: check FAILED (exit 1), serve logs it, import-all refuses', async () => {
+      it('a host registered before its name was listed: check FAILED (exit 1), serve refuses to start, import-all refuses', async () => {
         const token = randomBytes(24).toString('hex');
         await writeFile(path.join(env.dir, 'admin.token'), token + '\n', { mode: 0o600 });
         const adminPort = await freePort();
@@ -293,22 +292,21 @@ for (const kind of LAB_KINDS) {
         );
         expect(check.code).to.equal(1);
 
-        // Not a refusal to start: one such host must not stop every other host's updates.
-        const logged = env.logs.length;
+        // Refused at load: serve does not start while the host sits at a static name, and names it (exit 2).
+        const refused = await env.cli(['serve', '--port', '0']);
+        expect(refused.code).to.equal(2);
+        expect(refused.stderr).to.contain(
+          `config: zones[].staticNames: host ${a} (account ${auth[0]}): ${a} is a static name`,
+        );
+        expect(refused.stderr).to.contain('remove the host (host remove) or the name');
+
+        // Without that name listed, serve starts; POST /v1/hosts refuses a static name as host add does: 400.
+        await withStaticNames(['*.lab'], {
+          admin: { listen: [`127.0.0.1:${adminPort}`], tokenFile: 'admin.token' },
+        });
         await env.startServe();
         const serve = { child: env.serves.pop()!, port: env.ports.pop()! };
         try {
-          const line = await waitFor(
-            () =>
-              env.logs
-                .slice(logged)
-                .join('')
-                .split('\n')
-                .find((l) => l.includes('host at a static name')),
-            { what: 'serve to log the host at a static name' },
-          );
-          expect(JSON.parse(line)).to.include({ level: 'error', host: a, account: auth[0] });
-          // POST /v1/hosts refuses a static name as host add does: 400.
           const created = await fetch(`http://127.0.0.1:${adminPort}/v1/hosts`, {
             method: 'POST',
             headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -323,6 +321,9 @@ for (const kind of LAB_KINDS) {
           serve.child.kill('SIGTERM');
           await once(serve.child, 'exit');
         }
+        await withStaticNames(['a', '*.lab'], {
+          admin: { listen: [`127.0.0.1:${adminPort}`], tokenFile: 'admin.token' },
+        });
 
         const exported = await env.cliOk(['export', '-']);
         const restore = await env.cli(['import-all', '-', '--merge'], exported);

@@ -22,6 +22,7 @@ import { deepFreeze } from '../../config/load.js';
 import { planReload } from '../../config/reload.js';
 import type { Config } from '../../config/schema.js';
 import { hostsAtStaticNames } from '../../core/static-names.js';
+import { ConfigError } from '../../core/errors.js';
 import { readTlsPair } from '../../http/tls.js';
 import type { MetricsSource } from '../../metrics/index.js';
 import type { RunningAdmin } from '../admin-listener.js';
@@ -146,6 +147,7 @@ export async function serve(ctx: CommandContext, opts: ServeOptions): Promise<vo
   // by its setting, not a worker that fails to start.
   for (const l of listenersOf(ctx, opts)) if (l.tls) await readTlsPair(l.tls);
   for (const w of updateQuotaWarnings(ctx.config, workers)) ctx.logger.warn(w);
+  await refuseHostsAtStaticNames(ctx);
   if (workers === 1) return serveSingle(ctx, opts, bridgeOptions, reloads);
   return servePrimary(ctx, workers, reloads);
 }
@@ -362,7 +364,6 @@ async function serveSingle(
     metrics ? { metrics } : undefined,
   );
   if (!started) return;
-  void logHostsAtStaticNames(ctx, started.bridge);
   reloads.attach(async (why) => reload(ctx, started.bridge, why, await rereadConfig(ctx, why)));
   const { whenFatal } = await import('../../store/redis.js');
   // Redis refusing the database later (restarted with fewer databases) ends the service too.
@@ -382,26 +383,31 @@ async function serveSingle(
 }
 
 /**
- * Hosts registered at a static name before it was listed (zones[].staticNames), logged as errors: not a refusal to
- * start, since one such host must not stop every other host's updates. `check` reports them as FAILED. In the
- * background: listening does not wait for a read of every host.
+ * A static name that is also a registered host refuses the config at load (issue 30; docs/operators.md, "Drift"):
+ * `serve` does not start while a host sits at a name of zones[].staticNames, and says which hosts (exit 2), as
+ * `check` does. One read of every host, only when static names are configured; a Redis that does not answer now
+ * leaves it to the first request (a warning), as serve starts without Redis otherwise.
  */
-async function logHostsAtStaticNames(ctx: CommandContext, bridge: Bridge): Promise<void> {
+async function refuseHostsAtStaticNames(ctx: CommandContext): Promise<void> {
   const { config, logger } = ctx;
   if (config.zones.every((z) => z.staticNames.length === 0)) return;
+  const { openStore } = await import('../../store/index.js');
+  const store = openStore(config, logger);
   let found;
   try {
-    found = hostsAtStaticNames(await bridge.store.hosts.list(), config.zones);
+    found = hostsAtStaticNames(await store.hosts.list(), config.zones);
   } catch (err) {
     logger.warn('hosts at static names not checked', { error: (err as Error).message });
     return;
+  } finally {
+    await store.close().catch(() => undefined);
   }
-  for (const { host, problem } of found)
-    logger.error("host at a static name: its updates overwrite the operator's records; remove the host or the name", {
-      host: host.fqdn,
-      account: host.account,
-      problem,
-    });
+  if (found.length === 0) return;
+  throw new ConfigError(
+    'zones[].staticNames',
+    found.map(({ host, problem }) => `host ${host.fqdn} (account ${host.account}): ${problem}`).join('; ') +
+      ': remove the host (host remove) or the name',
+  );
 }
 
 /**
@@ -490,8 +496,6 @@ async function serveWorker(ctx: CommandContext, opts: ServeOptions, bridgeOption
     if (process.connected) process.disconnect();
     return;
   }
-  // Once per start, not once per worker: the first worker (a restarted one has a new id).
-  if (cluster.worker?.id === 1) void logHostsAtStaticNames(ctx, started.bridge);
   workerReloads.attach((why) => {
     // Applied once: a worker's own SIGHUP (a hung-up terminal) re-reads only the certificates.
     const config = reloadedConfig;
