@@ -48,7 +48,7 @@ const nOf = (ip: string): number => {
 };
 
 describe('Redis failover: a replica, three Sentinels, two serve processes (waitReplicas 1)', function () {
-  this.timeout(90_000);
+  this.timeout(120_000);
   let env: BridgeEnv | undefined;
   const replicas: LabProcess[] = [];
   const sentinels: LabProcess[] = [];
@@ -167,8 +167,10 @@ describe('Redis failover: a replica, three Sentinels, two serve processes (waitR
     await e.redis.start();
     const resumed = (port: number) =>
       samples.some((s) => s.port === port && s.start > promotedAt && s.body.startsWith('good'));
+    // A bound that only a wedged service misses: the restarted server must first become a replica (WAIT 1), which
+    // took 40.1 s once on a loaded 2-core machine (usually 15-25 s).
     while (!e.ports.every(resumed)) {
-      expect(Date.now() - killAt, 'good again on both serve processes within 40 s').to.be.below(40_000);
+      expect(Date.now() - killAt, 'good again on both serve processes within 60 s').to.be.below(60_000);
       await sleep(100);
     }
     const resumedAt = Math.max(
