@@ -1,10 +1,10 @@
 /** The benchmark as a command (bench/main.ts parses its options): run it, write JSON and a markdown table. */
 import { writeFile } from 'node:fs/promises';
 import type { LabKind } from '../src/lab/index.js';
-import { renderGatewayMarkdown, renderMarkdown } from './report.js';
+import { renderGatewayMarkdown, renderMarkdown, renderWrkMarkdown } from './report.js';
 import { renderBaseline } from './baseline-rounds.js';
-import type { BaselineBenchReport, BenchReport, GatewayBenchReport } from './report-types.js';
-import { runBaselineBench, runBench, runGatewayBench } from './run.js';
+import type { BaselineBenchReport, BenchReport, GatewayBenchReport, WrkBenchReport } from './report-types.js';
+import { runBaselineBench, runBench, runGatewayBench, runWrkBench } from './run.js';
 import type { BridgeMode } from './targets.js';
 
 export { runBench, runGatewayBench, type BenchOptions } from './run.js';
@@ -22,8 +22,11 @@ export interface BenchCommandOptions {
   modes?: string[];
   /** Profile the nochg and storm paths into this directory (`--cpu-prof DIR`). */
   cpuProf?: string;
-  /** `gateway`: the RFC 2136 gateway rounds alone (`--section gateway`); `baseline`: against `baselineDir`. */
-  section?: 'all' | 'gateway' | 'baseline';
+  /**
+   * `gateway`: the RFC 2136 gateway rounds alone (`--section gateway`); `baseline`: against `baselineDir`; `wrk`: the
+   * wrk rounds and their references alone.
+   */
+  section?: 'all' | 'gateway' | 'baseline' | 'wrk';
   /** `--baseline DIR`: an earlier build (`--section baseline`). */
   baselineDir?: string;
 }
@@ -32,7 +35,7 @@ export async function benchCommand(
   opts: BenchCommandOptions,
   out: (s: string) => void,
   err: (s: string) => void,
-): Promise<BenchReport | GatewayBenchReport | BaselineBenchReport> {
+): Promise<BenchReport | GatewayBenchReport | BaselineBenchReport | WrkBenchReport> {
   const modes = opts.modes?.map(parseMode);
   // Ctrl-C: exit through process.exit so the exit hooks stop the servers and remove the directory.
   const interrupt = () => process.exit(130);
@@ -45,13 +48,17 @@ export async function benchCommand(
     cpuProf: opts.cpuProf,
     progress: (l: string) => err(`bench: ${l}`),
   };
-  let report: BenchReport | GatewayBenchReport | BaselineBenchReport;
+  let report: BenchReport | GatewayBenchReport | BaselineBenchReport | WrkBenchReport;
   let markdown: string;
   if (opts.section === 'baseline') {
     if (opts.baselineDir === undefined) throw new Error('--section baseline needs --baseline DIR');
     const b = await runBaselineBench({ ...options, baselineDir: opts.baselineDir });
     report = b;
     markdown = renderBaseline(b.baseline).join('\n');
+  } else if (opts.section === 'wrk') {
+    const w = await runWrkBench(options);
+    report = w;
+    markdown = renderWrkMarkdown(w);
   } else if (opts.section === 'gateway') {
     const g = await runGatewayBench(options);
     report = g;

@@ -32,10 +32,11 @@ const argv = await yargs(hideBin(process.argv))
   })
   .option('section', {
     type: 'string',
-    choices: ['all', 'gateway', 'baseline'],
+    choices: ['all', 'gateway', 'baseline', 'wrk'],
     default: 'all',
     describe:
-      'gateway: only the RFC 2136 gateway rounds beside HTTP (first nameserver); baseline: the nochg path against --baseline',
+      'gateway: only the RFC 2136 gateway rounds beside HTTP (first nameserver); baseline: the nochg path against ' +
+      '--baseline; wrk: only the wrk rounds with their references (and --cpu-prof)',
   })
   .option('baseline', {
     type: 'string',
@@ -65,7 +66,7 @@ try {
       nameservers: argv.nameserver as LabKind[] | undefined,
       modes: argv.mode,
       cpuProf: argv.cpuProf,
-      section: argv.section as 'all' | 'gateway' | 'baseline',
+      section: argv.section as 'all' | 'gateway' | 'baseline' | 'wrk',
       ...(argv.baseline === undefined ? {} : { baselineDir: argv.baseline }),
     },
     out,

@@ -122,8 +122,15 @@ export interface RedisRoundTrips {
  * back (odd rounds: the bridge first), nochg at one concurrency, the change storm at another.
  */
 export interface WrkRound {
+  /** The storm pair's order (the bridge first in rounds 2, 4, …). */
   bridgeFirst: boolean;
+  /** The nochg measurements' order this round (wrk-rounds.ts NOCHG_TARGETS, rotated). */
+  nochgOrder: readonly string[];
   ceilingNochg: WrkMeasurement;
+  /** "bare + Redis": the ceiling with one two-command script per request (ceiling-server.ts). */
+  ceilingRedisNochg: WrkMeasurement;
+  /** The bridge's front: the nochg requests to a path it does not serve (404, no use case). */
+  frontNochg: WrkMeasurement;
   nochg: WrkMeasurement;
   ceilingStorm: WrkMeasurement;
   storm: WrkMeasurement;
@@ -169,6 +176,29 @@ export interface WrkRoundsResult {
   stormVsCeiling?: number;
   /** What bounds those ratios (verdict.ts). */
   cpu?: { nochg: CpuAccount; storm: CpuAccount };
+  /** Medians over the rounds: nochg / bare + Redis, bare + Redis / ceiling, front / ceiling (verdict.ts). */
+  nochgVsCeilingRedis?: number;
+  ceilingRedisVsCeiling?: number;
+  frontVsCeiling?: number;
+  /** Where a nochg's CPU goes, from the four nochg measurements (verdict.ts nochgSplitOf). */
+  nochgSplit?: NochgSplit;
+}
+
+/**
+ * A nochg request's CPU split, ms per request, medians over the rounds: the serving processes' CPU of each reference
+ * and of the bridge, and redis-server's; the differences name the parts.
+ */
+export interface NochgSplit {
+  server: { ceiling: number; ceilingRedis: number; front: number; bridge: number };
+  redis: { ceilingRedis: number; bridge: number };
+  /** front − ceiling: the bridge's HTTP front beyond a bare server (routing, limits, its reply writer, telemetry). */
+  front: number;
+  /** bridge − front: the nochg use case in JavaScript, its Redis client included. */
+  useCase: number;
+  /** bare + Redis − ceiling: what one script call costs a bare server's process (ioredis, the socket). */
+  redisClient: number;
+  /** redis-server per nochg, less its cost for bare + Redis's two-command script. */
+  scriptBeyondTwoCalls: number;
 }
 
 /**
@@ -359,27 +389,38 @@ export interface BenchReport {
   targets: { name: string; nameserver?: LabKind; value: number; target: string; met: boolean }[];
 }
 
-/** `npm run bench -- --section gateway`: the gateway rounds alone. */
-/** `--section baseline` (baseline-rounds.ts). */
-export interface BaselineBenchReport {
+/** What every `--section` report opens with (run.ts runSection). */
+export interface SectionFrame<S extends string> {
   version: 1;
-  section: 'baseline';
+  section: S;
   profile: BenchProfile['name'];
   startedAt: string;
   durationSeconds: number;
   command: string;
   machine: BenchReport['machine'];
+}
+
+/** `--section baseline` (baseline-rounds.ts). */
+export interface BaselineBenchReport extends SectionFrame<'baseline'> {
   baseline: BaselineResult;
 }
 
-export interface GatewayBenchReport {
-  version: 1;
-  section: 'gateway';
-  profile: BenchProfile['name'];
-  startedAt: string;
-  durationSeconds: number;
-  command: string;
-  machine: BenchReport['machine'];
+/** `npm run bench -- --section gateway`: the gateway rounds alone. */
+export interface GatewayBenchReport extends SectionFrame<'gateway'> {
   notes: string[];
   gateway: GatewayResult;
+}
+
+/** `--section wrk`: the wrk rounds alone (the headline, with its references), per nameserver; `--cpu-prof` too. */
+export interface WrkBenchReport extends SectionFrame<'wrk'> {
+  nameservers: Partial<Record<LabKind, { wrk: WrkRoundsResult }>>;
+  cpuProfiles?: CpuProfiles;
+  targets: BenchReport['targets'];
+}
+
+/** What the wrk part of the markdown reads (report-wrk.ts): a whole run's report or `--section wrk`'s. */
+export interface WrkView {
+  nameservers: Partial<Record<LabKind, { wrk: WrkRoundsResult; drain?: DrainResult }>>;
+  machine: { nproc: number };
+  cpuProfiles?: CpuProfiles;
 }

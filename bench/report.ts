@@ -1,6 +1,6 @@
 /** The bench report as a markdown table (Knot and BIND side by side). */
 import type { LabKind } from '../src/lab/index.js';
-import type { BenchReport, ByConcurrency, GatewayBenchReport } from './report-types.js';
+import type { BenchReport, ByConcurrency, GatewayBenchReport, WrkBenchReport } from './report-types.js';
 import type { Measurement } from './stats.js';
 import { gatewaySections } from './report-gateway.js';
 import { cpuProfileSections, wrkBoundLines, wrkSections } from './report-wrk.js';
@@ -21,6 +21,37 @@ export function renderGatewayMarkdown(r: GatewayBenchReport): string {
     ...r.notes.map((n) => `- ${n}`),
     '',
   ].join('\n');
+}
+
+/** `--section wrk`: the wrk rounds with their references, the targets they decide, what bounds them, the machine. */
+export function renderWrkMarkdown(r: WrkBenchReport): string {
+  const m = r.machine;
+  return [
+    ...wrkSections(r),
+    ...targetLines(r.targets),
+    'What bounds the targets in this run:',
+    ...wrkBoundLines(r),
+    '',
+    ...cpuProfileSections(r),
+    `Machine: ${m.nproc} × ${m.cpu}; Node ${m.node}; ${m.redis}. ` +
+      `Load average before/after: ${m.loadAverageAtStart.join(' ')} / ${m.loadAverageAtEnd.join(' ')}` +
+      (m.otherLoad ? ' (other load was present on the machine).' : '.'),
+    '',
+    `Profile \`${r.profile}\`, ${r.durationSeconds} s, \`${r.command}\`, started ${r.startedAt}.`,
+    '',
+  ].join('\n');
+}
+
+/** The targets table. */
+function targetLines(targets: BenchReport['targets']): string[] {
+  const out = ['| target | value | goal | met |', '|---|---:|---:|---|'];
+  for (const t of targets) {
+    out.push(
+      `| ${t.name}${t.nameserver ? ` (${NAMES[t.nameserver]})` : ''} | ${Number.isInteger(t.value) ? String(t.value) : fmt(t.value)} | ${t.target} | ${t.met ? 'yes' : '**no**'} |`,
+    );
+  }
+  out.push('');
+  return out;
 }
 
 export function renderMarkdown(r: BenchReport): string {
@@ -142,14 +173,7 @@ export function renderMarkdown(r: BenchReport): string {
     }
     out.push('');
   }
-  out.push('| target | value | goal | met |');
-  out.push('|---|---:|---:|---|');
-  for (const t of r.targets) {
-    out.push(
-      `| ${t.name}${t.nameserver ? ` (${NAMES[t.nameserver]})` : ''} | ${Number.isInteger(t.value) ? String(t.value) : fmt(t.value)} | ${t.target} | ${t.met ? 'yes' : '**no**'} |`,
-    );
-  }
-  out.push('');
+  out.push(...targetLines(r.targets));
   const rt = r.redisRoundTrips;
   const ratio = (k: LabKind) => r.nameservers[k]!.ratios[mode];
   const h1 = r.httpCeiling[mode]?.['1'];

@@ -31,6 +31,8 @@ import type {
   RegistryRound,
   RssResult,
   BaselineBenchReport,
+  SectionFrame,
+  WrkBenchReport,
 } from './report-types.js';
 import {
   ceilingRun,
@@ -51,7 +53,7 @@ import {
 } from './runs.js';
 import { round, type Measurement } from './stats.js';
 import { startBridgeTarget, startCeilingTarget, workersOf, type BridgeMode, type Target } from './targets.js';
-import { mib, ratiosOf, targetsOf, wrkVerdictOf } from './verdict.js';
+import { mib, ratiosOf, targetsOf, wrkTargetsOf, wrkVerdict, wrkVerdictOf } from './verdict.js';
 import { profilePaths } from './cpu-prof-runs.js';
 import { measureDrains } from './drain.js';
 import { GATEWAY_CHANGE_FROM, GATEWAY_NOCHG_FROM, measureGateway } from './gateway-rounds.js';
@@ -159,65 +161,86 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
   }
 }
 
-/** `--section gateway`: the gateway rounds alone (the first nameserver, the wrk rounds' HTTP hosts registered). */
-export async function runGatewayBench(opts: BenchOptions = {}): Promise<GatewayBenchReport> {
+/**
+ * One `--section` run: a lab of `kinds`, the machine, and the report's frame around what `measure` returns (the
+ * wrk rounds' hosts registered first: every section measures on them).
+ */
+async function runSection<S extends string, R extends object>(
+  opts: BenchOptions,
+  section: S,
+  label: { what: string; kinds: LabKind[]; command: string },
+  measure: (wrk: WrkContext, plan: Plan) => Promise<R>,
+): Promise<SectionFrame<S> & R> {
   const plan = planOf(opts);
-  const kind = plan.kinds[0]!;
   const startedAt = new Date();
   const t0 = performance.now();
   const loadAverageAtStart = os.loadavg();
-  plan.progress(`profile ${plan.profile.name}; section gateway; nameserver ${kind}; bridge mode ${plan.wrkMode}`);
-  const lab = await startLab([kind]);
+  plan.progress(
+    `profile ${plan.profile.name}; section ${label.what}; nameserver ${label.kinds.join(', ')}; ${plan.wrkMode}`,
+  );
+  const lab = await startLab(label.kinds);
   try {
-    const machine = await machineInfo(loadAverageAtStart, [kind]);
+    const machine = await machineInfo(loadAverageAtStart, label.kinds);
     const wrk: WrkContext = { lab, profile: plan.profile, mode: plan.wrkMode, progress: plan.progress };
-    await registerWrkHosts(wrk, [kind], 0);
-    const gateway = await measureGateway(wrk, kind);
-    return {
+    await registerWrkHosts(wrk, label.kinds, 0);
+    const measured = await measure(wrk, plan);
+    const frame: SectionFrame<S> = {
       version: 1,
-      section: 'gateway',
+      section,
       profile: plan.profile.name,
       startedAt: startedAt.toISOString(),
       durationSeconds: round((performance.now() - t0) / 1000, 1),
-      command: `npm run bench -- --section gateway${plan.quick ? ' --quick' : ''}`,
+      command: `npm run bench -- --section ${label.command}${plan.quick ? ' --quick' : ''}`,
       machine: { ...machine, loadAverageAtEnd: os.loadavg().map((x) => round(x, 2)) },
-      notes: [gatewayNoteOf(plan)],
-      gateway,
     };
+    return { ...frame, ...measured };
   } finally {
     await lab.stop();
   }
 }
 
+/** `--section gateway`: the gateway rounds alone (the first nameserver, the wrk rounds' HTTP hosts registered). */
+export function runGatewayBench(opts: BenchOptions = {}): Promise<GatewayBenchReport> {
+  const kind = planOf(opts).kinds[0]!;
+  return runSection(opts, 'gateway', { what: 'gateway', kinds: [kind], command: 'gateway' }, async (wrk, plan) => ({
+    notes: [gatewayNoteOf(plan)],
+    gateway: await measureGateway(wrk, kind),
+  }));
+}
+
 /** `--section baseline`: this build's nochg path against an earlier build's, with the ceiling (baseline-rounds.ts). */
-export async function runBaselineBench(opts: BenchOptions & { baselineDir: string }): Promise<BaselineBenchReport> {
-  const plan = planOf(opts);
-  const kind = plan.kinds[0]!;
-  const startedAt = new Date();
-  const t0 = performance.now();
-  const loadAverageAtStart = os.loadavg();
-  plan.progress(
-    `profile ${plan.profile.name}; section baseline (${opts.baselineDir}); nameserver ${kind}; ${plan.wrkMode}`,
-  );
-  const lab = await startLab([kind]);
-  try {
-    const machine = await machineInfo(loadAverageAtStart, [kind]);
-    const wrk: WrkContext = { lab, profile: plan.profile, mode: plan.wrkMode, progress: plan.progress };
-    await registerWrkHosts(wrk, [kind], 0);
-    const baseline = await measureBaseline(wrk, kind, opts.baselineDir);
-    return {
-      version: 1,
-      section: 'baseline',
-      profile: plan.profile.name,
-      startedAt: startedAt.toISOString(),
-      durationSeconds: round((performance.now() - t0) / 1000, 1),
-      command: `npm run bench -- --section baseline --baseline ${opts.baselineDir}${plan.quick ? ' --quick' : ''}`,
-      machine: { ...machine, loadAverageAtEnd: os.loadavg().map((x) => round(x, 2)) },
-      baseline,
-    };
-  } finally {
-    await lab.stop();
-  }
+export function runBaselineBench(opts: BenchOptions & { baselineDir: string }): Promise<BaselineBenchReport> {
+  const kind = planOf(opts).kinds[0]!;
+  const label = {
+    what: `baseline (${opts.baselineDir})`,
+    kinds: [kind],
+    command: `baseline --baseline ${opts.baselineDir}`,
+  };
+  return runSection(opts, 'baseline', label, async (wrk) => ({
+    baseline: await measureBaseline(wrk, kind, opts.baselineDir),
+  }));
+}
+
+/**
+ * `--section wrk`: the wrk rounds alone, with their references and targets, for each nameserver (a fresh bridge
+ * each); with `--cpu-prof DIR` the first one's profiled runs after them.
+ */
+export function runWrkBench(opts: BenchOptions = {}): Promise<WrkBenchReport> {
+  const kinds = planOf(opts).kinds;
+  return runSection(opts, 'wrk', { what: 'wrk', kinds, command: 'wrk' }, async (wrk, plan) => {
+    const nameservers: WrkBenchReport['nameservers'] = {};
+    const targets: WrkBenchReport['targets'] = [];
+    let first: WrkLoads | undefined;
+    for (const kind of kinds) {
+      const { result, loads } = await measureWrkRounds(wrk, kind);
+      wrkVerdict(result, os.availableParallelism());
+      nameservers[kind] = { wrk: result };
+      targets.push(...wrkTargetsOf(result, kind));
+      first ??= loads;
+    }
+    const cpuProfiles = plan.cpuProf && first ? await profilePaths(wrk, kinds[0]!, first, plan.cpuProf) : undefined;
+    return { nameservers, targets, ...(cpuProfiles ? { cpuProfiles } : {}) };
+  });
 }
 
 function planOf(opts: BenchOptions): Plan {

@@ -85,9 +85,14 @@ export async function startBridgeTarget(
   };
 }
 
-export async function startCeilingTarget(mode: BridgeMode, nodeOptions: readonly string[] = []): Promise<Target> {
+export async function startCeilingTarget(
+  mode: BridgeMode,
+  nodeOptions: readonly string[] = [],
+  /** "bare + Redis": one script call per request on this Redis (ceiling-server.ts). */
+  redisUrl?: string,
+): Promise<Target> {
   if (mode === 'in-process') {
-    const { server, port } = await startCeilingServer(0);
+    const { server, port } = await startCeilingServer(0, redisUrl);
     return {
       port,
       rss: ownRss,
@@ -104,6 +109,7 @@ export async function startCeilingTarget(mode: BridgeMode, nodeOptions: readonly
   const child = track(
     spawn(process.execPath, [...nodeOptions, CEILING_SCRIPT, '0', String(workers)], {
       stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, BENCH_REDIS_URL: redisUrl ?? '' },
     }),
   );
   const port = await new Promise<number>((resolve, reject) => {

@@ -66,7 +66,7 @@ export async function wrkCycle(
     concurrency: number;
     seconds: number;
     authorization?: string;
-    expect: 'good' | 'nochg';
+    expect: 'good' | 'nochg' | 'not-found';
   },
 ): Promise<WrkMeasurement> {
   const m = await runWrk({
@@ -79,8 +79,21 @@ export async function wrkCycle(
   return expectOnly(m, load.expect);
 }
 
-/** Replies of the other successful kind become errors of the measurement. */
-export function expectOnly(m: WrkMeasurement, kind: 'good' | 'nochg'): WrkMeasurement {
+/**
+ * Replies of the other successful kind become errors of the measurement. `not-found`: the 404s are the successes
+ * (the front's reference), every other reply an error.
+ */
+export function expectOnly(m: WrkMeasurement, kind: 'good' | 'nochg' | 'not-found'): WrkMeasurement {
+  if (kind === 'not-found') {
+    const all = m.ok + m.errors;
+    m.ok = m.replies.notFound;
+    m.errors = all - m.ok;
+    m.rps = round(m.seconds > 0 ? m.ok / m.seconds : 0, 1);
+    // The script's first "other" reply is a 404 here: name what went wrong instead, if anything did.
+    if (m.errors > 0) m.firstError = `${m.errors} replies other than 404`;
+    else delete m.firstError;
+    return m;
+  }
   const unexpected = kind === 'good' ? m.replies.nochg : m.replies.good;
   if (unexpected === 0) return m;
   m.ok -= unexpected;

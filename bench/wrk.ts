@@ -44,8 +44,11 @@ export interface WrkLoad {
 }
 
 export interface WrkMeasurement extends Measurement {
-  /** Replies by kind: `good …`, `nochg …`, anything else (status ≠ 200 included). */
-  replies: { good: number; nochg: number; other: number };
+  /**
+   * Replies by kind: `good …`, `nochg …`, anything else (status ≠ 200 included); of the others, how many were a 404
+   * (the front's reference, wrk-loads.ts: the bridge's 404 for a path it does not serve).
+   */
+  replies: { good: number; nochg: number; other: number; notFound: number };
   /** Connect/read/write/timeout errors wrk counted. */
   socketErrors: number;
 }
@@ -94,6 +97,7 @@ seq = -1
 good = 0
 nochg = 0
 other = 0
+notfound = 0
 first_other = ""
 function init(args)
   nthreads = tonumber(args[1])
@@ -104,22 +108,24 @@ function response(status, headers, body)
   elseif status == 200 and body:sub(1, 6) == "nochg " then nochg = nochg + 1
   else
     other = other + 1
+    if status == 404 then notfound = notfound + 1 end
     if first_other == "" then first_other = status .. " " .. body:sub(1, 200) end
   end
 end
 function done(summary, latency, requests)
-  local g, n, o, f = 0, 0, 0, ""
+  local g, n, o, nf, f = 0, 0, 0, 0, ""
   for _, t in ipairs(threads) do
     g = g + t:get("good")
     n = n + t:get("nochg")
     o = o + t:get("other")
+    nf = nf + t:get("notfound")
     if f == "" then f = t:get("first_other") end
   end
   local e = summary.errors
   io.write(string.format(
-    'WRK {"requests":%d,"us":%d,"p50":%d,"p99":%d,"good":%d,"nochg":%d,"other":%d,"socket":%d,"first":"%s"}\\n',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), g, n, o,
-    e.connect + e.read + e.write + e.timeout, (f:gsub('[^%w%s%.:/-]', '?'))))
+    'WRK {"requests":%d,"us":%d,"p50":%d,"p99":%d,"good":%d,"nochg":%d,"other":%d,"notfound":%d,"socket":%d,"first":"%s"}\\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), g, n, o, nf,
+    e.connect + e.read + e.write + e.timeout, (f:gsub('[^%w %.:/-]', '?'))))
 end
 `;
 }
@@ -162,6 +168,7 @@ export async function runWrk(load: WrkLoad): Promise<WrkMeasurement> {
     good: number;
     nochg: number;
     other: number;
+    notfound: number;
     socket: number;
     first: string;
   };
@@ -174,7 +181,7 @@ export async function runWrk(load: WrkLoad): Promise<WrkMeasurement> {
     rps: round(seconds > 0 ? ok / seconds : 0, 1),
     p50Ms: round(r.p50 / 1000, 3),
     p99Ms: round(r.p99 / 1000, 3),
-    replies: { good: r.good, nochg: r.nochg, other: r.other },
+    replies: { good: r.good, nochg: r.nochg, other: r.other, notFound: r.notfound },
     socketErrors: r.socket,
   };
   const times = /\n(\d+)m([\d.]+)s (\d+)m([\d.]+)s\s*$/.exec(stdout);

@@ -46,7 +46,7 @@ function medianOf(xs: number[]): number {
 type Round = Record<string, M>;
 
 /** A wrk measurement: replies by kind and wrk's own socket errors beside the figures. */
-type W = M & { replies: { good: number; nochg: number; other: number }; socketErrors: number };
+type W = M & { replies: { good: number; nochg: number; other: number; notFound: number }; socketErrors: number };
 
 /** No reply but the expected kind, no socket error, and every party's CPU per request. */
 function expectWrk(m: W, where: string, expected: 'good' | 'nochg', nameserver: boolean): void {
@@ -204,6 +204,13 @@ describe('bench --quick (CI smoke)', function () {
       for (const [i, r] of (w.rounds as Record<string, W>[]).entries()) {
         expectWrk(r.ceilingNochg!, `${kind}.wrk.rounds[${i}].ceilingNochg`, 'nochg', false);
         expectWrk(r.nochg!, `${kind}.wrk.rounds[${i}].nochg`, 'nochg', false);
+        expectWrk(r.ceilingRedisNochg!, `${kind}.wrk.rounds[${i}].ceilingRedisNochg`, 'nochg', false);
+        // The front's reference: every reply the bridge's 404, counted as its successes.
+        const front = r.frontNochg!;
+        expectMeasurement(front, `${kind}.wrk.rounds[${i}].frontNochg`);
+        expect(front.replies, 'front').to.include({ good: 0, nochg: 0, notFound: front.ok, other: front.ok });
+        expect(front.errors + front.socketErrors, 'front errors').to.equal(0);
+        expect(front.cpuMsPerRequest, 'front server cpu').to.be.above(0);
         expectWrk(r.ceilingStorm!, `${kind}.wrk.rounds[${i}].ceilingStorm`, 'nochg', false);
         expectWrk(r.storm!, `${kind}.wrk.rounds[${i}].storm`, 'good', true);
       }
@@ -212,6 +219,15 @@ describe('bench --quick (CI smoke)', function () {
         ofRounds(wrkRounds, (r) => r.nochg!.rps / r.ceilingNochg!.rps),
         0.001,
       );
+      expect(w.nochgVsCeilingRedis).to.be.closeTo(
+        ofRounds(wrkRounds, (r) => r.nochg!.rps / r.ceilingRedisNochg!.rps),
+        0.001,
+      );
+      // bare + Redis runs one script per request on the bench's Redis: redis-server works for it, not for the ceiling.
+      const split = w.nochgSplit;
+      expect(split.redis.ceilingRedis, `${kind} bare + Redis: redis-server cpu`).to.be.above(0);
+      expect(split.useCase).to.be.closeTo(split.server.bridge - split.server.front, 0.0002);
+      expect(split.front).to.be.closeTo(split.server.front - split.server.ceiling, 0.0002);
       expect(w.stormVsCeiling).to.be.closeTo(
         ofRounds(wrkRounds, (r) => r.storm!.rps / r.ceilingStorm!.rps),
         0.001,
@@ -237,6 +253,7 @@ describe('bench --quick (CI smoke)', function () {
 
       expect(target('nochg / ceiling (wrk, c=64)').value).to.equal(w.nochgVsCeiling);
       expect(target('storm / ceiling (wrk, c=256)').value).to.equal(w.stormVsCeiling);
+      expect(target('nochg / bare + Redis (wrk, c=64)')).to.include({ value: w.nochgVsCeilingRedis, target: '≥ 0.8' });
       expect(target('replies other than good/nochg')).to.include({ value: 0, met: true });
       expect(target('sample published as Redis says')).to.include({ value: 100, met: true });
       expect(target('change rps at 10000 / 1000 hosts').value).to.equal(headline.changeLargeVsSmall);
@@ -291,8 +308,10 @@ describe('bench --quick (CI smoke)', function () {
       2 * Object.keys(report.nameservers).length,
     );
     expect(report.bridgeRss['in-process'].coldLogins).to.equal(0);
-    // 7 per nameserver + RSS + Redis bytes per host
-    expect(report.targets).to.have.length(16);
+    // 8 per nameserver + the drain's RSS + RSS + Redis bytes per host
+    expect(report.targets).to.have.length(19);
+    const drainRss = report.targets.find((t: { name: string }) => t.name.startsWith('bridge RSS in the 1,000-host'));
+    expect(drainRss, 'the drain RSS target').to.include({ target: '≤ 150' });
     expect(report.targets.some((t: { name: string }) => t.name.startsWith('change path / batched raw'))).to.equal(
       false,
     );
@@ -302,10 +321,17 @@ describe('bench --quick (CI smoke)', function () {
     // The headline opens the report: the wrk rounds, their medians, CPU per party, the drain, the samples.
     expect(md.startsWith('wrk rounds (`serve --workers 2`'), md.slice(0, 200)).to.equal(true);
     expect(md).to.include(
-      '| nameserver | round | ceiling /s (c=64) | nochg /s | ratio | ceiling /s (c=256) | storm /s | ratio |',
+      '| nameserver | round | ceiling /s (c=64) | bare + Redis /s | front (404) /s | nochg /s | nochg / ceiling | nochg / bare + Redis | ceiling /s (c=256) | storm /s | ratio |',
     );
-    expect(md).to.match(/\| Knot \| median \| [\d,.]+ \| [\d,.]+ \| \*\*[\d.]+\*\* \|/);
-    expect(md).to.match(/\| BIND \| median \| [\d,.]+ \| [\d,.]+ \| \*\*[\d.]+\*\* \|/);
+    for (const k of ['Knot', 'BIND']) {
+      expect(md).to.match(
+        new RegExp(`\\| ${k} \\| median \\|( [\\d,.]+ \\|){4} \\*\\*[\\d.]+\\*\\* \\| \\*\\*[\\d.]+\\*\\* \\|`),
+      );
+      expect(md).to.match(new RegExp(`\\| ${k} \\|( -?[\\d.]+ \\|){7} -?[\\d.]+ · -?[\\d.]+ \\|`), `${k} split row`);
+      expect(md).to.match(
+        new RegExp(`- nochg / bare \\+ Redis \\(wrk, c=64\\), ${k}: measured [\\d.]+ .*CPU alone allows [\\d.]+\\.`),
+      );
+    }
     expect(md).to.include(
       '| nameserver | round | load | /s | good / nochg / errors | server | redis-server | nameserver | wrk | total |',
     );
