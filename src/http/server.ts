@@ -310,7 +310,13 @@ export class HttpFrontend {
     }
     const queryCredentials = this.settings.queryCredentials ?? false;
     const ask = dyndns2Ask(req.headers, params, query, { queryCredentials });
-    const reply = await this.services.update.update({ ...ask, userAgent: req.headers['user-agent'], clientIp });
+    const reply = await this.services.update.update({
+      credentials: ask.credentials,
+      params: ask.params,
+      families: ask.families,
+      userAgent: req.headers['user-agent'],
+      clientIp,
+    });
     return updateReply(reply, this.settings.realm);
   }
 
