@@ -3,14 +3,28 @@ import { writeFile } from 'node:fs/promises';
 import type { LabKind } from '../src/lab/index.js';
 import { renderGatewayMarkdown, renderMarkdown, renderWrkMarkdown } from './report.js';
 import { renderBaseline } from './baseline-rounds.js';
-import type { BaselineBenchReport, BenchReport, GatewayBenchReport, WrkBenchReport } from './report-types.js';
-import { runBaselineBench, runBench, runGatewayBench, runWrkBench } from './run.js';
+import type {
+  BaselineBenchReport,
+  BenchReport,
+  GatewayBenchReport,
+  AllocBenchReport,
+  ScaleOutBenchReport,
+  WrkBenchReport,
+} from './report-types.js';
+import { runAllocBench, runBaselineBench, runBench, runGatewayBench, runScaleOutBench, runWrkBench } from './run.js';
+import { renderAllocation } from './alloc.js';
+import { renderScaleOut } from './scale-out.js';
 import type { BridgeMode } from './targets.js';
 
 export { runBench, runGatewayBench, type BenchOptions } from './run.js';
 export type { BenchReport, GatewayBenchReport } from './report-types.js';
 export { renderGatewayMarkdown, renderMarkdown } from './report.js';
 export type { BridgeMode } from './targets.js';
+
+export const SECTIONS = ['all', 'gateway', 'baseline', 'wrk', 'scale-out', 'alloc'] as const;
+export type Section = (typeof SECTIONS)[number];
+type AnyReport =
+  BenchReport | GatewayBenchReport | BaselineBenchReport | WrkBenchReport | ScaleOutBenchReport | AllocBenchReport;
 
 export interface BenchCommandOptions {
   quick: boolean;
@@ -24,9 +38,10 @@ export interface BenchCommandOptions {
   cpuProf?: string;
   /**
    * `gateway`: the RFC 2136 gateway rounds alone (`--section gateway`); `baseline`: against `baselineDir`; `wrk`: the
-   * wrk rounds and their references alone.
+   * wrk rounds and their references alone; `scale-out`: one serve process against two on one Redis; `alloc`: heap
+   * bytes allocated per nochg request.
    */
-  section?: 'all' | 'gateway' | 'baseline' | 'wrk';
+  section?: Section;
   /** `--baseline DIR`: an earlier build (`--section baseline`). */
   baselineDir?: string;
 }
@@ -35,7 +50,7 @@ export async function benchCommand(
   opts: BenchCommandOptions,
   out: (s: string) => void,
   err: (s: string) => void,
-): Promise<BenchReport | GatewayBenchReport | BaselineBenchReport | WrkBenchReport> {
+): Promise<AnyReport> {
   const modes = opts.modes?.map(parseMode);
   // Ctrl-C: exit through process.exit so the exit hooks stop the servers and remove the directory.
   const interrupt = () => process.exit(130);
@@ -48,13 +63,21 @@ export async function benchCommand(
     cpuProf: opts.cpuProf,
     progress: (l: string) => err(`bench: ${l}`),
   };
-  let report: BenchReport | GatewayBenchReport | BaselineBenchReport | WrkBenchReport;
+  let report: AnyReport;
   let markdown: string;
   if (opts.section === 'baseline') {
     if (opts.baselineDir === undefined) throw new Error('--section baseline needs --baseline DIR');
     const b = await runBaselineBench({ ...options, baselineDir: opts.baselineDir });
     report = b;
     markdown = renderBaseline(b.baseline).join('\n');
+  } else if (opts.section === 'alloc') {
+    const x = await runAllocBench(options);
+    report = x;
+    markdown = renderAllocation(x.allocation).join('\n');
+  } else if (opts.section === 'scale-out') {
+    const x = await runScaleOutBench(options);
+    report = x;
+    markdown = renderScaleOut(x.scaleOut).join('\n');
   } else if (opts.section === 'wrk') {
     const w = await runWrkBench(options);
     report = w;

@@ -6,7 +6,7 @@
  */
 import { hideBin, yargs } from '../src/cli/yargs.js';
 import type { LabKind } from '../src/lab/index.js';
-import { benchCommand } from './index.js';
+import { benchCommand, SECTIONS, type Section } from './index.js';
 
 const out = (s: string) => process.stdout.write(s.replace(/\n$/, '') + '\n');
 const err = (s: string) => process.stderr.write(s.replace(/\n$/, '') + '\n');
@@ -32,11 +32,12 @@ const argv = await yargs(hideBin(process.argv))
   })
   .option('section', {
     type: 'string',
-    choices: ['all', 'gateway', 'baseline', 'wrk'],
+    choices: SECTIONS,
     default: 'all',
     describe:
       'gateway: only the RFC 2136 gateway rounds beside HTTP (first nameserver); baseline: the nochg path against ' +
-      '--baseline; wrk: only the wrk rounds with their references (and --cpu-prof)',
+      '--baseline; wrk: only the wrk rounds with their references (and --cpu-prof); scale-out: one serve process ' +
+      'against two on one Redis; alloc: heap bytes allocated per nochg request',
   })
   .option('baseline', {
     type: 'string',
@@ -66,7 +67,7 @@ try {
       nameservers: argv.nameserver as LabKind[] | undefined,
       modes: argv.mode,
       cpuProf: argv.cpuProf,
-      section: argv.section as 'all' | 'gateway' | 'baseline' | 'wrk',
+      section: argv.section as Section,
       ...(argv.baseline === undefined ? {} : { baselineDir: argv.baseline }),
     },
     out,

@@ -1,5 +1,7 @@
 /** The bench report (its JSON): what was measured, the ratios derived from it, the targets. */
 import type { BaselineResult } from './baseline-rounds.js';
+import type { ScaleOutResult } from './scale-out.js';
+import type { AllocResult } from './alloc.js';
 import type { LabKind } from '../src/lab/index.js';
 import type { BenchProfile } from './profile.js';
 import type { Measurement } from './stats.js';
@@ -416,6 +418,16 @@ export interface WrkBenchReport extends SectionFrame<'wrk'> {
   nameservers: Partial<Record<LabKind, { wrk: WrkRoundsResult }>>;
   cpuProfiles?: CpuProfiles;
   targets: BenchReport['targets'];
+}
+
+/** `--section alloc` (alloc.ts). */
+export interface AllocBenchReport extends SectionFrame<'alloc'> {
+  allocation: AllocResult;
+}
+
+/** `--section scale-out` (scale-out.ts). */
+export interface ScaleOutBenchReport extends SectionFrame<'scale-out'> {
+  scaleOut: ScaleOutResult;
 }
 
 /** What the wrk part of the markdown reads (report-wrk.ts): a whole run's report or `--section wrk`'s. */

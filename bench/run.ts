@@ -31,9 +31,13 @@ import type {
   RegistryRound,
   RssResult,
   BaselineBenchReport,
+  AllocBenchReport,
+  ScaleOutBenchReport,
   SectionFrame,
   WrkBenchReport,
 } from './report-types.js';
+import { measureScaleOut } from './scale-out.js';
+import { measureAllocation } from './alloc.js';
 import {
   ceilingRun,
   changeRun,
@@ -218,6 +222,22 @@ export function runBaselineBench(opts: BenchOptions & { baselineDir: string }): 
   };
   return runSection(opts, 'baseline', label, async (wrk) => ({
     baseline: await measureBaseline(wrk, kind, opts.baselineDir),
+  }));
+}
+
+/** `--section alloc`: heap bytes allocated per nochg request, the bridge beside its references (alloc.ts). */
+export function runAllocBench(opts: BenchOptions = {}): Promise<AllocBenchReport> {
+  const kind = planOf(opts).kinds[0]!;
+  return runSection(opts, 'alloc', { what: 'alloc', kinds: [kind], command: 'alloc' }, async (wrk) => ({
+    allocation: await measureAllocation(wrk, kind),
+  }));
+}
+
+/** `--section scale-out`: one `serve --workers 2` against two `serve --workers 1` on one Redis (scale-out.ts). */
+export function runScaleOutBench(opts: BenchOptions = {}): Promise<ScaleOutBenchReport> {
+  const kind = planOf(opts).kinds[0]!;
+  return runSection(opts, 'scale-out', { what: 'scale-out', kinds: [kind], command: 'scale-out' }, async (wrk) => ({
+    scaleOut: await measureScaleOut(wrk, kind),
   }));
 }
 
