@@ -195,8 +195,11 @@ export class UpdateService {
     // Parsed once, when first needed: a fast path that falls back hands it on (with its MX check).
     let parsed: AskedChange | undefined;
     const asked = (): AskedChange => (parsed ??= this.askedOf(req));
+    // tokenPath only for what looks like a token (it checks again): an async call is a promise and a frame.
+    const tokenLike = typeof req.credentials === 'object' && looksLikeToken(req.credentials.password);
     const fast =
-      (await this.tokenPath(req, ua, asked)) ?? (req.tokensOnly ? undefined : await this.fastPath(req, ua, asked));
+      (tokenLike ? await this.tokenPath(req, ua, asked) : undefined) ??
+      (req.tokensOnly ? undefined : await this.fastPath(req, ua, asked));
     if (fast !== undefined) return fast;
 
     // The agent check and the account lookup go to Redis together; the authenticator
@@ -471,10 +474,11 @@ export class UpdateService {
     if (params.txt !== undefined) return this.txtHost(fqdn, zone, account, asked, guard);
 
     const forbiddenOffline = settings.offline && !account.donator;
-    const resolvedMx = forbiddenOffline ? null : await mx.result();
+    // Awaited only for a lookup: every await on this path is a promise and a suspended frame per request.
+    const resolvedMx = forbiddenOffline ? null : mx.needsLookup ? await mx.result() : mx.known();
     // A non-donator's offline request is still counted by the frequency rule (it passed
     // the abuse check) but never changes anything.
-    const admission = await this.admit({
+    const admitRequest: AdmitRequest = {
       fqdn,
       account: account.name,
       minIntervalMs: account.donator ? this.deps.frequency.donatorMinIntervalMs : this.deps.frequency.minIntervalMs,
@@ -483,7 +487,11 @@ export class UpdateService {
       expect: forbiddenOffline ? null : this.expected(settings, resolvedMx, asked),
       guard,
       note: forbiddenOffline ? '!donator' : 'nochg',
-    });
+    };
+    // The store's admission awaited here, not through a helper: one async frame less per request.
+    const startedAt = Date.now();
+    const first = await this.deps.hosts.admit(admitRequest);
+    const admission = first.kind === 'busy' ? await this.admitOnceFree(admitRequest, startedAt) : first;
     if (admission.kind === 'refused') return { refused: admission.check };
     if (admission.kind === 'rejected') return { outcome: admission.outcome };
     if (forbiddenOffline) return { outcome: 'offline-not-allowed' };
@@ -644,17 +652,18 @@ export class UpdateService {
   }
 
   /**
-   * admit, waiting while another request holds the host's lease, at most MAX_BUSY_WAIT_MS: a
-   * lease whose holder died (a frontend killed, a Redis failover) is held for a whole lease, and
-   * a client must get its `911` sooner than that (docs/operators.md, "Redis failover").
+   * The host was busy at its first admission (`startedAt`): ask again while another request holds the host's lease,
+   * a little later each time, at most MAX_BUSY_WAIT_MS from the first: a lease whose holder died (a frontend killed, a
+   * Redis failover) is held for a whole lease, and a client must get its `911` sooner than that (docs/operators.md,
+   * "Redis failover").
    */
-  private async admit(req: AdmitRequest): Promise<Exclude<Admission, { kind: 'busy' }>> {
-    const deadline = Date.now() + Math.min(req.leaseMs, MAX_BUSY_WAIT_MS);
+  private async admitOnceFree(req: AdmitRequest, startedAt: number): Promise<Exclude<Admission, { kind: 'busy' }>> {
+    const deadline = startedAt + Math.min(req.leaseMs, MAX_BUSY_WAIT_MS);
     for (let attempt = 0; ; attempt++) {
-      const admission = await this.deps.hosts.admit(req);
-      if (admission.kind !== 'busy') return admission;
       if (Date.now() > deadline) throw new HostStayedBusy(`host ${req.fqdn} stayed busy`);
       await this.sleep(Math.min(2 + attempt * 2, 25) + Math.random() * 3);
+      const admission = await this.deps.hosts.admit(req);
+      if (admission.kind !== 'busy') return admission;
     }
   }
 }
@@ -717,6 +726,11 @@ class MxCheck {
   /** The request names an MX target that must be resolved (a DNS query the request causes). */
   get needsLookup(): boolean {
     return this.params.mx !== undefined && this.params.mx !== 'keep';
+  }
+
+  /** Without a lookup (needsLookup false): the answer at once, with no promise to wait for. */
+  known(): ResolvedMx {
+    return this.params.mx === 'keep' ? 'keep' : null;
   }
 
   result(): Promise<ResolvedMx> {

@@ -23,7 +23,7 @@ import {
   type ScriptSpec,
 } from './script.js';
 import { storeCallDone, storeCallStart } from './observe.js';
-import { asStoreError, storeCall } from './redis.js';
+import { asStoreError } from './redis.js';
 
 export interface BatchableScript<K, A, R> extends ScriptDefinition<K, A, R> {
   /** The batch form of the script (batchLua): the preamble once, the prologue and body per item. */
@@ -131,16 +131,19 @@ export class ScriptBatcher<K, A, R> {
     const started = storeCallStart();
     let replies: unknown[];
     try {
-      if (items.length === 1) {
-        const [only] = items as [Pending<R>];
-        const raw = await storeCall(operation, () => evalScript(this.redis, script, only.call));
-        replies = [raw];
-      } else {
-        const raw = await storeCall(operation, () => evalScript(this.redis, script.batch, encodeBatch(items)));
-        if (!Array.isArray(raw) || raw.length !== items.length)
-          throw new Error(`${script.name}: expected ${items.length} replies, got ${JSON.stringify(raw)}`);
-        replies = raw;
+      // storeCall's work written out (timed, a failure as StoreUnavailableError): no closure and frame per call.
+      let raw: unknown;
+      try {
+        raw = await evalScript(this.redis, items.length === 1 ? script : script.batch, callOf(items));
+      } catch (err) {
+        storeCallDone(operation, started, true);
+        throw asStoreError(operation, err);
       }
+      storeCallDone(operation, started, false);
+      if (items.length === 1) replies = [raw];
+      else if (!Array.isArray(raw) || raw.length !== items.length)
+        throw new Error(`${script.name}: expected ${items.length} replies, got ${JSON.stringify(raw)}`);
+      else replies = raw;
     } catch (err) {
       for (const item of items) item.reject(err);
       return;
@@ -159,6 +162,11 @@ export class ScriptBatcher<K, A, R> {
       }
     });
   }
+}
+
+/** A lone item's own call (the plain script), or the batch's. */
+function callOf(items: readonly Pending<unknown>[]): string[] {
+  return items.length === 1 ? items[0]!.call : encodeBatch(items);
 }
 
 function encodeBatch(items: readonly Pending<unknown>[]): string[] {

@@ -171,7 +171,7 @@ export class RedisHostStore implements HostGate, HostAdmin {
     }
     // nochg says the state is stored: it may be a change whose WAIT failed (911) and is retried.
     // Not for the echo's counting (expect null), which acknowledges nothing.
-    if (reply.kind === 'nochg' && req.expect !== null) await this.waitForReplicas('admit');
+    if (reply.kind === 'nochg' && req.expect !== null && this.replicas) await this.waitForReplicas('admit');
     return admission(req.fqdn, reply, args.leaseToken, args.requestLog !== undefined);
   }
 
