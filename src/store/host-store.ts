@@ -196,7 +196,8 @@ export class RedisHostStore implements HostGate, HostAdmin {
         republish: opts.republish ?? false,
         undo: own?.undo ?? NO_COUNT_UNDO,
         families: own?.families ?? '46',
-        ...(opts.prefix === undefined ? {} : { prefix: opts.prefix }),
+        // Absent as undefined (kept), not spread in: a spread mid-literal costs a copy into a fresh shape per change.
+        prefix: opts.prefix,
         noted: !opts.republish && (own?.noted ?? false),
       });
     } catch (err) {
