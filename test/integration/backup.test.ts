@@ -93,22 +93,28 @@ describe('backups: export and import-all (knot)', function () {
 
   const update = (query: string, auth: [string, string]) => env.get(`/nic/update?${query}`, { auth, ua: UA });
 
-  /** What the operator sees of a store: every show, list and token, through the CLI. */
+  /**
+   * What the operator sees of a store: every show, list and token, through the CLI. The commands only read, so
+   * they run side by side (one CLI process each, as an operator would run them).
+   */
   async function operatorView(config: string): Promise<Record<string, string>> {
     const view: Record<string, string> = {};
     const run = async (args: string[]) => (view[args.join(' ')] = expectOk(await cliOn(config, args), args.join(' ')));
-    await run(['account', 'list', '--json']);
-    for (const name of Object.keys(PASSWORDS)) await run(['account', 'show', name, '--json']);
-    await run(['host', 'list', '--json']);
-    for (const fqdn of Object.values(hosts)) {
+    const showHost = async (fqdn: string) => {
       await run(['host', 'show', fqdn, '--json']);
       // The last request and the day's counts are observations, not state: export leaves them out (operators.md).
       const key = `host show ${fqdn} --json`;
       const { lastRequest: _last, requests24h: _counts, ...rest } = JSON.parse(view[key]!) as Record<string, unknown>;
       view[key] = JSON.stringify(rest);
-    }
-    await run(['token', 'list', '--json']);
-    await run(['agent', 'list']);
+    };
+    await Promise.all([
+      run(['account', 'list', '--json']),
+      ...Object.keys(PASSWORDS).map((name) => run(['account', 'show', name, '--json'])),
+      run(['host', 'list', '--json']),
+      ...Object.values(hosts).map(showHost),
+      run(['token', 'list', '--json']),
+      run(['agent', 'list']),
+    ]);
     return view;
   }
 
@@ -130,11 +136,11 @@ describe('backups: export and import-all (knot)', function () {
     await env.addAccount('bob', PASSWORDS.bob);
     const ann: [string, string] = ['ann', PASSWORDS.ann];
     const bob: [string, string] = ['bob', PASSWORDS.bob];
-    for (const fqdn of [hosts.live, hosts.nested, hosts.away]) await env.addHost(fqdn, 'ann');
+    await Promise.all([hosts.live, hosts.nested, hosts.away].map((fqdn) => env.addHost(fqdn, 'ann')));
     await env.addHost(hosts.fixed, 'ann', 'static');
     await env.addHost(hosts.web, 'ann', 'webhop');
     await env.addHost(hosts.sub, 'ann', 'subdomain');
-    for (const fqdn of [hosts.bobs, hosts.banned, hosts.shut]) await env.addHost(fqdn, 'bob');
+    await Promise.all([hosts.bobs, hosts.banned, hosts.shut].map((fqdn) => env.addHost(fqdn, 'bob')));
 
     const mx = `mail.${ZONE}`;
     let r = await update(`hostname=${hosts.live}&myip=192.0.2.8,2001:db8::8&wildcard=ON&mx=${mx}&backmx=YES`, ann);
@@ -227,8 +233,10 @@ describe('backups: export and import-all (knot)', function () {
 
   it('export - (and no FILE) writes the same lines to stdout', async () => {
     const file = (await readFile(exportFile, 'utf8')).split('\n').slice(1);
-    for (const args of [['export', '-'], ['export']]) {
-      const r = await env.cli(args);
+    const forms = [['export', '-'], ['export']];
+    const runs = await Promise.all(forms.map((args) => env.cli(args)));
+    for (const [i, args] of forms.entries()) {
+      const r = runs[i]!;
       expect(r.code, r.stderr).to.equal(0);
       expect(r.stdout.split('\n').slice(1), args.join(' ')).to.deep.equal(file);
       expect(r.stdout.split('\n')[0]).to.match(/^\{"kind":"header","format":"ddns-bridge-export","version":1,/);
@@ -244,7 +252,8 @@ describe('backups: export and import-all (knot)', function () {
       'restored 2 accounts, 9 hosts, 1 token, 1 agent block; unchanged 0 accounts, 0 hosts, 0 tokens, 0 agent blocks; ' +
         '0 conflicts\n',
     );
-    expect(await operatorView(config)).to.deep.equal(await operatorView(env.configPath));
+    const [restoredView, sourceView] = await Promise.all([operatorView(config), operatorView(env.configPath)]);
+    expect(restoredView).to.deep.equal(sourceView);
     // The records and every index (nest index, account counts, token index and sets) as the add paths made them.
     const before = await dumpRecords(source, SOURCE_PREFIX);
     expect(Object.keys(before)).to.include.members([`d:live.${ZONE}`, `ht:${hosts.bobs}`, 'accounts', 'ag']);
