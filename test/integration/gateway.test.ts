@@ -70,9 +70,13 @@ describe('RFC 2136 gateway (knotd)', function () {
     const host = `h${n}.${ZONE}`;
     const other = `b${n}.${ZONE}`;
     await env.addAccount(account, 'secret-pw-1');
-    await env.addHost(host, account);
-    await env.addHost(other, account);
-    const key = keyFromOutput(await env.cliOk(['token', 'add', host, '--tsig', ...args]));
+    // The second host is independent of the first and its key: added side by side (one CLI process each).
+    const [key] = await Promise.all([
+      env
+        .addHost(host, account)
+        .then(async () => keyFromOutput(await env.cliOk(['token', 'add', host, '--tsig', ...args]))),
+      env.addHost(other, account),
+    ]);
     return { host, key, other };
   }
 
@@ -166,8 +170,7 @@ describe('RFC 2136 gateway (knotd)', function () {
 
   describe('scope: REFUSED, nothing forwarded, nothing changed', () => {
     it('another host of the same account, its own MX, NS or TXT, an address with an ACME-only key, address + TXT', async () => {
-      const { host, key, other } = await hostWithKey();
-      const acme = await hostWithKey(['--acme-only']);
+      const [{ host, key, other }, acme] = await Promise.all([hostWithKey(), hostWithKey(['--acme-only'])]);
       await update(key, { updates: setA(host, '192.0.2.20') });
       const before = env.dnsMessages('update');
       const mx = Buffer.concat([Buffer.from([0, 10]), Buffer.from([4, ...Buffer.from('mail'), 0])]);
@@ -324,8 +327,7 @@ describe('RFC 2136 gateway (knotd)', function () {
     after(() => commands?.close());
 
     it("in the source's cool-down, and outside the key's --from: the same answer bytes and the same Redis commands", async () => {
-      const { host, key } = await hostWithKey();
-      const ranged = await hostWithKey(['--from', '198.51.100.0/24']);
+      const [{ host, key }, ranged] = await Promise.all([hostWithKey(), hostWithKey(['--from', '198.51.100.0/24'])]);
       for (let i = 0; i < 3; i++)
         await update({ ...key, secret: Buffer.alloc(32, i) }, { updates: setA(host, '192.0.2.53') }, 'tcp');
       const observe = async (k: TsigKeyConfig, h: string): Promise<[string, string[][]]> => {
