@@ -78,14 +78,21 @@ describe('CLI (knot): accounts, hosts, agents', function () {
     it('add (password from stdin) and add --donator; show --json carries no password or hash', async () => {
       const name = uniq('ann');
       const password = 'ann-Secret-pw-1';
-      const added = await env.cli(['account', 'add', name], password + '\n');
+      const don = uniq('don');
+      // Two independent adds, then three reads: one CLI process each, side by side.
+      const [added, addedDonator] = await Promise.all([
+        env.cli(['account', 'add', name], password + '\n'),
+        env.cli(['account', 'add', don, '--donator'], 'don-Secret-pw-2\n'),
+      ]);
       expect(added.code, added.stderr).to.equal(0);
       expect(added.stdout).to.include(name);
-      const don = uniq('don');
-      const addedDonator = await env.cli(['account', 'add', don, '--donator'], 'don-Secret-pw-2\n');
       expect(addedDonator.code, addedDonator.stderr).to.equal(0);
 
-      const shown = await env.cli(['account', 'show', name, '--json']);
+      const [shown, shownDonator, plain] = await Promise.all([
+        env.cli(['account', 'show', name, '--json']),
+        env.cliOk(['account', 'show', don, '--json']),
+        env.cli(['account', 'show', name]),
+      ]);
       expect(shown.code, shown.stderr).to.equal(0);
       expect(shown.stdout.trimEnd().split('\n')).to.have.length(1);
       const view = JSON.parse(shown.stdout) as Record<string, unknown>;
@@ -94,10 +101,9 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       for (const key of Object.keys(view)) expect(key).to.not.match(/pass|hash|secret|salt/i);
       expect(shown.stdout).to.not.include(password);
       expect(shown.stdout).to.not.match(/scrypt/i);
-      expect(JSON.parse(await env.cliOk(['account', 'show', don, '--json']))).to.include({ name: don, donator: true });
+      expect(JSON.parse(shownDonator)).to.include({ name: don, donator: true });
 
       // The plain-text show works too and is as discreet.
-      const plain = await env.cli(['account', 'show', name]);
       expect(plain.code).to.equal(0);
       expect(plain.stdout).to.include(name);
       expect(plain.stdout).to.not.match(/scrypt/i);
@@ -135,12 +141,15 @@ describe('CLI (knot): accounts, hosts, agents', function () {
     it('list shows every account, donators marked; list --json', async () => {
       const a = uniq('lista');
       const d = uniq('listd');
-      await env.addAccount(a, 'list-pw-a');
-      await env.addAccount(d, 'list-pw-d', true);
-      const lines = (await env.cliOk(['account', 'list'])).trimEnd().split('\n');
+      await Promise.all([env.addAccount(a, 'list-pw-a'), env.addAccount(d, 'list-pw-d', true)]);
+      const [list, listJson] = await Promise.all([
+        env.cliOk(['account', 'list']),
+        env.cliOk(['account', 'list', '--json']),
+      ]);
+      const lines = list.trimEnd().split('\n');
       expect(lines).to.include(a);
       expect(lines.find((l) => l.startsWith(d))).to.match(new RegExp(`^${d}\\s+donator$`));
-      const json = JSON.parse(await env.cliOk(['account', 'list', '--json'])) as { name: string; donator: boolean }[];
+      const json = JSON.parse(listJson) as { name: string; donator: boolean }[];
       expect(json.find((x) => x.name === a)).to.include({ donator: false });
       expect(json.find((x) => x.name === d)).to.include({ donator: true });
       expect(JSON.stringify(json)).to.not.match(/hash|password|scrypt/i);
@@ -214,21 +223,31 @@ describe('CLI (knot): accounts, hosts, agents', function () {
         'good 192.0.2.64\n',
       );
 
+      // The refusals below write nothing: one CLI process each, side by side.
       const ghost = uniq('ghost');
-      expectFailure(await env.cli(['account', 'show', ghost]), 1, ghost);
-      expectFailure(await env.cli(['account', 'show', ghost, '--json']), 1, ghost);
-      const passwd = await env.cli(['account', 'passwd', ghost], 'ghost-pw\n');
+      const empty = uniq('empty');
+      const [show, showJson, passwd, remove, noPassword, emptyLine, badName, noName] = await Promise.all([
+        env.cli(['account', 'show', ghost]),
+        env.cli(['account', 'show', ghost, '--json']),
+        env.cli(['account', 'passwd', ghost], 'ghost-pw\n'),
+        env.cli(['account', 'remove', ghost]),
+        env.cli(['account', 'add', empty], ''),
+        env.cli(['account', 'add', empty], '\n'),
+        env.cli(['account', 'add', 'bad name'], 'x-pw\n'),
+        env.cli(['account', 'add'], 'x-pw\n'),
+      ]);
+      expectFailure(show, 1, ghost);
+      expectFailure(showJson, 1, ghost);
       expectFailure(passwd, 1, ghost);
       expect(printed(passwd)).to.not.include('ghost-pw');
-      expectFailure(await env.cli(['account', 'remove', ghost]), 1, ghost);
+      expectFailure(remove, 1, ghost);
 
-      const empty = uniq('empty');
-      expectFailure(await env.cli(['account', 'add', empty], ''), 1, /password/);
-      expectFailure(await env.cli(['account', 'add', empty], '\n'), 1, /password/);
+      expectFailure(noPassword, 1, /password/);
+      expectFailure(emptyLine, 1, /password/);
       expectFailure(await env.cli(['account', 'show', empty]), 1, empty);
 
-      expect((await env.cli(['account', 'add', 'bad name'], 'x-pw\n')).code).to.not.equal(0);
-      expect((await env.cli(['account', 'add'], 'x-pw\n')).code).to.equal(2);
+      expect(badName.code).to.not.equal(0);
+      expect(noName.code).to.equal(2);
     });
   });
 
@@ -291,43 +310,52 @@ describe('CLI (knot): accounts, hosts, agents', function () {
     });
 
     it('refuses a name outside every zone, the zone apex, an unknown account, a duplicate, a bad type', async () => {
+      // Each refused add, then the show that proves it wrote nothing; the independent cases side by side.
       const outside = `${uniq('out')}.example.org`;
-      expectFailure(await env.cli(['host', 'add', outside, '--account', owner]), 2, outside, /zone/);
-      expectFailure(await env.cli(['host', 'show', outside, '--json']), 1, outside);
-
-      expect((await env.cli(['host', 'add', ZONE, '--account', owner])).code).to.not.equal(0);
-      expect((await env.cli(['host', 'show', ZONE, '--json'])).code).to.not.equal(0);
-
       const orphan = uniqHost('orphan');
       const ghost = uniq('ghost');
-      expectFailure(await env.cli(['host', 'add', orphan, '--account', ghost]), 1, ghost);
-      expectFailure(await env.cli(['host', 'show', orphan, '--json']), 1, orphan);
-
       const h = uniqHost('twice');
-      await env.addHost(h, owner);
       const other = uniq('other');
-      await env.addAccount(other, 'other-pw');
-      expectFailure(await env.cli(['host', 'add', h, '--account', other]), 1, h, /exists/);
-      expect(await env.hostJson(h)).to.include({ owner });
-
-      const badType = await env.cli(['host', 'add', uniqHost('badtype'), '--account', owner, '--type', 'bogus']);
+      const [outsideAdd, apexAdd, orphanAdd, badType, noAccount, badLabel] = await Promise.all([
+        env.cli(['host', 'add', outside, '--account', owner]),
+        env.cli(['host', 'add', ZONE, '--account', owner]),
+        env.cli(['host', 'add', orphan, '--account', ghost]),
+        env.cli(['host', 'add', uniqHost('badtype'), '--account', owner, '--type', 'bogus']),
+        env.cli(['host', 'add', uniqHost('noacct')]),
+        env.cli(['host', 'add', `bad_label.${ZONE}`, '--account', owner]),
+        env.addHost(h, owner),
+        env.addAccount(other, 'other-pw'),
+      ]);
+      expectFailure(outsideAdd, 2, outside, /zone/);
+      expect(apexAdd.code).to.not.equal(0);
+      expectFailure(orphanAdd, 1, ghost);
       expect(badType.code).to.equal(2);
       expect(badType.stderr).to.include('bogus');
-      expect((await env.cli(['host', 'add', uniqHost('noacct')])).code).to.equal(2);
-      expectFailure(await env.cli(['host', 'add', `bad_label.${ZONE}`, '--account', owner]), 2, 'bad_label');
+      expect(noAccount.code).to.equal(2);
+      expectFailure(badLabel, 2, 'bad_label');
+
+      const [outsideShow, apexShow, orphanShow, twice] = await Promise.all([
+        env.cli(['host', 'show', outside, '--json']),
+        env.cli(['host', 'show', ZONE, '--json']),
+        env.cli(['host', 'show', orphan, '--json']),
+        env.cli(['host', 'add', h, '--account', other]),
+      ]);
+      expectFailure(outsideShow, 1, outside);
+      expect(apexShow.code).to.not.equal(0);
+      expectFailure(orphanShow, 1, orphan);
+      expectFailure(twice, 1, h, /exists/);
+      expect(await env.hostJson(h)).to.include({ owner });
     });
 
     it('list, and list --account', async () => {
       const a = uniq('la');
       const b = uniq('lb');
-      await env.addAccount(a, 'la-pw');
-      await env.addAccount(b, 'lb-pw');
+      // Independent adds, then the lists (read only): one CLI process each, side by side.
+      await Promise.all([env.addAccount(a, 'la-pw'), env.addAccount(b, 'lb-pw')]);
       const ha1 = uniqHost('ha1');
       const ha2 = uniqHost('ha2');
       const hb = uniqHost('hb');
-      await env.addHost(ha1, a);
-      await env.addHost(ha2, a, 'static');
-      await env.addHost(hb, b);
+      await Promise.all([env.addHost(ha1, a), env.addHost(ha2, a, 'static'), env.addHost(hb, b)]);
       const fqdns = (out: string) =>
         out
           .trimEnd()
@@ -335,15 +363,18 @@ describe('CLI (knot): accounts, hosts, agents', function () {
           .filter(Boolean)
           .map((l) => l.split('\t')[0]);
 
-      const all = fqdns(await env.cliOk(['host', 'list']));
-      expect(all).to.include.members([ha1, ha2, hb]);
-      expect(fqdns(await env.cliOk(['host', 'list', '--account', a]))).to.have.members([ha1, ha2]);
-      expect(fqdns(await env.cliOk(['host', 'list', '--account', b]))).to.deep.equal([hb]);
-      const line = (await env.cliOk(['host', 'list', '--account', a]))
-        .split('\n')
-        .find((l) => l.startsWith(ha2 + '\t'));
+      const [listAll, listA, listB, listJson] = await Promise.all([
+        env.cliOk(['host', 'list']),
+        env.cliOk(['host', 'list', '--account', a]),
+        env.cliOk(['host', 'list', '--account', b]),
+        env.cliOk(['host', 'list', '--account', a, '--json']),
+      ]);
+      expect(fqdns(listAll)).to.include.members([ha1, ha2, hb]);
+      expect(fqdns(listA)).to.have.members([ha1, ha2]);
+      expect(fqdns(listB)).to.deep.equal([hb]);
+      const line = listA.split('\n').find((l) => l.startsWith(ha2 + '\t'));
       expect(line).to.match(new RegExp(`^${ha2}\\t${a}\\tstatic\\tactive\\t`));
-      const json = JSON.parse(await env.cliOk(['host', 'list', '--account', a, '--json'])) as {
+      const json = JSON.parse(listJson) as {
         fqdn: string;
         owner: string;
       }[];
@@ -356,9 +387,13 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       await env.addHost(h, owner);
       const state = async () => (await env.hostJson(h)).state;
 
-      // active: nothing to unblock or reopen
-      expectFailure(await env.cli(['host', 'unblock', h]), 1, h, /active/);
-      expectFailure(await env.cli(['host', 'reopen', h]), 1, h, /active/);
+      // active: nothing to unblock or reopen (the refusals of one state change nothing: side by side)
+      const [unblockActive, reopenActive] = await Promise.all([
+        env.cli(['host', 'unblock', h]),
+        env.cli(['host', 'reopen', h]),
+      ]);
+      expectFailure(unblockActive, 1, h, /active/);
+      expectFailure(reopenActive, 1, h, /active/);
       expect(await state()).to.equal('active');
 
       expect((await update(`hostname=${h}&myip=192.0.2.80`, [owner, ownerPw])).body).to.equal('good 192.0.2.80\n');
@@ -368,8 +403,12 @@ describe('CLI (knot): accounts, hosts, agents', function () {
       expect(await state()).to.equal('closed');
       expect((await update(`hostname=${h}&myip=192.0.2.81`, [owner, ownerPw])).body).to.equal('!active\n');
       expect(await env.ns.query(h, 'A')).to.deep.equal(['192.0.2.80']); // closed keeps its records
-      expectFailure(await env.cli(['host', 'close', h]), 1, h, /closed/);
-      expectFailure(await env.cli(['host', 'unblock', h]), 1, h, /closed/);
+      const [closeClosed, unblockClosed] = await Promise.all([
+        env.cli(['host', 'close', h]),
+        env.cli(['host', 'unblock', h]),
+      ]);
+      expectFailure(closeClosed, 1, h, /closed/);
+      expectFailure(unblockClosed, 1, h, /closed/);
       expect(await state()).to.equal('closed');
 
       await env.cliOk(['host', 'reopen', h]);
@@ -394,7 +433,8 @@ describe('CLI (knot): accounts, hosts, agents', function () {
 
       // Unknown host: each command names it.
       const ghost = uniqHost('ghost');
-      for (const cmd of ['close', 'reopen', 'unblock']) expectFailure(await env.cli(['host', cmd, ghost]), 1, ghost);
+      const refused = await Promise.all(['close', 'reopen', 'unblock'].map((cmd) => env.cli(['host', cmd, ghost])));
+      for (const r of refused) expectFailure(r, 1, ghost);
     });
 
     it('remove deletes the records from DNS (address, wildcard, MX), then the host', async () => {
@@ -605,10 +645,12 @@ describe('CLI config lookup: --config, DDNS_BRIDGE_CONFIG, none', function () {
   });
 
   it('no config at all: exit 2 and a message naming both ways', async () => {
-    for (const args of [['account', 'list'], ['host', 'list'], ['agent', 'list'], ['check']]) {
-      const r = await runCli(args, undefined, { DDNS_BRIDGE_CONFIG: '' });
-      expectFailure(r, 2, '--config', 'DDNS_BRIDGE_CONFIG');
-    }
+    const runs = await Promise.all(
+      [['account', 'list'], ['host', 'list'], ['agent', 'list'], ['check']].map((args) =>
+        runCli(args, undefined, { DDNS_BRIDGE_CONFIG: '' }),
+      ),
+    );
+    for (const r of runs) expectFailure(r, 2, '--config', 'DDNS_BRIDGE_CONFIG');
   });
 
   it('a config file that does not exist: exit 2 naming the file', async () => {
