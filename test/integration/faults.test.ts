@@ -591,7 +591,7 @@ describe('fault: Redis (AOF) killed -9 and restarted (knot)', function () {
     await env.addAccount(...alice);
     await env.addAccount(dora[0], dora[1], true);
     const [active, blocked, closed, offline] = ['active', 'blocked', 'closed', 'offline'].map((s) => uniq(s));
-    for (const h of [active, blocked, closed]) await env.addHost(h!, 'alice');
+    await Promise.all([active, blocked, closed].map((h) => env.addHost(h!, 'alice')));
     await env.addHost(offline!, 'dora');
     const up = (h: string, q: string, creds = alice) =>
       env.get(`/nic/update?hostname=${h}&${q}`, { auth: creds, ua: UA });
@@ -678,7 +678,7 @@ describe('fault: kill -9 of the bridge during a stream of changes (knot)', funct
   it('zero acknowledged changes lost: DNS and Redis hold the last good address or the later one in flight', async () => {
     const N = 16;
     const hosts = Array.from({ length: N }, () => uniq('stream'));
-    for (const h of hosts) await env.addHost(h, auth[0]);
+    await Promise.all(hosts.map((h) => env.addHost(h, auth[0])));
     const port = env.port;
     const serve = env.serves[0]!;
     const lastGood = new Array<number>(N).fill(0);
@@ -765,16 +765,18 @@ describe('fault: kill -9 of the bridge during a stream of changes (knot)', funct
     if (outcomes.length === 0) this.skip();
     // A change cut off between DNS and Redis is repaired once its lease (dns.timeout + 2 s)
     // has expired: until then another frontend could still be completing it.
+    // Every host read at once (each by its own CLI process): one pass is as quick as the slowest read.
     const split = async () => {
-      const out: string[] = [];
-      for (const o of outcomes) {
-        const dns = await env.ns.query(o.host, 'A');
-        const redis = (await env.hostJson(o.host)).ipv4;
-        if (dns.length !== 1 || dns[0] !== redis || !o.allowed.includes(String(redis))) {
-          out.push(`${o.host}: DNS ${dns.join(',')} != Redis ${redis} (allowed ${o.allowed.join('|')})`);
-        }
-      }
-      return out;
+      const out = await Promise.all(
+        outcomes.map(async (o) => {
+          const dns = await env.ns.query(o.host, 'A');
+          const redis = (await env.hostJson(o.host)).ipv4;
+          return dns.length !== 1 || dns[0] !== redis || !o.allowed.includes(String(redis))
+            ? [`${o.host}: DNS ${dns.join(',')} != Redis ${redis} (allowed ${o.allowed.join('|')})`]
+            : [];
+        }),
+      );
+      return out.flat();
     };
     let problems = await split();
     for (let i = 0; i < 40 && problems.length > 0; i++) {
@@ -1114,7 +1116,7 @@ describe('fault: a frontend stalls after the primary applied its change, past it
 
   it('two hosts, one held by another frontend past a lease: good for the one changed, dnserr for the other — not 911', async () => {
     const [free, held] = [uniq('free'), uniq('held')];
-    for (const h of [free, held]) await env.addHost(h, auth[0]);
+    await Promise.all([free, held].map((h) => env.addHost(h, auth[0])));
     const redis = new Redis(env.redis.url);
     try {
       const [sec] = await redis.time();
@@ -1229,7 +1231,7 @@ describe('two serve processes, concurrent changes of the same hosts (knot)', fun
 
   it('final DNS == Redis == an address that was answered good, for every host', async () => {
     const hosts = Array.from({ length: 6 }, () => uniq('twofront'));
-    for (const h of hosts) await env.addHost(h, auth[0]);
+    await Promise.all(hosts.map((h) => env.addHost(h, auth[0])));
     const goods = new Map<string, Set<string>>(hosts.map((h) => [h, new Set<string>()]));
     const others: string[] = [];
     // 4 clients per host, alternating between the two processes, 5 changes each
@@ -1250,8 +1252,9 @@ describe('two serve processes, concurrent changes of the same hosts (knot)', fun
       ),
     );
     expect(others, 'every reply good or nochg').to.deep.equal([]);
-    for (const h of hosts) {
-      const redis = (await env.hostJson(h)).ipv4 as string;
+    const stored = await Promise.all(hosts.map(async (h) => (await env.hostJson(h)).ipv4 as string));
+    for (const [i, h] of hosts.entries()) {
+      const redis = stored[i]!;
       expect(await env.ns.query(h, 'A'), h).to.deep.equal([redis]);
       expect([...goods.get(h)!], h).to.include(redis);
     }
