@@ -118,25 +118,30 @@ describe('operator input: import-all holds the rules of account add, host add an
 
   /**
    * `records` refused with exactly `line N: message` (exit 2), with and without --merge, and not
-   * a byte of Redis changed.
+   * a byte of Redis changed. The two runs write nothing (or the test fails): they run side by side, between one
+   * dump of the whole server and the next; so may several calls of this (Promise.all).
    */
   async function expectRefused(records: readonly Line[], line: number, message: string): Promise<void> {
     const file = path.join(dir, `case-${++n}.jsonl`);
     await writeFile(file, exportText(records));
-    for (const [config, extra] of [
+    const runs = [
       [empty, []],
       [filled, ['--merge']],
-    ] as const) {
-      const before = await dumpAll(raw);
-      const r = await runCli(['import-all', file, ...extra, '--config', config]);
+    ] as const;
+    const before = await dumpAll(raw);
+    const results = await Promise.all(
+      runs.map(([config, extra]) => runCli(['import-all', file, ...extra, '--config', config])),
+    );
+    for (const [i, [config, extra]] of runs.entries()) {
+      const r = results[i]!;
       const what = `${path.basename(config)} ${extra.join(' ')}`;
       expect(r.stderr, what).to.equal(
         `ddns-bridge: import-all: nothing written, the file is not a valid export:\nline ${line}: ${message}\n`,
       );
       expect(r.code, what).to.equal(2);
       expect(r.stdout, what).to.equal('');
-      expect(await dumpAll(raw), what).to.deep.equal(before);
     }
+    expect(await dumpAll(raw), `${path.basename(file)}: empty and filled --merge`).to.deep.equal(before);
   }
 
   it('a host below a host of another account in the file: refused, naming both lines', async () => {
@@ -164,65 +169,69 @@ describe('operator input: import-all holds the rules of account add, host add an
   });
 
   it("a link to another account's host, and a chain of links: refused", async () => {
-    await expectRefused(
-      [
-        account('ann'),
-        account('bob'),
-        host(`bobs-router.${ZONE}`, 'bob'),
-        host(`anns-nas.${ZONE}`, 'ann', { link: { parent: `bobs-router.${ZONE}`, iid: IID } }),
-      ],
-      5,
-      `host anns-nas.${ZONE}: link to bobs-router.${ZONE}: bobs-router.${ZONE} belongs to bob, ` +
-        `anns-nas.${ZONE} to ann: only hosts of one account link`,
-    );
-    await expectRefused(
-      [
-        account('ann'),
-        host(`r3.${ZONE}`, 'ann', { link: { parent: `r2.${ZONE}`, iid: IID } }),
-        host(`r2.${ZONE}`, 'ann', { link: { parent: `r1.${ZONE}`, iid: IID } }),
-        host(`r1.${ZONE}`, 'ann'),
-      ],
-      3,
-      `host r3.${ZONE}: link to r2.${ZONE}: r2.${ZONE} follows r1.${ZONE} itself (line 4): links do not chain`,
-    );
+    await Promise.all([
+      expectRefused(
+        [
+          account('ann'),
+          account('bob'),
+          host(`bobs-router.${ZONE}`, 'bob'),
+          host(`anns-nas.${ZONE}`, 'ann', { link: { parent: `bobs-router.${ZONE}`, iid: IID } }),
+        ],
+        5,
+        `host anns-nas.${ZONE}: link to bobs-router.${ZONE}: bobs-router.${ZONE} belongs to bob, ` +
+          `anns-nas.${ZONE} to ann: only hosts of one account link`,
+      ),
+      expectRefused(
+        [
+          account('ann'),
+          host(`r3.${ZONE}`, 'ann', { link: { parent: `r2.${ZONE}`, iid: IID } }),
+          host(`r2.${ZONE}`, 'ann', { link: { parent: `r1.${ZONE}`, iid: IID } }),
+          host(`r1.${ZONE}`, 'ann'),
+        ],
+        3,
+        `host r3.${ZONE}: link to r2.${ZONE}: r2.${ZONE} follows r1.${ZONE} itself (line 4): links do not chain`,
+      ),
+    ]);
   });
 
   it('account names outside the rule of account add: refused (as an account and as an owner)', async () => {
-    for (const name of ['*x', '{a}', '-a', 'a b']) {
-      await expectRefused(
-        [account(name)],
-        2,
-        `account ${JSON.stringify(name)}: not a valid account name (${NAME_RULE})`,
-      );
-    }
-    await expectRefused(
-      [account('ann'), host(`odd.${ZONE}`, '{a}')],
-      3,
-      `host odd.${ZONE}: owner "{a}" is not an account name (${NAME_RULE})`,
-    );
+    await Promise.all([
+      ...['*x', '{a}', '-a', 'a b'].map((name) =>
+        expectRefused([account(name)], 2, `account ${JSON.stringify(name)}: not a valid account name (${NAME_RULE})`),
+      ),
+      expectRefused(
+        [account('ann'), host(`odd.${ZONE}`, '{a}')],
+        3,
+        `host odd.${ZONE}: owner "{a}" is not an account name (${NAME_RULE})`,
+      ),
+    ]);
   });
 
   it('a password hash that costs more than account add writes (ln=15,r=8,p=1): refused, the bound named', async () => {
     const salt = Buffer.alloc(16, 7).toString('base64').replace(/=+$/, '');
     const digest = Buffer.alloc(32, 9).toString('base64').replace(/=+$/, '');
-    for (const cost of ['ln=19,r=4,p=16', 'ln=16,r=8,p=1', 'ln=15,r=16,p=1', 'ln=15,r=8,p=2']) {
-      await expectRefused(
-        [account('ann', `$scrypt$${cost}$${salt}$${digest}`)],
-        2,
-        `account ann: passwordHash: its scrypt cost ${cost} is above ln=15,r=8,p=1 ` +
-          '(what account add writes; each parameter at most that)',
-      );
-    }
+    await Promise.all(
+      ['ln=19,r=4,p=16', 'ln=16,r=8,p=1', 'ln=15,r=16,p=1', 'ln=15,r=8,p=2'].map((cost) =>
+        expectRefused(
+          [account('ann', `$scrypt$${cost}$${salt}$${digest}`)],
+          2,
+          `account ann: passwordHash: its scrypt cost ${cost} is above ln=15,r=8,p=1 ` +
+            '(what account add writes; each parameter at most that)',
+        ),
+      ),
+    );
   });
 
   it('an mx that is not a host name (as an update would store it): refused', async () => {
-    for (const mx of ['not a host', 'bad_name.example.org', `MAIL.${ZONE}`, 'localhost']) {
-      await expectRefused(
-        [account('ann'), host(`mx.${ZONE}`, 'ann', { mx })],
-        3,
-        `host mx.${ZONE}: mx ${JSON.stringify(mx)} is not a host name`,
-      );
-    }
+    await Promise.all(
+      ['not a host', 'bad_name.example.org', `MAIL.${ZONE}`, 'localhost'].map((mx) =>
+        expectRefused(
+          [account('ann'), host(`mx.${ZONE}`, 'ann', { mx })],
+          3,
+          `host mx.${ZONE}: mx ${JSON.stringify(mx)} is not a host name`,
+        ),
+      ),
+    );
   });
 
   it('what the rules allow still restores: nested hosts of one account, a link, an mx', async () => {
@@ -246,15 +255,20 @@ describe('operator input: import-all holds the rules of account add, host add an
       `"${text}" has a zone index (%eth0): a CIDR block names addresses, not an interface; leave out %eth0`;
 
     it('token add --from with a zoned address: exit 2, one line naming it, nothing written', async () => {
-      for (const from of ['fe80::1%eth0', 'fe80::1%eth0/64', '192.0.2.0/24,fe80::1%eth0']) {
-        const before = await dumpAll(raw);
-        const r = await runCli(['token', 'add', `anns.${ZONE}`, '--from', from, '--config', filled]);
+      // Refusals that write nothing: side by side, between one dump of the server and the next.
+      const froms = ['fe80::1%eth0', 'fe80::1%eth0/64', '192.0.2.0/24,fe80::1%eth0'];
+      const before = await dumpAll(raw);
+      const results = await Promise.all(
+        froms.map((from) => runCli(['token', 'add', `anns.${ZONE}`, '--from', from, '--config', filled])),
+      );
+      for (const [i, from] of froms.entries()) {
+        const r = results[i]!;
         const text = from.split(',').at(-1)!;
         expect(r.stderr, from).to.equal(`ddns-bridge: --from: ${ZONED(text)}\n`);
         expect(r.code, from).to.equal(2);
         expect(r.stdout, from).to.equal('');
-        expect(await dumpAll(raw), from).to.deep.equal(before);
       }
+      expect(await dumpAll(raw), froms.join(' ')).to.deep.equal(before);
     });
 
     it('serve with a zoned address in trustedProxies: exit 2, the key named, before anything starts', async () => {
@@ -274,7 +288,16 @@ describe('operator input: import-all holds the rules of account add, host add an
         { url: server.url },
         { name: 'proxies', extra: { listen: ['127.0.0.1:0'], trustedProxies: ['10.0.0.0/8', '127.0.0.1'] } },
       );
-      const r = await runCli(['check', '--config', config]);
+      // Proxies only: no warning (the second config, checked beside the first).
+      const quiet = await writeRedisOnlyConfig(
+        dir,
+        { url: server.url },
+        { name: 'quiet', extra: { listen: ['127.0.0.1:0'], trustedProxies: ['192.0.2.7', '2001:db8::/64'] } },
+      );
+      const [r, quietCheck] = await Promise.all([
+        runCli(['check', '--config', config]),
+        runCli(['check', '--config', quiet]),
+      ]);
       const warnings = r.stderr.split('\n').filter((l) => l.includes('trustedProxies'));
       expect(warnings).to.have.length(2);
       expect(warnings[0]).to.match(
@@ -283,13 +306,7 @@ describe('operator input: import-all holds the rules of account add, host add an
       expect(warnings[1]).to.match(
         /^warning: trustedProxies\[1\]: 127\.0\.0\.1 holds loopback and listen\[0\] \(127\.0\.0\.1:0\) is plain HTTP .*any local process, of any user, can connect there and send X-Forwarded-For/,
       );
-      // Proxies only: no warning.
-      const quiet = await writeRedisOnlyConfig(
-        dir,
-        { url: server.url },
-        { name: 'quiet', extra: { listen: ['127.0.0.1:0'], trustedProxies: ['192.0.2.7', '2001:db8::/64'] } },
-      );
-      expect((await runCli(['check', '--config', quiet])).stderr).not.to.include('trustedProxies');
+      expect(quietCheck.stderr).not.to.include('trustedProxies');
     });
   });
 
