@@ -20,6 +20,12 @@ const NAMESERVERS: { kind: LabKind; binaries: string[] }[] = [
 ];
 
 for (const { kind, binaries } of NAMESERVERS) {
+  /**
+   * The refusals of host add and host import (the store's nest index; nothing reaches the primary) run once, with
+   * the first primary; the cases whose outcome is what the primary answers run with each.
+   */
+  const firstPrimary = kind === NAMESERVERS[0]!.kind;
+
   describe(`no shadowing across accounts (${kind})`, function () {
     this.timeout(60000);
     let env: BridgeEnv;
@@ -32,7 +38,7 @@ for (const { kind, binaries } of NAMESERVERS) {
       requireBinariesOrSkip(this, binaries);
       env = await BridgeEnv.start({ kind, config: { frequency: { minInterval: 0.001 } } });
       raw = new Redis(env.redis.url);
-      for (const account of ['anna', 'bert']) await env.addAccount(account, `${account}-pw`);
+      await Promise.all(['anna', 'bert'].map((account) => env.addAccount(account, `${account}-pw`)));
     });
 
     after(async () => {
@@ -46,25 +52,27 @@ for (const { kind, binaries } of NAMESERVERS) {
 
     const add = (fqdn: string, account: string) => env.cli(['host', 'add', fqdn, '--account', account]);
 
-    it("a name below another account's host is refused, naming it; nothing is written", async () => {
-      await env.addHost(top, 'anna');
-      const before = await raw.keys('ddns:*');
-      const r = await add(`b.${top}`, 'bert');
-      expect(r.code).to.equal(1);
-      expect(r.stderr).to.include(`host b.${top} would lie below ${top} of account anna`);
-      expect((await raw.keys('ddns:*')).sort()).to.deep.equal(before.sort());
-      // Deeper still, with a free name between: refused too.
-      expect((await add(`c.x.${top}`, 'bert')).stderr).to.include(`would lie below ${top} of account anna`);
-    });
+    if (firstPrimary) {
+      it("a name below another account's host is refused, naming it; nothing is written", async () => {
+        await env.addHost(top, 'anna');
+        const before = await raw.keys('ddns:*');
+        const r = await add(`b.${top}`, 'bert');
+        expect(r.code).to.equal(1);
+        expect(r.stderr).to.include(`host b.${top} would lie below ${top} of account anna`);
+        expect((await raw.keys('ddns:*')).sort()).to.deep.equal(before.sort());
+        // Deeper still, with a free name between: refused too.
+        expect((await add(`c.x.${top}`, 'bert')).stderr).to.include(`would lie below ${top} of account anna`);
+      });
 
-    it("a name above another account's host is refused, naming it", async () => {
-      await env.addHost(`b.x.${top}`, 'bert');
-      const r = await add(top, 'anna');
-      expect(r.code).to.equal(1);
-      expect(r.stderr).to.include(`host ${top} would lie above b.x.${top} of account bert`);
-      expect(await raw.exists(KEYS.host(top))).to.equal(0);
-      expect((await add(`x.${top}`, 'anna')).stderr).to.include(`would lie above b.x.${top} of account bert`);
-    });
+      it("a name above another account's host is refused, naming it", async () => {
+        await env.addHost(`b.x.${top}`, 'bert');
+        const r = await add(top, 'anna');
+        expect(r.code).to.equal(1);
+        expect(r.stderr).to.include(`host ${top} would lie above b.x.${top} of account bert`);
+        expect(await raw.exists(KEYS.host(top))).to.equal(0);
+        expect((await add(`x.${top}`, 'anna')).stderr).to.include(`would lie above b.x.${top} of account bert`);
+      });
+    }
 
     it('names of one account nest in either order, and update as usual', async () => {
       await env.addHost(`b.${top}`, 'anna');
@@ -78,37 +86,39 @@ for (const { kind, binaries } of NAMESERVERS) {
       expect(await env.ns.query(`b.${top}`, 'A')).to.deep.equal(['192.0.2.5']);
     });
 
-    it('host remove clears the index: the other account may then register above', async () => {
-      await env.addHost(`b.${top}`, 'bert');
-      expect((await add(top, 'anna')).code).to.equal(1);
-      await env.cliOk(['host', 'remove', `b.${top}`]);
-      expect(await raw.hlen(KEYS.nestIndex(top))).to.equal(0);
-      expect((await add(top, 'anna')).code).to.equal(0);
-    });
+    if (firstPrimary) {
+      it('host remove clears the index: the other account may then register above', async () => {
+        await env.addHost(`b.${top}`, 'bert');
+        expect((await add(top, 'anna')).code).to.equal(1);
+        await env.cliOk(['host', 'remove', `b.${top}`]);
+        expect(await raw.hlen(KEYS.nestIndex(top))).to.equal(0);
+        expect((await add(top, 'anna')).code).to.equal(0);
+      });
 
-    it('host import refuses the same (also within one file), imports the rest, names each conflict', async () => {
-      await env.addHost(top, 'anna');
-      const file = path.join(env.dir, `import-${n}.txt`);
-      await writeFile(
-        file,
-        [
-          `b.${top} bert`,
-          `c.${top} anna`,
-          `q.${top.replace(/^t/, 'u')} bert`,
-          `r.q.${top.replace(/^t/, 'u')} anna`,
-          '',
-        ].join('\n'),
-      );
-      const r = await env.cli(['host', 'import', file]);
-      expect(r.code).to.equal(1);
-      expect(r.stdout).to.include('imported 2, unchanged 0, rejected 2');
-      expect(r.stderr).to.include(`line 1: host b.${top} would lie below ${top} of account anna`);
-      expect(r.stderr).to.include(
-        `line 4: host r.q.${top.replace(/^t/, 'u')} would lie below q.${top.replace(/^t/, 'u')} of account bert`,
-      );
-      expect(await raw.hget(KEYS.host(`c.${top}`), 'o')).to.equal('anna');
-      expect(await raw.exists(KEYS.host(`b.${top}`))).to.equal(0);
-    });
+      it('host import refuses the same (also within one file), imports the rest, names each conflict', async () => {
+        await env.addHost(top, 'anna');
+        const file = path.join(env.dir, `import-${n}.txt`);
+        await writeFile(
+          file,
+          [
+            `b.${top} bert`,
+            `c.${top} anna`,
+            `q.${top.replace(/^t/, 'u')} bert`,
+            `r.q.${top.replace(/^t/, 'u')} anna`,
+            '',
+          ].join('\n'),
+        );
+        const r = await env.cli(['host', 'import', file]);
+        expect(r.code).to.equal(1);
+        expect(r.stdout).to.include('imported 2, unchanged 0, rejected 2');
+        expect(r.stderr).to.include(`line 1: host b.${top} would lie below ${top} of account anna`);
+        expect(r.stderr).to.include(
+          `line 4: host r.q.${top.replace(/^t/, 'u')} would lie below q.${top.replace(/^t/, 'u')} of account bert`,
+        );
+        expect(await raw.hget(KEYS.host(`c.${top}`), 'o')).to.equal('anna');
+        expect(await raw.exists(KEYS.host(`b.${top}`))).to.equal(0);
+      });
+    }
 
     it('old data: check lists the pair (and the wildcard does shadow); the first host add indexes it', async () => {
       // Hosts written as a bridge before this check did: no nest index, no migration mark.
