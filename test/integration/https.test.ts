@@ -196,7 +196,7 @@ describe('HTTPS beside plain HTTP (one serve process, Knot)', function () {
 
     it("a key that is not the certificate's keeps the old pair; the log says why and holds no key", async () => {
       const current = await shown();
-      const [cert, other] = [await b.ca.issue('server-3'), await b.ca.issue('server-4')];
+      const [cert, other] = await Promise.all([b.ca.issue('server-3'), b.ca.issue('server-4')]);
       await copyFile(cert.certFile, b.certFile);
       await copyFile(other.keyFile, b.keyFile);
       const since = b.log().length;
@@ -282,7 +282,7 @@ describe('HTTPS beside plain HTTP (one serve process, Knot)', function () {
     });
 
     it("fails (exit 1) on a key not the certificate's and on an unreadable file, naming the setting", async () => {
-      const [cert, other] = [await b.ca.issue('check-cert'), await b.ca.issue('check-other')];
+      const [cert, other] = await Promise.all([b.ca.issue('check-cert'), b.ca.issue('check-other')]);
       const mismatched = await check(await configWith('check-mismatch', cert.certFile, other.keyFile));
       expect(mismatched.code).to.equal(1);
       const listener = 'https 127.0.0.1:8443 (listen[1].tls)';
@@ -295,7 +295,7 @@ describe('HTTPS beside plain HTTP (one serve process, Knot)', function () {
     });
 
     it('serve refuses to start with a pair it cannot use: exit 2, the setting named', async () => {
-      const [cert, other] = [await b.ca.issue('serve-cert'), await b.ca.issue('serve-other')];
+      const [cert, other] = await Promise.all([b.ca.issue('serve-cert'), b.ca.issue('serve-other')]);
       const r = await runCli(['serve', '--config', await configWith('serve-mismatch', cert.certFile, other.keyFile)]);
       expect(r.code).to.equal(2);
       expect(r.stderr).to.match(/^ddns-bridge: config: listen\[1\]\.tls\.keyFile: \S+serve-other\.key is not the/m);
