@@ -63,26 +63,33 @@ describe('Redis failover: a replica, three Sentinels, two serve processes (waitR
         frequency: { minInterval: 0.001, donatorMinInterval: 0.001 },
       },
     });
-    for (let i = 0; i < REPLICAS; i++) replicas.push(await startReplica({ dir: env.dir, primary: env.redis }));
-    for (let i = 0; i < 3; i++) {
-      sentinels.push(
-        await startSentinel({
-          dir: env.dir,
-          name: GROUP,
-          primary: env.redis,
-          quorum: 2,
-          downAfterMs: 1000,
-          failoverTimeoutMs: 3000,
-        }),
-      );
-    }
+    // Independent processes (each on a free port of its own, its own config file): started side by side.
+    replicas.push(
+      ...(await Promise.all(
+        Array.from({ length: REPLICAS }, () => startReplica({ dir: env!.dir, primary: env!.redis })),
+      )),
+    );
+    sentinels.push(
+      ...(await Promise.all(
+        Array.from({ length: 3 }, () =>
+          startSentinel({
+            dir: env!.dir,
+            name: GROUP,
+            primary: env!.redis,
+            quorum: 2,
+            downAfterMs: 1000,
+            failoverTimeoutMs: 3000,
+          }),
+        ),
+      )),
+    );
     await waitForSentinels(sentinels, GROUP, REPLICAS);
     // redis.url keeps only its database: the Sentinels name the primary.
     await env.writeConfig({
       redis: { sentinels: sentinels.map((s) => s.address), sentinelName: GROUP, waitReplicas: 1 },
     });
     await env.addAccount(...AUTH);
-    for (const h of [...A_HOSTS, ...B_HOSTS]) await env.addHost(h, 'fred');
+    await Promise.all([...A_HOSTS, ...B_HOSTS].map((h) => env!.addHost(h, 'fred')));
     await env.startServe();
     await env.startServe();
   });

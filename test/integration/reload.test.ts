@@ -71,7 +71,7 @@ describe('SIGHUP reloads the config: live settings applied, the rest left (knot)
     START.admin = { listen: [`127.0.0.1:${adminPort}`], tokenFile: path.join(env.dir, 'admin.token') };
     raw = new Redis(env.redis.url);
     await env.addAccount(ALICE.user, ALICE.password);
-    for (const h of hosts) await env.addHost(h, ALICE.user);
+    await Promise.all(hosts.map((h) => env.addHost(h, ALICE.user)));
   });
 
   after(async () => {

@@ -220,7 +220,7 @@ describe('serve --workers 2 (node:cluster)', function () {
 
   it('a replacement worker serves the config the service started with, not the file edited (here: broken) since', async () => {
     const hosts = Array.from({ length: 8 }, (_, i) => `after-edit-${i}.${ZONE}`);
-    for (const h of hosts) await env.addHost(h, 'fred');
+    await Promise.all(hosts.map((h) => env.addHost(h, 'fred')));
     const original = readFileSync(env.configPath, 'utf8');
     writeFileSync(env.configPath, '{ "zones": [ broken');
     try {
