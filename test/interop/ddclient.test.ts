@@ -26,18 +26,14 @@ for (const kind of ['knot', 'bind'] as const) {
     before(async function () {
       requireInterop(this, ['ddclient']);
       env = await startInteropEnv(kind);
-      await env.addAccount(ALICE.login, ALICE.password);
-      await env.addAccount('bob', 'bob-ddclient-pw');
+      await Promise.all([env.addAccount(ALICE.login, ALICE.password), env.addAccount('bob', 'bob-ddclient-pw')]);
     });
     after(async () => env?.stop());
 
+    /** `n` new hosts of `owner`, added side by side (one CLI process each). */
     async function hosts(n: number, owner = ALICE.login): Promise<string[]> {
-      const out: string[] = [];
-      for (let i = 0; i < n; i++) {
-        const h = uniqueHost('ddc');
-        await env.addHost(h, owner);
-        out.push(h);
-      }
+      const out = Array.from({ length: n }, () => uniqueHost('ddc'));
+      await Promise.all(out.map((h) => env.addHost(h, owner)));
       return out;
     }
     const conf = (ip: string, hostLines: string[], creds = ALICE): string =>
