@@ -5,9 +5,10 @@
  *
  * The unit tier runs in one mocha with the purity guard (unit-guard.ts). The integration and
  * interop files run in mocha's parallel mode (two files at a time: most of their time is spent
- * waiting on the servers they start), except the files in EXCLUSIVE, which measure time or load
- * and run alone afterwards. Each mocha is a child process; its output is passed through and its
- * counts added up into one closing line `N passed, N failed` (.ci/run reads it).
+ * waiting on the servers they start; the longest start first, LONGEST_FIRST), except the files in
+ * EXCLUSIVE, which measure time or load and run alone afterwards. Each mocha is a child process;
+ * its output is passed through and its counts added up into one closing line `N passed, N failed`
+ * (.ci/run reads it).
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -37,6 +38,42 @@ export const EXCLUSIVE: readonly string[] = [
   'integration/password-oracle.test',
   'integration/admin-limits.test',
 ];
+
+/**
+ * The longest of the files that share the machine, longest first (the per-file times the runner prints, measured
+ * on 2 cores): they start first, so that the last files to finish are short ones and the parallel tail is short.
+ * Mocha hands out files in the order given; the files not named here follow, sorted. Paths as in EXCLUSIVE.
+ */
+export const LONGEST_FIRST: readonly string[] = [
+  'integration/update-e2e.test',
+  'integration/faults.test',
+  'integration/ipv6-prefix.test',
+  'integration/workers.test',
+  'integration/tokens.test',
+  'integration/cli.test',
+  'interop/acme-secondaries.test',
+  'integration/secondaries.test',
+  'integration/gateway.test',
+  'integration/drift.test',
+  'integration/https.test',
+  'integration/operator-input.test',
+  'integration/acme-txt.test',
+  'integration/shadowing.test',
+  'integration/backup.test',
+  'integration/dns-publish.test',
+  'integration/lifecycle.test',
+  'integration/fast-path.test',
+  'integration/login-oracle.test',
+  'integration/import.test',
+  'integration/fuzz.test',
+];
+
+/** `files` (relative to dist/test) in the order they are started: LONGEST_FIRST first, then the rest as given. */
+export function startOrder(files: readonly string[]): string[] {
+  const rank = new Map(LONGEST_FIRST.map((f, i) => [`${f}.js`, i]));
+  const ranked = files.filter((f) => rank.has(f)).sort((a, b) => rank.get(a)! - rank.get(b)!);
+  return [...ranked, ...files.filter((f) => !rank.has(f))];
+}
 
 /** Files of one tier, relative to dist/test, sorted. */
 export function filesOf(tier: Tier): string[] {
@@ -93,7 +130,9 @@ function mocha(label: string, args: string[], files: string[], env: NodeJS.Proce
 
 export async function runTiers(tiers: readonly Tier[]): Promise<number> {
   const skipLog = path.join(os.tmpdir(), `ddns-bridge-skips-${process.pid}.jsonl`);
-  const env = { ...process.env, DDNS_BRIDGE_SKIP_LOG: skipLog };
+  const timesLog = path.join(os.tmpdir(), `ddns-bridge-file-times-${process.pid}.jsonl`);
+  const env = { ...process.env, DDNS_BRIDGE_SKIP_LOG: skipLog, DDNS_BRIDGE_FILE_TIMES: timesLog };
+  const fileTimes = ['--require', path.join(DIST, 'support', 'file-times.js')];
   const runs: Counts[] = [];
   if (tiers.includes('unit')) {
     const guard = path.join(DIST, 'support', 'unit-guard.js');
@@ -101,18 +140,18 @@ export async function runTiers(tiers: readonly Tier[]): Promise<number> {
   }
   const others = tiers.filter((t) => t !== 'unit').flatMap(filesOf);
   const exclusive = new Set(EXCLUSIVE.map((f) => `${f}.js`));
-  const shared = others.filter((f) => !exclusive.has(f));
+  const shared = startOrder(others.filter((f) => !exclusive.has(f)));
   const alone = others.filter((f) => exclusive.has(f));
   const jobs = process.env.TEST_JOBS ?? '2';
   runs.push(
     await mocha(
       `${tiers.filter((t) => t !== 'unit').join(' + ')}, ${jobs} at a time`,
-      ['--parallel', '--jobs', jobs],
+      ['--parallel', '--jobs', jobs, ...fileTimes],
       shared,
       env,
     ),
   );
-  runs.push(await mocha('one at a time (EXCLUSIVE in test/support/run-tests.ts)', [], alone, env));
+  runs.push(await mocha('one at a time (EXCLUSIVE in test/support/run-tests.ts)', fileTimes, alone, env));
 
   const total = runs.reduce(
     (a, r) => ({ passing: a.passing + r.passing, failing: a.failing + r.failing, pending: a.pending + r.pending }),
@@ -129,6 +168,21 @@ export async function runTiers(tiers: readonly Tier[]): Promise<number> {
     // no skips recorded
   }
   for (const line of skipSummary(skips)) console.log(line);
+  let files: { file: string; ms: number }[] = [];
+  try {
+    files = readFileSync(timesLog, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { file: string; ms: number });
+    rmSync(timesLog, { force: true });
+  } catch {
+    // no integration or interop file ran
+  }
+  if (files.length > 0) {
+    console.log('\nThe 15 slowest files (hooks included; LONGEST_FIRST in test/support/run-tests.ts):');
+    for (const f of [...files].sort((a, b) => b.ms - a.ms).slice(0, 15))
+      console.log(`  ${(f.ms / 1000).toFixed(1).padStart(6)} s  ${f.file.replace(/\.js$/, '')}`);
+  }
   if (timings.length > 0) {
     console.log('\nThe 30 slowest tests:');
     for (const t of [...timings].sort((a, b) => b.ms - a.ms).slice(0, 30))
