@@ -195,7 +195,10 @@ export interface NochgSplit {
   redis: { ceilingRedis: number; bridge: number };
   /** front − ceiling: the bridge's HTTP front beyond a bare server (routing, limits, its reply writer, telemetry). */
   front: number;
-  /** bridge − front: the nochg use case in JavaScript, its Redis client included. */
+  /**
+   * bridge − front: the nochg use case in JavaScript, its Redis client included, and the request's own parsing (the
+   * front answers its 404 before it reads parameters, credentials or the client address).
+   */
   useCase: number;
   /** bare + Redis − ceiling: what one script call costs a bare server's process (ioredis, the socket). */
   redisClient: number;

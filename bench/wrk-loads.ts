@@ -89,9 +89,9 @@ export function expectOnly(m: WrkMeasurement, kind: 'good' | 'nochg' | 'not-foun
     m.ok = m.replies.notFound;
     m.errors = all - m.ok;
     m.rps = round(m.seconds > 0 ? m.ok / m.seconds : 0, 1);
-    // The script's first "other" reply is a 404 here: name what went wrong instead, if anything did.
-    if (m.errors > 0) m.firstError = `${m.errors} replies other than 404`;
-    else delete m.firstError;
+    // The script's first "other" reply is a 404 here: name the first that was not, or the socket errors.
+    if (m.errors === 0) delete m.firstError;
+    else m.firstError = m.firstNot404 ?? `${m.socketErrors} socket errors`;
     return m;
   }
   const unexpected = kind === 'good' ? m.replies.nochg : m.replies.good;

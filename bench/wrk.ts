@@ -51,6 +51,8 @@ export interface WrkMeasurement extends Measurement {
   replies: { good: number; nochg: number; other: number; notFound: number };
   /** Connect/read/write/timeout errors wrk counted. */
   socketErrors: number;
+  /** The first reply other than good, nochg or a 404 (the front's reference reads this one). */
+  firstNot404?: string;
 }
 
 /** The most addresses one wrk run can use: 10.0.0.0/8 less a margin (see raw-dns.ts nextAddress). */
@@ -99,6 +101,7 @@ nochg = 0
 other = 0
 notfound = 0
 first_other = ""
+first_not404 = ""
 function init(args)
   nthreads = tonumber(args[1])
 end
@@ -110,22 +113,24 @@ function response(status, headers, body)
     other = other + 1
     if status == 404 then notfound = notfound + 1 end
     if first_other == "" then first_other = status .. " " .. body:sub(1, 200) end
+    if status ~= 404 and first_not404 == "" then first_not404 = status .. " " .. body:sub(1, 200) end
   end
 end
 function done(summary, latency, requests)
-  local g, n, o, nf, f = 0, 0, 0, 0, ""
+  local g, n, o, nf, f, f4 = 0, 0, 0, 0, "", ""
   for _, t in ipairs(threads) do
     g = g + t:get("good")
     n = n + t:get("nochg")
     o = o + t:get("other")
     nf = nf + t:get("notfound")
     if f == "" then f = t:get("first_other") end
+    if f4 == "" then f4 = t:get("first_not404") end
   end
   local e = summary.errors
   io.write(string.format(
-    'WRK {"requests":%d,"us":%d,"p50":%d,"p99":%d,"good":%d,"nochg":%d,"other":%d,"notfound":%d,"socket":%d,"first":"%s"}\\n',
+    'WRK {"requests":%d,"us":%d,"p50":%d,"p99":%d,"good":%d,"nochg":%d,"other":%d,"notfound":%d,"socket":%d,"first":"%s","firstNot404":"%s"}\\n',
     summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), g, n, o, nf,
-    e.connect + e.read + e.write + e.timeout, (f:gsub('[^%w %.:/-]', '?'))))
+    e.connect + e.read + e.write + e.timeout, (f:gsub('[^%w %.:/-]', '?')), (f4:gsub('[^%w %.:/-]', '?'))))
 end
 `;
 }
@@ -171,6 +176,7 @@ export async function runWrk(load: WrkLoad): Promise<WrkMeasurement> {
     notfound: number;
     socket: number;
     first: string;
+    firstNot404: string;
   };
   const seconds = r.us / 1e6;
   const ok = r.good + r.nochg;
@@ -190,5 +196,6 @@ export async function runWrk(load: WrkLoad): Promise<WrkMeasurement> {
     m.clientCpuMsPerRequest = round((cpu * 1000) / r.requests, 3);
   }
   if (r.first) m.firstError = r.first;
+  if (r.firstNot404) m.firstNot404 = r.firstNot404;
   return m;
 }
