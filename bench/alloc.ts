@@ -4,7 +4,8 @@
  * (in-process targets: the heap measured is the server's), wrk outside it. Every garbage collection in the window is
  * read through v8.GCProfiler: what was allocated is the heap's growth between collections, summed. Unlike CPU time,
  * the figure does not move with other load on the machine, so a cut's effect shows in one run (BENCHMARKS.md,
- * "Where a nochg goes").
+ * "Where a nochg goes"). Not counted: memory outside the heap, such as a Buffer's bytes from node's pool (the
+ * GCProfiler's external figure does not see those; a script call's buffer is about 0.6 KiB).
  */
 import v8 from 'node:v8';
 import { JsonLogger } from '../src/cli/logger.js';
@@ -22,8 +23,6 @@ export interface AllocRow {
   requests: number;
   /** Heap bytes allocated per request (KiB in the markdown). */
   bytesPerRequest: number;
-  /** Bytes allocated outside the heap per request (Buffers' backing stores: node's pool slabs, sockets). */
-  externalBytesPerRequest: number;
   /** Collections in the window: scavenges, and mark-compacts. */
   scavenges: number;
   markCompacts: number;
@@ -38,34 +37,28 @@ export interface AllocResult {
 
 interface GcStatistic {
   gcType: string;
-  beforeGC: { heapStatistics: { usedHeapSize: number; externalMemory: number } };
-  afterGC: { heapStatistics: { usedHeapSize: number; externalMemory: number } };
+  beforeGC: { heapStatistics: { usedHeapSize: number } };
+  afterGC: { heapStatistics: { usedHeapSize: number } };
 }
 
 /** Run `load` while recording every collection: its measurement, and the heap bytes allocated meanwhile. */
 async function allocatedDuring(
   load: () => Promise<WrkMeasurement>,
-): Promise<{ m: WrkMeasurement; gcs: GcStatistic[]; bytes: number; external: number }> {
+): Promise<{ m: WrkMeasurement; gcs: GcStatistic[]; bytes: number }> {
   const profiler = new v8.GCProfiler();
-  const start = v8.getHeapStatistics();
+  const startUsed = v8.getHeapStatistics().used_heap_size;
   profiler.start();
   const m = await load();
-  const end = v8.getHeapStatistics();
+  const endUsed = v8.getHeapStatistics().used_heap_size;
   const gcs = (profiler.stop()?.statistics ?? []) as GcStatistic[];
-  // What grew between collections, summed: the heap, and the memory outside it that objects on it hold (a Buffer
-  // allocated from node's pool shows as its pool's slab).
-  const grown = (first: number, of: (s: GcStatistic['beforeGC']['heapStatistics']) => number, last: number) => {
-    let sum = 0;
-    let after = first;
-    for (const gc of gcs) {
-      sum += Math.max(0, of(gc.beforeGC.heapStatistics) - after);
-      after = of(gc.afterGC.heapStatistics);
-    }
-    return sum + Math.max(0, last - after);
-  };
-  const bytes = grown(start.used_heap_size, (s) => s.usedHeapSize, end.used_heap_size);
-  const external = grown(start.external_memory, (s) => s.externalMemory, end.external_memory);
-  return { m, gcs, bytes, external };
+  let bytes = 0;
+  let after = startUsed;
+  for (const gc of gcs) {
+    bytes += Math.max(0, gc.beforeGC.heapStatistics.usedHeapSize - after);
+    after = gc.afterGC.heapStatistics.usedHeapSize;
+  }
+  bytes += Math.max(0, endUsed - after);
+  return { m, gcs, bytes };
 }
 
 export async function measureAllocation(ctx: WrkContext, kind: LabKind): Promise<AllocResult> {
@@ -87,20 +80,18 @@ export async function measureAllocation(ctx: WrkContext, kind: LabKind): Promise
     const rows: AllocRow[] = [];
     for (const target of ALLOC_TARGETS) {
       await run[target](1); // unmeasured: JIT
-      const { m, gcs, bytes, external } = await allocatedDuring(() => run[target](seconds));
+      const { m, gcs, bytes } = await allocatedDuring(() => run[target](seconds));
       const requests = m.ok + m.errors;
       const row: AllocRow = {
         target,
         requests,
         bytesPerRequest: requests > 0 ? Math.round(bytes / requests) : 0,
-        externalBytesPerRequest: requests > 0 ? Math.round(external / requests) : 0,
         scavenges: gcs.filter((g) => g.gcType === 'Scavenge' || g.gcType === 'MinorMarkSweep').length,
         markCompacts: gcs.filter((g) => g.gcType === 'MarkSweepCompact').length,
       };
       rows.push(row);
       progress(
         `${kind} allocation, ${target}: ${requests} requests, ${round(row.bytesPerRequest / 1024, 1)} KiB each ` +
-          `(+ ${round(row.externalBytesPerRequest / 1024, 1)} KiB outside the heap) ` +
           `(${row.scavenges} scavenges, ${row.markCompacts} mark-compacts)${m.errors > 0 ? `; ERRORS: ${m.errors} (${m.firstError})` : ''}`,
       );
     }
@@ -122,12 +113,11 @@ export function renderAllocation(x: AllocResult): string[] {
   return [
     `### Heap allocated per nochg request (${x.nameserver}, in-process, c=${x.concurrency}, ${x.seconds} s of wrk each)`,
     '',
-    '| server | requests | heap KiB per request | outside the heap, KiB per request | scavenges | mark-compacts |',
-    '|---|---:|---:|---:|---:|---:|',
+    '| server | requests | KiB per request | scavenges | mark-compacts |',
+    '|---|---:|---:|---:|---:|',
     ...x.rows.map(
       (r) =>
-        `| ${LABELS[r.target]} | ${r.requests.toLocaleString('en')} | ${(r.bytesPerRequest / 1024).toFixed(1)} | ` +
-        `${(r.externalBytesPerRequest / 1024).toFixed(1)} | ${r.scavenges} | ${r.markCompacts} |`,
+        `| ${LABELS[r.target]} | ${r.requests.toLocaleString('en')} | ${(r.bytesPerRequest / 1024).toFixed(1)} | ${r.scavenges} | ${r.markCompacts} |`,
     ),
     '',
   ];
