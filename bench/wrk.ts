@@ -135,12 +135,15 @@ end
 `;
 }
 
+let scriptCount = 0;
+
 /** Run wrk once; resolves with what it measured. The server's own CPU is for the caller (withCpu). */
 export async function runWrk(load: WrkLoad): Promise<WrkMeasurement> {
   const wrk = requireBinary('wrk');
   const threads = load.threads ?? 1;
   const duration = Math.max(1, Math.ceil(load.seconds));
-  const script = path.join(load.dir, `wrk-${process.pid}-${Date.now()}.lua`);
+  // A name of its own per run: two runs started in the same millisecond (scale-out.ts) must not share a script.
+  const script = path.join(load.dir, `wrk-${process.pid}-${++scriptCount}.lua`);
   await writeFile(script, scriptOf(load.requests));
   const args = [
     `-t${threads}`,
