@@ -234,7 +234,7 @@ const loaded = new WeakMap<object, Set<string>>();
  * nochg's allocations, BENCHMARKS.md "Where a nochg goes") and left a string of many pieces to flatten and encode for
  * the socket. Here: the length counted first, then one allocation (from node's pool) written in place.
  */
-class ScriptCommand extends Command {
+export class ScriptCommand extends Command {
   override toWritable(): Buffer {
     const args = this.args as string[];
     let size = 1 + digits(args.length + 1) + 2 + 1 + digits(this.name.length) + 2 + this.name.length + 2;
