@@ -13,24 +13,35 @@ export async function removeDir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true, maxRetries: 3 });
 }
 
+/**
+ * Ports handed out below the kernel's ephemeral range (ip_local_port_range, 32768–60999 on
+ * Debian). A port found free is closed again before the server that is given it binds it; in
+ * that window an outgoing connection of any process (a Redis client, a DNS query over TCP) may
+ * take a free ephemeral port as its source, and the server then fails with EADDRINUSE. Below the
+ * range no outgoing connection ever lands. Each process walks the range from a random start, so
+ * two test processes side by side rarely probe the same port at the same moment.
+ */
+const LAB_PORTS = { first: 10_000, last: 32_000 } as const;
+const labPortCount = LAB_PORTS.last - LAB_PORTS.first + 1;
+let nextLabPort = LAB_PORTS.first + Math.floor(Math.random() * labPortCount);
+
 /** A port free on 127.0.0.1 for both TCP and UDP (nameservers listen on both). */
 export async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const port = await freeTcpPort();
-    if (await udpPortFree(port)) return port;
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = nextLabPort;
+    nextLabPort = port === LAB_PORTS.last ? LAB_PORTS.first : port + 1;
+    if ((await tcpPortFree(port)) && (await udpPortFree(port))) return port;
   }
-  throw new Error('lab: no port free on 127.0.0.1 for both TCP and UDP after 20 attempts');
+  throw new Error(`lab: no port free on 127.0.0.1 for both TCP and UDP in 200 tries from ${nextLabPort - 200}`);
 }
 
-function freeTcpPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+function tcpPortFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.once('error', reject);
-    server.listen({ host: '127.0.0.1', port: 0, exclusive: true }, () => {
-      const addr = server.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      server.close(() => resolve(port));
+    server.once('error', () => resolve(false));
+    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => {
+      server.close(() => resolve(true));
     });
   });
 }

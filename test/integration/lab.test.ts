@@ -1,8 +1,11 @@
 import { expect } from 'chai';
-import { connect } from 'node:net';
+import { createSocket } from 'node:dgram';
+import { readFile } from 'node:fs/promises';
+import { connect, createServer } from 'node:net';
 import path from 'node:path';
 import {
   DAEMONS,
+  freePort,
   generateTsigKey,
   LAB_KINDS,
   makeTempDir,
@@ -38,6 +41,34 @@ function redisCommand(port: number, command: string): Promise<string> {
     });
   });
 }
+
+describe('lab: freePort', () => {
+  it('hands out ports below the ephemeral range, none twice, skipping one in use on TCP or UDP', async () => {
+    // Outgoing connections take their source port from ip_local_port_range: a port below it cannot be
+    // taken by one between freePort() and the server's bind (the EADDRINUSE of stop 36's CI).
+    const [ephemeralFirst] = (await readFile('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')).trim().split(/\s+/);
+    const ports: number[] = [];
+    for (let i = 0; i < 50; i++) ports.push(await freePort());
+    for (const p of ports) expect(p).to.be.within(1024, Number(ephemeralFirst) - 1);
+    expect(new Set(ports).size).to.equal(ports.length);
+
+    // The next port in line held on TCP, then on UDP: each is passed over.
+    let held = await freePort();
+    while (held > 31_990) held = await freePort(); // past the wrap to the range's start
+    const tcp = createServer();
+    await new Promise<void>((r) => tcp.listen({ host: '127.0.0.1', port: held + 1 }, r));
+    const udp = createSocket('udp4');
+    await new Promise<void>((r) => udp.bind({ address: '127.0.0.1', port: held + 2 }, r));
+    try {
+      const next = await freePort();
+      expect(next).to.not.be.oneOf([held + 1, held + 2]);
+      expect(next).to.equal(held + 3);
+    } finally {
+      tcp.close();
+      udp.close();
+    }
+  });
+});
 
 describe('lab: onFreePort', () => {
   it('a lost race for a free port gets another port, twice at most; a fixed port or another error is not retried', async () => {
