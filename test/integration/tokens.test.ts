@@ -8,8 +8,9 @@ import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import { tokenHash } from '../../src/auth/update-token.js';
 import { requireBinariesOrSkip, type LabKind } from '../../src/lab/index.js';
-import { Keys } from '../../src/store/keys.js';
-import { BridgeEnv, ZONE, expectedReply, sleep } from '../support/bridge.js';
+import { Keys, TOKEN_FIELDS } from '../../src/store/keys.js';
+import { BridgeEnv, ZONE, expectedReply } from '../support/bridge.js';
+import { waitFor } from '../support/wait.js';
 import { BridgeCommands, clearLoginCounters, isCommitOf, isTokenScriptOf } from '../support/bridge-commands.js';
 
 const OK = (body: string) => expectedReply(200, 'OK', body);
@@ -205,11 +206,20 @@ for (const { kind, binaries } of NAMESERVERS) {
       expect((await send(`hostname=${host}&myip=192.0.2.72`, host, token)).raw.toString()).to.equal(BADAUTH);
       expect(await raw.exists(KEYS.token(id), KEYS.tokenIndex(tokenHash(token)))).to.equal(0);
 
-      const { token: brief } = await addToken(host, ['--expires', '2s']);
+      const { token: brief, id: briefId } = await addToken(host, ['--expires', '2s']);
       expect((await send(`hostname=${host}&myip=192.0.2.73`, host, brief)).raw.toString()).to.equal(
         OK('good 192.0.2.73\n'),
       );
-      await sleep(2300); // past the token's 2 s expiry
+      // The admission compares the expiry with Redis's clock: wait until that clock is past it.
+      const expiresAt = Number(await raw.hget(KEYS.token(briefId), TOKEN_FIELDS.expiresAt));
+      expect(expiresAt).to.be.above(0);
+      await waitFor(
+        async () => {
+          const [seconds, micros] = await raw.time();
+          return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) > expiresAt;
+        },
+        { what: "Redis's clock past the token's expiry", intervalMs: 100 },
+      );
       expect((await send(`hostname=${host}&myip=192.0.2.74`, host, brief)).raw.toString()).to.equal(BADAUTH);
 
       const { token: fenced } = await addToken(host, ['--from', '192.0.2.0/24']);
