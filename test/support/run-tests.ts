@@ -127,10 +127,37 @@ function mocha(label: string, args: string[], files: string[], env: NodeJS.Proce
   });
 }
 
+/** The hooks file-times.ts timed, each (file, hook) added up over its runs, `count` longest first; log removed. */
+function slowestHooks(log: string, count: number): { file: string; hook: string; ms: number; runs: number }[] {
+  let lines: string[] = [];
+  try {
+    lines = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    rmSync(log, { force: true });
+  } catch {
+    return []; // no integration or interop file ran
+  }
+  const sums = new Map<string, { file: string; hook: string; ms: number; runs: number }>();
+  for (const line of lines) {
+    const { file, hook, ms } = JSON.parse(line) as { file: string; hook: string; ms: number };
+    const key = `${file}\u0000${hook}`;
+    const sum = sums.get(key) ?? { file, hook, ms: 0, runs: 0 };
+    sum.ms += ms;
+    sum.runs += 1;
+    sums.set(key, sum);
+  }
+  return [...sums.values()].sort((a, b) => b.ms - a.ms).slice(0, count);
+}
+
 export async function runTiers(tiers: readonly Tier[]): Promise<number> {
   const skipLog = path.join(os.tmpdir(), `ddns-bridge-skips-${process.pid}.jsonl`);
   const timesLog = path.join(os.tmpdir(), `ddns-bridge-file-times-${process.pid}.jsonl`);
-  const env = { ...process.env, DDNS_BRIDGE_SKIP_LOG: skipLog, DDNS_BRIDGE_FILE_TIMES: timesLog };
+  const hooksLog = path.join(os.tmpdir(), `ddns-bridge-hook-times-${process.pid}.jsonl`);
+  const env = {
+    ...process.env,
+    DDNS_BRIDGE_SKIP_LOG: skipLog,
+    DDNS_BRIDGE_FILE_TIMES: timesLog,
+    DDNS_BRIDGE_HOOK_TIMES: hooksLog,
+  };
   const fileTimes = ['--require', path.join(DIST, 'support', 'file-times.js')];
   const runs: Counts[] = [];
   if (tiers.includes('unit')) {
@@ -181,6 +208,14 @@ export async function runTiers(tiers: readonly Tier[]): Promise<number> {
     console.log('\nThe 15 slowest files (hooks included; LONGEST_FIRST in test/support/run-tests.ts):');
     for (const f of [...files].sort((a, b) => b.ms - a.ms).slice(0, 15))
       console.log(`  ${(f.ms / 1000).toFixed(1).padStart(6)} s  ${f.file.replace(/\.js$/, '')}`);
+  }
+  const hooks = slowestHooks(hooksLog, 20);
+  if (hooks.length > 0) {
+    console.log('\nThe 20 slowest hooks, all their runs added up (servers started per describe, mostly):');
+    for (const h of hooks)
+      console.log(
+        `  ${(h.ms / 1000).toFixed(1).padStart(6)} s  ${h.file.replace(/\.js$/, '')}: ${h.hook}${h.runs > 1 ? ` (${h.runs} runs)` : ''}`,
+      );
   }
   if (timings.length > 0) {
     console.log('\nThe 30 slowest tests:');
