@@ -29,10 +29,10 @@ export async function loadContext(
 
 /**
  * The context of an already validated (and frozen) config: its logger masks the zone secrets, the Redis
- * password and the admin token.
+ * password and the admin token. `write` takes the log lines (default: stderr).
  */
-export function contextOf(config: Config): CommandContext {
-  const logger = new JsonLogger(config.log.level);
+export function contextOf(config: Config, write?: (line: string) => void): CommandContext {
+  const logger = new JsonLogger(config.log.level, write);
   for (const zone of config.zones) logger.addSecret(zone.key.secret);
   if (config.redis.password !== undefined) logger.addSecret(config.redis.password);
   if (config.admin !== undefined) logger.addSecret(config.admin.token);

@@ -26,11 +26,18 @@ export function withAdmin<T>(ctx: CommandContext, fn: (admin: AdminService) => P
   return withStore(ctx, (store) => fn(adminServiceOn(store, ctx.config, ctx.logger)));
 }
 
-export async function accountAdd(ctx: CommandContext, name: string, donator: boolean, out: Out): Promise<void> {
+/** `account add`; `askPassword` asks for the password (default: the terminal or stdin, readPassword). */
+export async function accountAdd(
+  ctx: CommandContext,
+  name: string,
+  donator: boolean,
+  out: Out,
+  askPassword: (prompt: string) => Promise<string> = readPassword,
+): Promise<void> {
   const view = await withAdmin(ctx, async (admin) => {
     // Ask for the password only once we know the name is free.
     const account = await admin.accountMustBeFree(name);
-    const password = await readPassword(`Password for ${account}: `);
+    const password = await askPassword(`Password for ${account}: `);
     return admin.addAccount({ name: account, password, donator });
   });
   out(`account ${view.name} added${donator ? ' (donator)' : ''}`);
