@@ -45,26 +45,26 @@ export const EXCLUSIVE: readonly string[] = [
  * Mocha hands out files in the order given; the files not named here follow, sorted. Paths as in EXCLUSIVE.
  */
 export const LONGEST_FIRST: readonly string[] = [
-  'integration/update-e2e.test',
   'integration/faults.test',
-  'integration/ipv6-prefix.test',
+  'integration/update-e2e.test',
   'integration/cli.test',
-  'integration/drift.test',
-  'interop/gateway-clients.test',
-  'integration/acme-txt.test',
   'interop/acme.test',
-  'integration/tokens.test',
-  'integration/gateway.test',
   'integration/workers.test',
-  'interop/dynv6.test',
-  'interop/gateway-acme.test',
-  'integration/fast-path.test',
   'interop/acme-secondaries.test',
-  'integration/backup.test',
-  'interop/duckdns.test',
+  'integration/ipv6-prefix.test',
+  'integration/drift.test',
+  'interop/gateway-acme.test',
   'integration/hostile-input.test',
   'integration/fuzz.test',
+  'integration/tokens.test',
+  'interop/gateway-clients.test',
   'integration/secondaries.test',
+  'integration/acme-txt.test',
+  'integration/gateway.test',
+  'interop/dynv6.test',
+  'integration/fast-path.test',
+  'integration/backup.test',
+  'interop/duckdns.test',
 ];
 
 /** `files` (relative to dist/test) in the order they are started: LONGEST_FIRST first, then the rest as given. */
