@@ -32,7 +32,7 @@ export async function freePort(): Promise<number> {
     nextLabPort = port === LAB_PORTS.last ? LAB_PORTS.first : port + 1;
     if ((await tcpPortFree(port)) && (await udpPortFree(port))) return port;
   }
-  throw new Error(`lab: no port free on 127.0.0.1 for both TCP and UDP in 200 tries from ${nextLabPort - 200}`);
+  throw new Error('lab: no port free on 127.0.0.1 for both TCP and UDP in 200 tries');
 }
 
 function tcpPortFree(port: number): Promise<boolean> {

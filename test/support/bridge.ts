@@ -301,7 +301,7 @@ export class BridgeEnv {
   /**
    * Run one of the CLI's command functions in this process, on the config file as `cli` would (read again each
    * time: writeConfig may have changed it); resolves with what it printed. For set-up and reads in tests that are
-   * not about the CLI process (cli.test.ts and the others that are spawn it): a spawned CLI spends about 0.5 s of
+   * not about the CLI process (the suites about it, cli.test.ts first, spawn it): a spawned CLI spends about 0.5 s of
    * CPU loading modules, and these helpers ran over a thousand times per `npm test`. A failure throws with the
    * command's log lines, as cliOk does with its stderr.
    */
