@@ -1,4 +1,5 @@
 /** Temporary directories and free loopback ports for the real servers. */
+import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { createSocket } from 'node:dgram';
@@ -19,11 +20,24 @@ export async function removeDir(dir: string): Promise<void> {
  * that window an outgoing connection of any process (a Redis client, a DNS query over TCP) may
  * take a free ephemeral port as its source, and the server then fails with EADDRINUSE. Below the
  * range no outgoing connection ever lands. Each process walks the range from a random start, so
- * two test processes side by side rarely probe the same port at the same moment.
+ * two test processes side by side rarely probe the same port at the same moment. On a host whose
+ * ephemeral range starts below 11000 there is no such room: the walk then keeps to 10000–32000.
  */
-const LAB_PORTS = { first: 10_000, last: 32_000 } as const;
+const LAB_PORTS = labPortRange();
 const labPortCount = LAB_PORTS.last - LAB_PORTS.first + 1;
 let nextLabPort = LAB_PORTS.first + Math.floor(Math.random() * labPortCount);
+
+function labPortRange(): { first: number; last: number } {
+  const first = 10_000;
+  let ephemeralFirst = 32_768;
+  try {
+    ephemeralFirst = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+  } catch {
+    // not Linux: keep the usual range
+  }
+  const last = Math.min(32_000, ephemeralFirst - 1);
+  return Number.isInteger(last) && last >= first + 1_000 ? { first, last } : { first, last: 32_000 };
+}
 
 /** A port free on 127.0.0.1 for both TCP and UDP (nameservers listen on both). */
 export async function freePort(): Promise<number> {

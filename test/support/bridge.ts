@@ -310,9 +310,9 @@ export class BridgeEnv {
     run: (ctx: CommandContext, out: (line: string) => void) => Promise<void>,
   ): Promise<string> {
     const log: string[] = [];
-    const ctx = contextOf(await loadConfig(this.configPath, process.env), (line) => log.push(line));
     const printed: string[] = [];
     try {
+      const ctx = contextOf(await loadConfig(this.configPath, process.env), (line) => log.push(line));
       await run(ctx, (line) => printed.push(line + '\n'));
     } catch (err) {
       throw new Error(`ddns-bridge ${what} failed: ${(err as Error).message}\n${log.join('')}`);
