@@ -116,14 +116,17 @@ end
  * What guardRefusal's `digest` carries for the digest of a stored password hash (hashDigest in auth): a
  * fresh nonce and the SHA-1 of nonce and digest, so the argument differs on every request and
  * says nothing of the credentials (docs/security.md, "No password oracle"). '' (nobody verified
- * these credentials: the fast path's probe) gives a nonce and random digits of the same length,
- * which no account matches: the same command, refused by the same checks.
+ * these credentials: the fast path's probe) hashes the nonce with NEVER_A_DIGEST in its place, which no
+ * account matches: the same command, refused by the same checks, and the same work and random bytes
+ * here (a right and a wrong password draw on the block alike).
  */
 export function blindDigest(digest: string): string {
   const nonce = BLINDING.hex(BLIND_NONCE_HEX / 2);
-  const proof = digest === '' ? BLINDING.hex(20) : hash('sha1', nonce + digest, 'hex');
-  return nonce + proof;
+  return nonce + hash('sha1', nonce + (digest === '' ? NEVER_A_DIGEST : digest), 'hex');
 }
+
+/** As long as a SHA-1 in hex, and never one (not hex): the script's SHA-1 of nonce and digest cannot match it. */
+const NEVER_A_DIGEST = 'x'.repeat(40);
 
 /**
  * Random bytes taken from a block drawn 4 KiB at a time: one call into the system's random source per couple of

@@ -5,6 +5,7 @@
  * by src/store/scripts/ is in ALL_SCRIPTS (the list the integration test loads into Redis).
  */
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -192,6 +193,33 @@ describe('store scripts: named keys and arguments', () => {
     expect(ACCOUNT_REMOVE.encode(keys, { name: 'alice' })).to.deep.equal(['', '2', 'a', 's', 'alice']);
     expect(() => ACCOUNT_REMOVE.encode(keys, {} as never)).to.throw(/argument name/);
     expect(() => ACCOUNT_REMOVE.encode({ account: 'a' } as never, { name: 'alice' })).to.throw(/key accounts/);
+  });
+});
+
+describe('store scripts: the blinded password digest (lua.ts blindDigest)', () => {
+  const sha1 = (text: string) => createHash('sha1').update(text).digest('hex');
+  /** What guardRefusal checks: the proof is the SHA-1 of the nonce and the SHA-1 of the stored hash. */
+  const scriptAccepts = (blinded: string, storedHash: string) =>
+    blinded.slice(32) === sha1(blinded.slice(0, 32) + sha1(storedHash));
+
+  it('a verified digest: a fresh nonce each time, and a proof the script accepts for that hash only', () => {
+    const stored = '$scrypt$N=16384,r=8,p=1$c2FsdA$aGFzaA';
+    const blinded = Array.from({ length: 1000 }, () => fragments.blindDigest(sha1(stored)));
+    for (const b of blinded) expect(b).to.match(/^[0-9a-f]{72}$/);
+    expect(new Set(blinded.map((b) => b.slice(0, 32))).size).to.equal(1000);
+    expect(blinded.every((b) => scriptAccepts(b, stored))).to.equal(true);
+    expect(blinded.some((b) => scriptAccepts(b, stored + 'x'))).to.equal(false);
+  });
+
+  it("'' (nobody verified the credentials): the same shape, accepted for no stored hash", () => {
+    const blinded = Array.from({ length: 1000 }, () => fragments.blindDigest(''));
+    for (const b of blinded) expect(b).to.match(/^[0-9a-f]{72}$/);
+    expect(new Set(blinded.map((b) => b.slice(0, 32))).size).to.equal(1000);
+    for (const stored of ['', '$scrypt$x', 'x'.repeat(40)]) {
+      expect(blinded.some((b) => scriptAccepts(b, stored))).to.equal(false);
+    }
+    // Nor the SHA-1 of the bare nonce, which a digest of '' would give.
+    expect(blinded.some((b) => b.slice(32) === sha1(b.slice(0, 32)))).to.equal(false);
   });
 });
 
