@@ -1,6 +1,15 @@
 /** Wires the admin service (src/app/admin.ts) for the CLI and for the admin listener. */
 import { AdminService, type AdminServiceDeps } from '../app/admin.js';
-import { hashPassword, newToken, newTokenId, tokenHash, TsigKeyring, tsigKeyHash } from '../auth/index.js';
+import {
+  DEFAULT_SCRYPT_COST,
+  hashPassword,
+  newToken,
+  newTokenId,
+  tokenHash,
+  TsigKeyring,
+  tsigKeyHash,
+  type ScryptCost,
+} from '../auth/index.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../core/log.js';
 import { staticNamesByZone } from '../core/static-names.js';
@@ -8,20 +17,25 @@ import { DnsPublisher } from '../dns/index.js';
 import type { Store } from '../store/index.js';
 import { leaseMs } from './compose.js';
 
-export const ADMIN_SECRETS: AdminServiceDeps['secrets'] = {
-  hashPassword,
-  mintToken() {
-    const token = newToken();
-    return { token, id: newTokenId(), hash: tokenHash(token) };
-  },
-};
-
-/** The secrets of a config: with `gateway.keyFile`, gateway TSIG keys can be made too. */
-export function adminSecretsFor(config: Config): AdminServiceDeps['secrets'] {
-  if (config.gateway === undefined) return ADMIN_SECRETS;
+/**
+ * The secrets of a config: passwords hashed at `passwordCost` (account add's own, DEFAULT_SCRYPT_COST, unless a
+ * caller in this process chose another: CommandContext.passwordCost), and with `gateway.keyFile`, gateway TSIG keys.
+ */
+export function adminSecretsFor(
+  config: Config,
+  passwordCost: ScryptCost = DEFAULT_SCRYPT_COST,
+): AdminServiceDeps['secrets'] {
+  const secrets: AdminServiceDeps['secrets'] = {
+    hashPassword: (password) => hashPassword(password, passwordCost),
+    mintToken() {
+      const token = newToken();
+      return { token, id: newTokenId(), hash: tokenHash(token) };
+    },
+  };
+  if (config.gateway === undefined) return secrets;
   const keyring = new TsigKeyring(config.gateway.masterSecret);
   return {
-    ...ADMIN_SECRETS,
+    ...secrets,
     tsigKey(id, fqdn, algorithm) {
       const key = keyring.key(id, fqdn, algorithm);
       return { hash: tsigKeyHash(id), key: { name: key.name, algorithm, secret: key.secret.toString('base64') } };
@@ -39,6 +53,7 @@ export function adminServiceOn(
   logger: Logger,
   publisher?: DnsPublisher,
   currentConfig: () => Config = () => config,
+  passwordCost?: ScryptCost,
 ): AdminService {
   return new AdminService({
     accounts: store.accounts,
@@ -46,7 +61,7 @@ export function adminServiceOn(
     links: store.links,
     tokens: store.tokens,
     agents: store.agents,
-    secrets: adminSecretsFor(config),
+    secrets: adminSecretsFor(config, passwordCost),
     zones: config.zones.map((z) => z.name),
     staticNames: staticNamesByZone(config.zones),
     configBlockedAgents: () => currentConfig().agents.blocked,

@@ -1,5 +1,6 @@
 /** What every command needs: the config path (flag or env), the loaded config, a logger. */
 import { loadConfig, configWarnings } from '../config/load.js';
+import type { ScryptCost } from '../auth/index.js';
 import type { Config } from '../config/schema.js';
 import { JsonLogger } from './logger.js';
 
@@ -8,6 +9,11 @@ export interface CommandContext {
   logger: JsonLogger;
   /** The config file read and validated again (a reload); absent where there is no file (a worker). */
   reread?: () => Promise<Config>;
+  /**
+   * The scrypt cost of passwords the commands set (account add, passwd). Never set by the CLI, which hashes at
+   * DEFAULT_SCRYPT_COST; the tests' in-process commands lower it (test/support/bridge.ts).
+   */
+  passwordCost?: ScryptCost;
 }
 
 export function configPathFrom(argv: { config?: string }, env: NodeJS.ProcessEnv): string {

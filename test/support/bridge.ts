@@ -23,6 +23,7 @@ import {
   type NameServer,
   type RedisServer,
 } from '../../src/lab/index.js';
+import type { ScryptCost } from '../../src/auth/index.js';
 import { accountAdd, hostAdd, hostShow } from '../../src/cli/commands/admin.js';
 import { contextOf, type CommandContext } from '../../src/cli/context.js';
 import { loadConfig } from '../../src/config/load.js';
@@ -33,6 +34,14 @@ import { waitFor } from './wait.js';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const CLI = path.join(ROOT, 'dist/src/cli/main.js');
 export const ZONE = 'dyn.example.test';
+
+/**
+ * The scrypt cost of the passwords the tests' in-process commands set (addAccount): 3 ms a hash here, against
+ * 160 ms at account add's own (DEFAULT_SCRYPT_COST, memory-bound on this VM), paid again by every serve process at
+ * each account's first login. The cost is part of the stored hash, so the bridge verifies these as any other; the
+ * CLI's own cost is what the CLI tests (a spawned `account add`) and the unit tests check.
+ */
+export const TEST_PASSWORD_COST: ScryptCost = { ln: 10, r: 8, p: 1 };
 
 /**
  * A config for tests about Redis and the CLI only: `redis` as given, one zone whose primary
@@ -313,6 +322,7 @@ export class BridgeEnv {
     const printed: string[] = [];
     try {
       const ctx = contextOf(await loadConfig(this.configPath, process.env), (line) => log.push(line));
+      ctx.passwordCost = TEST_PASSWORD_COST;
       await run(ctx, (line) => printed.push(line + '\n'));
     } catch (err) {
       throw new Error(`ddns-bridge ${what} failed: ${(err as Error).message}\n${log.join('')}`);

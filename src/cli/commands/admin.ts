@@ -23,7 +23,9 @@ export async function withStore<T>(ctx: CommandContext, fn: (store: Store) => Pr
 }
 
 export function withAdmin<T>(ctx: CommandContext, fn: (admin: AdminService) => Promise<T>): Promise<T> {
-  return withStore(ctx, (store) => fn(adminServiceOn(store, ctx.config, ctx.logger)));
+  return withStore(ctx, (store) =>
+    fn(adminServiceOn(store, ctx.config, ctx.logger, undefined, undefined, ctx.passwordCost)),
+  );
 }
 
 /** `account add`; `askPassword` asks for the password (default: the terminal or stdin, readPassword). */
