@@ -5,6 +5,7 @@
  */
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
+import { DEFAULT_SCRYPT_COST } from '../../src/auth/index.js';
 import { requireBinariesOrSkip } from '../../src/lab/index.js';
 import { Keys } from '../../src/store/index.js';
 import { BridgeEnv, expectedReply, sleep, ZONE } from '../support/bridge.js';
@@ -39,7 +40,8 @@ describe('credential-guessing throttle under a burst of concurrent guesses (real
   it(`${BURST} wrong guesses at once, then the right password from the same source: badauth for the right one too`, async () => {
     const e = env!;
     const host = `victim1.${ZONE}`;
-    await e.addAccount('victim', 'Correct-Horse-42');
+    // At account add's own cost: the guesses must still hold both hash slots when the right password comes.
+    await e.addAccount('victim', 'Correct-Horse-42', false, DEFAULT_SCRYPT_COST);
     await e.addHost(host, 'victim');
     const update = (password: string, ua: string) =>
       e.get(`/nic/update?hostname=${host}&myip=192.0.2.9`, { auth: ['victim', password], ua });

@@ -330,11 +330,17 @@ export class BridgeEnv {
     return printed.join('');
   }
 
-  /** `account add NAME [--donator]` with the password given. */
-  async addAccount(name: string, password: string, donator = false): Promise<void> {
-    await this.inProcess(`account add ${name}`, (ctx, out) =>
-      accountAdd(ctx, name, donator, out, async () => password),
-    );
+  /** `account add NAME [--donator]` with the password given, hashed at `passwordCost`. */
+  async addAccount(
+    name: string,
+    password: string,
+    donator = false,
+    passwordCost: ScryptCost = TEST_PASSWORD_COST,
+  ): Promise<void> {
+    await this.inProcess(`account add ${name}`, (ctx, out) => {
+      ctx.passwordCost = passwordCost;
+      return accountAdd(ctx, name, donator, out, async () => password);
+    });
   }
 
   /** `host add FQDN --account ACCOUNT --type TYPE`. */
