@@ -36,7 +36,7 @@ import {
 import { clientDir, redact, requireInterop, startInteropEnv, uniqueHost, type ProcResult } from './support.js';
 
 const ACCOUNT = { name: 'sally', password: 'sally-account-pw' };
-/** How long after the primary the secondary serves a change: past lego's 2 s pause before it asks pebble. */
+/** How long after the primary the secondary serves a change: longer than lego and pebble take to ask it. */
 const LAG_MS = 6000;
 /** acme.propagationTimeout: under lego httpreq's HTTP timeout (30 s), over the lag. */
 const BOUND_S = 20;
